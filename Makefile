@@ -1,0 +1,48 @@
+# ssp: stateful stream processing over Kafka inside PostgreSQL
+#
+#   make            build the extension and the test broker
+#   make install    install into the PostgreSQL found by PG_CONFIG
+#   make test       install what is missing, build, run every test (README.md)
+#   make bench      the benchmarks (README.md)
+
+MODULE_big = ssp
+OBJS = \
+	src/ssp.o \
+	src/option.o \
+	src/stream.o \
+	src/kafka.o \
+	src/decode.o \
+	src/encode.o \
+	src/fdw.o \
+	src/scan.o \
+	src/modify.o \
+	src/utility.o
+
+EXTENSION = ssp
+DATA = sql/ssp--0.1.sql
+PGFILEDESC = "ssp - stateful stream processing over Kafka"
+
+REGRESS = option
+REGRESS_OPTS = --inputdir=. --load-extension=ssp
+
+SHLIB_LINK = -lrdkafka
+PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
+	-Wno-missing-field-initializers -Wno-sign-compare
+
+EXTRA_CLEAN = test/broker/ssp_test_broker test/bench/json_parsers
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+all: test/broker/ssp_test_broker
+
+test/broker/ssp_test_broker: test/broker/ssp_test_broker.c
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lrdkafka
+
+.PHONY: test bench demo demo-stop
+test:
+	bash test/run_tests.sh
+
+bench:
+	bash test/bench/run_bench.sh

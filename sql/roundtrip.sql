@@ -1,0 +1,120 @@
+-- Round trips: 10,000 rows through each format come back exactly.
+\getenv brokers SSP_BROKERS
+\getenv run SSP_RUN_ID
+CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+
+CREATE TABLE src AS
+SELECT g AS id,
+       'r' || g % 10 AS region,
+       (g * 1.25)::numeric(12,2) AS amount,
+       g * 0.1::float8 AS f,
+       g % 2 = 0 AS flag,
+       timestamptz '2024-01-01 00:00:00.123456+00' + g * interval '1 second' AS ts,
+       date '2024-01-01' + g % 100 AS d,
+       md5(g::text)::uuid AS u,
+       jsonb_build_object('n', g, 'tags', jsonb_build_array('a', g), 'nested', jsonb_build_object('x', g % 3 = 0)) AS j,
+       ARRAY[g, g + 1, NULL] AS arr,
+       CASE WHEN g % 7 = 0 THEN NULL
+            WHEN g % 7 = 1 THEN ''
+            ELSE 'text "quoted", with comma ' || g || E'\nand a newline, é ü ✓' END AS note,
+       9007199254740993 + g AS big,
+       123456789012345678901234567890.123456789 + g AS huge
+FROM generate_series(1, 10000) g;
+
+-- json
+\set topic rt_json_ :run
+CREATE FOREIGN TABLE rt_json (id int, region text, amount numeric(12,2), f float8,
+    flag bool, ts timestamptz, d date, u uuid, j jsonb, arr int[], note text,
+    big bigint, huge numeric)
+  SERVER kafka OPTIONS (topic :'topic', format 'json');
+INSERT INTO rt_json SELECT * FROM src;
+SELECT count(*) FROM rt_json;
+(SELECT * FROM src EXCEPT ALL SELECT * FROM rt_json)
+UNION ALL
+(SELECT * FROM rt_json EXCEPT ALL SELECT * FROM src);
+
+-- csv
+\set topic rt_csv_ :run
+CREATE FOREIGN TABLE rt_csv (id int, region text, amount numeric(12,2), f float8,
+    flag bool, ts timestamptz, d date, u uuid, j jsonb, arr int[], note text,
+    big bigint, huge numeric)
+  SERVER kafka OPTIONS (topic :'topic', format 'csv');
+INSERT INTO rt_csv SELECT * FROM src;
+SELECT count(*) FROM rt_csv;
+(SELECT * FROM src EXCEPT ALL SELECT * FROM rt_csv)
+UNION ALL
+(SELECT * FROM rt_csv EXCEPT ALL SELECT * FROM src);
+
+-- text: one value column; NULL is a null message
+\set topic rt_text_ :run
+CREATE FOREIGN TABLE rt_text (note text) SERVER kafka OPTIONS (topic :'topic', format 'text');
+INSERT INTO rt_text SELECT note FROM src;
+SELECT count(*), count(note) FROM rt_text;
+(SELECT note FROM src EXCEPT ALL SELECT * FROM rt_text)
+UNION ALL
+(SELECT * FROM rt_text EXCEPT ALL SELECT note FROM src);
+
+-- bytea: any bytes, NUL included
+\set topic rt_bytea_ :run
+CREATE FOREIGN TABLE rt_bytea (b bytea) SERVER kafka OPTIONS (topic :'topic', format 'bytea');
+INSERT INTO rt_bytea SELECT decode(md5(id::text) || '00ff0a', 'hex') FROM src;
+SELECT count(*), sum(length(b)) FROM rt_bytea;
+(SELECT decode(md5(id::text) || '00ff0a', 'hex') FROM src EXCEPT ALL SELECT * FROM rt_bytea)
+UNION ALL
+(SELECT * FROM rt_bytea EXCEPT ALL SELECT decode(md5(id::text) || '00ff0a', 'hex') FROM src);
+
+-- keys, event time, partitions and headers travel with the message
+\set topic rt_meta_ :run
+CREATE FOREIGN TABLE rt_meta (
+    id int, region text, ts timestamptz, note text,
+    p int OPTIONS (meta 'partition'),
+    kts timestamptz OPTIONS (meta 'timestamp'),
+    trace text OPTIONS (meta 'header:trace'),
+    blob bytea OPTIONS (meta 'header:blob'),
+    o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic', format 'json', key 'id,region', timestamp 'ts');
+INSERT INTO rt_meta (id, region, ts, note, p, trace, blob)
+  SELECT id, region, ts, note, id % 4, 'trace-' || id, CASE WHEN id % 3 = 0 THEN '\x00ff'::bytea END FROM src;
+SELECT count(*), count(DISTINCT o::text || '/' || p) AS distinct_positions,
+       bool_and(p = id % 4) AS partitions_kept,
+       bool_and(kts = date_trunc('milliseconds', ts)) AS timestamps_kept,
+       bool_and(trace = 'trace-' || id) AS headers_kept,
+       count(blob) AS blobs, bool_and(blob = '\x00ff') AS blobs_kept
+FROM rt_meta;
+(SELECT id, region, ts, note FROM src EXCEPT ALL SELECT id, region, ts, note FROM rt_meta)
+UNION ALL
+(SELECT id, region, ts, note FROM rt_meta EXCEPT ALL SELECT id, region, ts, note FROM src);
+-- the same topic seen with the key as one column, and the value alone
+CREATE FOREIGN TABLE rt_meta_raw (k text OPTIONS (meta 'key'), v jsonb)
+  SERVER kafka OPTIONS (topic :'topic', format 'text');
+SELECT k, v FROM rt_meta_raw WHERE k::jsonb ->> 'id' = '42';
+-- a single key column is the key's text
+\set topic rt_key_ :run
+CREATE FOREIGN TABLE rt_key_w (id bigint, region text) SERVER kafka OPTIONS (topic :'topic', key 'id');
+INSERT INTO rt_key_w SELECT id, region FROM src WHERE id <= 100;
+CREATE FOREIGN TABLE rt_key_r (k text OPTIONS (meta 'key'), region text) SERVER kafka OPTIONS (topic :'topic');
+SELECT count(*), bool_and(k::bigint BETWEEN 1 AND 100) FROM rt_key_r;
+SELECT count(*) FROM (SELECT id, region FROM rt_key_w EXCEPT ALL SELECT id, region FROM src WHERE id <= 100) x;
+
+-- nested fields: field paths build and read nested objects
+\set topic rt_nested_ :run
+CREATE FOREIGN TABLE rt_nested (id int, city text OPTIONS (field 'address.city'),
+    zip text OPTIONS (field 'address.zip'), lat float8 OPTIONS (field 'address.geo.lat'))
+  SERVER kafka OPTIONS (topic :'topic');
+INSERT INTO rt_nested VALUES (1, 'Lyon', '69001', 45.76), (2, NULL, '75001', NULL);
+CREATE FOREIGN TABLE rt_nested_raw (v text) SERVER kafka OPTIONS (topic :'topic', format 'text');
+SELECT v FROM rt_nested_raw ORDER BY v;
+SELECT * FROM rt_nested ORDER BY id;
+
+-- COPY FROM into a stream
+\set topic rt_copy_ :run
+CREATE FOREIGN TABLE rt_copy (id int, note text) SERVER kafka OPTIONS (topic :'topic', format 'csv');
+COPY rt_copy FROM STDIN (FORMAT csv);
+1,one
+2,"two, with comma"
+3,
+\.
+SELECT * FROM rt_copy ORDER BY id;
+
+DROP TABLE src;
+DROP SERVER kafka CASCADE;

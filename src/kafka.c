@@ -1,0 +1,694 @@
+/*-------------------------------------------------------------------------
+ *
+ * kafka.c
+ *	  Everything that talks to librdkafka: client configuration, consumers
+ *	  for bounded scans, cached producers, and Kafka errors as ereports.
+ *
+ * This is the only file that includes rdkafka.h.  librdkafka runs threads
+ * of its own; no callback may run on them, since they cannot call into
+ * Postgres.  So log.queue is on and the log, error and delivery callbacks
+ * run only inside rd_kafka_poll, rd_kafka_consumer_poll and rd_kafka_flush,
+ * called here, on the backend's own thread.
+ *
+ * Handles are released on every path: a consumer is destroyed with the
+ * memory context it was created in (a reset callback), producers are
+ * cached per server and user for the backend's life and destroyed at exit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include "access/xact.h"
+#include "commands/defrem.h"
+#include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "portability/instr_time.h"
+#include "storage/ipc.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+#include "ssp.h"
+
+#define SSP_POLL_MS 50
+
+struct SspKafka
+{
+	rd_kafka_t *rk;
+	Oid			serverid;
+	Oid			userid;
+	char	   *topic;
+	char		last_error[512];	/* latest error the client reported */
+
+	/* consumer */
+	SspPartitionRange *ranges;
+	bool	   *done;
+	int			nranges;
+	int			nleft;			/* partitions not yet at their end */
+	rd_kafka_message_t *current;
+	MemoryContextCallback cleanup;
+
+	/* producer */
+	bool		stale;			/* server or user mapping changed */
+	uint64		failed;			/* delivery failures since creation */
+	uint64		acked;
+	char		delivery_error[512];
+};
+
+/* cached producers, in TopMemoryContext */
+static List *producers = NIL;
+static bool producer_callbacks_registered = false;
+
+/*
+ * log_cb: librdkafka's log lines, into the server log; runs on our thread
+ * (log.queue).
+ */
+static void
+log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+	ereport(level <= 4 ? LOG : DEBUG2,
+			(errmsg_internal("ssp: librdkafka: %s: %s", fac, buf),
+			 errhidestmt(true)));
+}
+
+/* error_cb: remember the latest error to explain timeouts. */
+static void
+error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+	SspKafka   *kafka = opaque;
+
+	if (kafka)
+		strlcpy(kafka->last_error, reason, sizeof(kafka->last_error));
+}
+
+/* dr_msg_cb: count acknowledgements and failures of produced messages. */
+static void
+dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
+{
+	SspKafka   *kafka = opaque;
+
+	if (msg->err)
+	{
+		kafka->failed++;
+		strlcpy(kafka->delivery_error, rd_kafka_err2str(msg->err),
+				sizeof(kafka->delivery_error));
+	}
+	else
+		kafka->acked++;
+}
+
+/*
+ * ssp_kafka_validate_property: error unless librdkafka accepts the property.
+ * The value is never shown when secret.
+ */
+void
+ssp_kafka_validate_property(const char *name, const char *value, bool secret)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	char		errstr[512];
+	rd_kafka_conf_res_t res;
+
+	res = rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr));
+	rd_kafka_conf_destroy(conf);
+
+	if (res == RD_KAFKA_CONF_UNKNOWN)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+				 errmsg("unrecognized Kafka property \"%s\"", name),
+				 errhint("Options other than \"brokers\" are librdkafka configuration properties, as listed in its CONFIGURATION.md.")));
+	if (res != RD_KAFKA_CONF_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for Kafka property \"%s\"", name),
+				 secret ? errdetail("The value is secret and not shown.") :
+				 errdetail("%s", errstr)));
+}
+
+static void
+conf_set(rd_kafka_conf_t *conf, const char *name, const char *value)
+{
+	char		errstr[512];
+
+	if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
+	{
+		rd_kafka_conf_destroy(conf);
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for Kafka property \"%s\"", name),
+				 ssp_option_is_secret(name) ?
+				 errdetail("The value is secret and not shown.") :
+				 errdetail("%s", errstr)));
+	}
+}
+
+/*
+ * new_client: a librdkafka client for the server as userid, with ssp's
+ * settings first and the server's and user mapping's properties over them.
+ */
+static rd_kafka_t *
+new_client(SspKafka *kafka, rd_kafka_type_t type)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_t *rk;
+	char		errstr[512];
+	ListCell   *lc;
+	List	   *options;
+
+	conf_set(conf, "log.queue", "true");
+	conf_set(conf, "client.id", "ssp");
+	if (type == RD_KAFKA_CONSUMER)
+	{
+		/* assign() needs a group, though ssp never joins or commits to it */
+		conf_set(conf, "group.id", "ssp");
+		conf_set(conf, "enable.auto.commit", "false");
+		conf_set(conf, "enable.auto.offset.store", "false");
+		conf_set(conf, "enable.partition.eof", "true");
+		conf_set(conf, "auto.offset.reset", "earliest");
+		/* the default starves the consumer; see DESIGN.md */
+		conf_set(conf, "queued.min.messages", "200000");
+		conf_set(conf, "fetch.wait.max.ms", "50");
+	}
+	else
+	{
+		conf_set(conf, "linger.ms", "5");
+		conf_set(conf, "enable.idempotence", "true");
+	}
+
+	PG_TRY();
+	{
+		options = ssp_server_kafka_options(kafka->serverid, kafka->userid);
+		foreach(lc, options)
+		{
+			DefElem    *def = lfirst(lc);
+
+			conf_set(conf, def->defname, defGetString(def));
+		}
+	}
+	PG_CATCH();
+	{
+		/* conf_set destroys conf itself on failure */
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	rd_kafka_conf_set_log_cb(conf, log_cb);
+	rd_kafka_conf_set_error_cb(conf, error_cb);
+	if (type == RD_KAFKA_PRODUCER)
+		rd_kafka_conf_set_dr_msg_cb(conf, dr_msg_cb);
+	rd_kafka_conf_set_opaque(conf, kafka);
+
+	rk = rd_kafka_new(type, conf, errstr, sizeof(errstr));
+	if (rk == NULL)
+	{
+		rd_kafka_conf_destroy(conf);
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("could not create a Kafka client for server \"%s\"",
+						GetForeignServer(kafka->serverid)->servername),
+				 errdetail("%s", errstr)));
+	}
+	/* logs and errors are served by our own polls */
+	rd_kafka_set_log_queue(rk, NULL);
+	if (type == RD_KAFKA_CONSUMER)
+		rd_kafka_poll_set_consumer(rk);
+	return rk;
+}
+
+/* broker_error: ereport a failed broker request on the stream's topic. */
+static void
+broker_error(SspKafka *kafka, const char *what, rd_kafka_resp_err_t err)
+{
+	bool		timeout = err == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+		err == RD_KAFKA_RESP_ERR__TRANSPORT ||
+		err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN;
+
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+			 errmsg("could not %s of topic \"%s\"", what, kafka->topic),
+			 kafka->last_error[0] && timeout ?
+			 errdetail("%s (last broker error: %s)", rd_kafka_err2str(err), kafka->last_error) :
+			 errdetail("%s", rd_kafka_err2str(err)),
+			 timeout ? errhint("Check that the brokers of server \"%s\" are up; ssp.broker_timeout is %d ms.",
+							   GetForeignServer(kafka->serverid)->servername,
+							   ssp_broker_timeout) : 0));
+}
+
+/* consumer_cleanup: the reset callback of a consumer's memory context. */
+static void
+consumer_cleanup(void *arg)
+{
+	SspKafka   *kafka = arg;
+
+	if (kafka->current)
+		rd_kafka_message_destroy(kafka->current);
+	kafka->current = NULL;
+	if (kafka->rk)
+		rd_kafka_destroy_flags(kafka->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+	kafka->rk = NULL;
+}
+
+/*
+ * ssp_kafka_consumer: a consumer of topic on the server, as userid, living
+ * as long as CurrentMemoryContext (or until ssp_kafka_close).
+ */
+SspKafka *
+ssp_kafka_consumer(Oid serverid, Oid userid, const char *topic)
+{
+	SspKafka   *kafka = palloc0(sizeof(SspKafka));
+
+	kafka->serverid = serverid;
+	kafka->userid = userid;
+	kafka->topic = pstrdup(topic);
+	kafka->rk = new_client(kafka, RD_KAFKA_CONSUMER);
+	kafka->cleanup.func = consumer_cleanup;
+	kafka->cleanup.arg = kafka;
+	MemoryContextRegisterResetCallback(CurrentMemoryContext, &kafka->cleanup);
+	return kafka;
+}
+
+/* ssp_kafka_close: release the consumer now rather than with its context. */
+void
+ssp_kafka_close(SspKafka *kafka)
+{
+	consumer_cleanup(kafka);
+}
+
+/*
+ * ssp_kafka_partition_count: the number of partitions of the topic; errors
+ * if the topic does not exist or the broker does not answer in time.
+ */
+int
+ssp_kafka_partition_count(SspKafka *kafka)
+{
+	rd_kafka_topic_t *rkt;
+	const struct rd_kafka_metadata *md;
+	rd_kafka_resp_err_t err;
+	int			count;
+
+	rkt = rd_kafka_topic_new(kafka->rk, kafka->topic, NULL);
+	err = rd_kafka_metadata(kafka->rk, 0, rkt, &md, ssp_broker_timeout);
+	rd_kafka_topic_destroy(rkt);
+	rd_kafka_poll(kafka->rk, 0);
+	if (err)
+		broker_error(kafka, "get the metadata", err);
+
+	err = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+	count = err ? 0 : md->topics[0].partition_cnt;
+	rd_kafka_metadata_destroy(md);
+
+	if (err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+				 errmsg("topic \"%s\" does not exist", kafka->topic),
+				 errhint("Create the topic, or enable automatic topic creation on the broker.")));
+	if (err)
+		broker_error(kafka, "get the metadata", err);
+	return count;
+}
+
+/* ssp_kafka_watermarks: the oldest retained offset and the next offset. */
+void
+ssp_kafka_watermarks(SspKafka *kafka, int32 partition, int64 *low, int64 *high)
+{
+	rd_kafka_resp_err_t err;
+
+	err = rd_kafka_query_watermark_offsets(kafka->rk, kafka->topic, partition,
+										   low, high, ssp_broker_timeout);
+	if (err)
+		broker_error(kafka, "get the offsets", err);
+}
+
+/*
+ * ssp_kafka_offset_for_time: the first offset whose timestamp is at least
+ * timestamp_ms, or -1 if the broker does not say.
+ */
+int64
+ssp_kafka_offset_for_time(SspKafka *kafka, int32 partition, int64 timestamp_ms)
+{
+	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_resp_err_t err;
+	int64		result = -1;
+
+	rd_kafka_topic_partition_list_add(list, kafka->topic, partition)->offset = timestamp_ms;
+	err = rd_kafka_offsets_for_times(kafka->rk, list, ssp_broker_timeout);
+	if (!err && list->elems[0].err == RD_KAFKA_RESP_ERR_NO_ERROR)
+		result = list->elems[0].offset;
+	rd_kafka_topic_partition_list_destroy(list);
+	return result;
+}
+
+/*
+ * ssp_kafka_assign: start reading each range; ssp_kafka_next then returns
+ * its messages until every range is read.
+ */
+void
+ssp_kafka_assign(SspKafka *kafka, SspPartitionRange *ranges, int nranges)
+{
+	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(Max(nranges, 1));
+	rd_kafka_resp_err_t err;
+	int			i;
+
+	if (kafka->current)
+		rd_kafka_message_destroy(kafka->current);
+	kafka->current = NULL;
+	kafka->ranges = ranges;
+	kafka->nranges = nranges;
+	kafka->done = palloc0(sizeof(bool) * Max(nranges, 1));
+	kafka->nleft = 0;
+	for (i = 0; i < nranges; i++)
+	{
+		if (ranges[i].start >= ranges[i].end)
+		{
+			kafka->done[i] = true;
+			continue;
+		}
+		rd_kafka_topic_partition_list_add(list, kafka->topic,
+										  ranges[i].partition)->offset = ranges[i].start;
+		kafka->nleft++;
+	}
+	err = rd_kafka_assign(kafka->rk, list);
+	rd_kafka_topic_partition_list_destroy(list);
+	if (err)
+		broker_error(kafka, "start reading", err);
+}
+
+static int
+range_index(SspKafka *kafka, int32 partition)
+{
+	int			i;
+
+	for (i = 0; i < kafka->nranges; i++)
+		if (kafka->ranges[i].partition == partition)
+			return i;
+	return -1;
+}
+
+static void
+mark_done(SspKafka *kafka, int i)
+{
+	if (i >= 0 && !kafka->done[i])
+	{
+		kafka->done[i] = true;
+		kafka->nleft--;
+	}
+}
+
+/*
+ * ssp_kafka_next: the next message of the assigned ranges into msg; false
+ * once every range is read.  msg stays valid until the next call.  Errors
+ * if nothing arrives for ssp.broker_timeout.
+ */
+bool
+ssp_kafka_next(SspKafka *kafka, SspMessage *msg)
+{
+	instr_time	start;
+
+	if (kafka->current)
+		rd_kafka_message_destroy(kafka->current);
+	kafka->current = NULL;
+
+	INSTR_TIME_SET_CURRENT(start);
+	while (kafka->nleft > 0)
+	{
+		rd_kafka_message_t *m;
+		int			i;
+
+		CHECK_FOR_INTERRUPTS();
+		m = rd_kafka_consumer_poll(kafka->rk, SSP_POLL_MS);
+		if (m == NULL)
+		{
+			instr_time	now;
+
+			INSTR_TIME_SET_CURRENT(now);
+			INSTR_TIME_SUBTRACT(now, start);
+			if (INSTR_TIME_GET_MILLISEC(now) > ssp_broker_timeout)
+				broker_error(kafka, "read messages", RD_KAFKA_RESP_ERR__TIMED_OUT);
+			continue;
+		}
+		INSTR_TIME_SET_CURRENT(start);
+		i = m->rkt ? range_index(kafka, m->partition) : -1;
+
+		if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+		{
+			mark_done(kafka, i);
+			rd_kafka_message_destroy(m);
+			continue;
+		}
+		if (m->err)
+		{
+			rd_kafka_resp_err_t err = m->err;
+
+			strlcpy(kafka->last_error, rd_kafka_message_errstr(m), sizeof(kafka->last_error));
+			rd_kafka_message_destroy(m);
+			/* transient errors are retried by librdkafka itself */
+			if (err == RD_KAFKA_RESP_ERR__TRANSPORT ||
+				err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
+				err == RD_KAFKA_RESP_ERR__RESOLVE)
+				continue;
+			broker_error(kafka, "read messages", err);
+		}
+		if (i < 0 || kafka->done[i] || m->offset >= kafka->ranges[i].end)
+		{
+			mark_done(kafka, i);
+			rd_kafka_message_destroy(m);
+			continue;
+		}
+		if (m->offset >= kafka->ranges[i].end - 1)
+			mark_done(kafka, i);
+
+		kafka->current = m;
+		msg->value = m->payload;
+		msg->value_len = m->len;
+		msg->key = m->key;
+		msg->key_len = m->key_len;
+		msg->partition = m->partition;
+		msg->offset = m->offset;
+		msg->timestamp_ms = rd_kafka_message_timestamp(m, NULL);
+		msg->handle = m;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * ssp_kafka_header: the last header called name of msg; false if none.
+ */
+bool
+ssp_kafka_header(SspMessage *msg, const char *name, const char **value,
+				 size_t *len)
+{
+	rd_kafka_headers_t *hdrs;
+	const void *v;
+
+	if (msg->handle == NULL ||
+		rd_kafka_message_headers(msg->handle, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR)
+		return false;
+	if (rd_kafka_header_get_last(hdrs, name, &v, len) != RD_KAFKA_RESP_ERR_NO_ERROR)
+		return false;
+	*value = v;
+	return true;
+}
+
+/* Producers ---------------------------------------------------------- */
+
+static void
+destroy_producer(SspKafka *kafka)
+{
+	rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+	rd_kafka_poll(kafka->rk, 0);
+	rd_kafka_destroy(kafka->rk);
+	kafka->rk = NULL;
+}
+
+static void
+producers_at_exit(int code, Datum arg)
+{
+	ListCell   *lc;
+
+	foreach(lc, producers)
+		destroy_producer(lfirst(lc));
+	producers = NIL;
+}
+
+static void
+producers_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	ListCell   *lc;
+
+	foreach(lc, producers)
+		((SspKafka *) lfirst(lc))->stale = true;
+}
+
+/* On abort, messages not yet sent are dropped rather than sent later. */
+static void
+producers_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	foreach(lc, producers)
+		rd_kafka_purge(((SspKafka *) lfirst(lc))->rk, RD_KAFKA_PURGE_F_QUEUE);
+}
+
+/*
+ * ssp_kafka_producer: the backend's producer for the server as userid,
+ * created on first use and kept until the server or mapping changes.
+ */
+SspKafka *
+ssp_kafka_producer(Oid serverid, Oid userid)
+{
+	ListCell   *lc;
+	SspKafka   *kafka;
+	MemoryContext old;
+
+	if (!producer_callbacks_registered)
+	{
+		before_shmem_exit(producers_at_exit, 0);
+		CacheRegisterSyscacheCallback(FOREIGNSERVEROID, producers_invalidate, 0);
+		CacheRegisterSyscacheCallback(USERMAPPINGOID, producers_invalidate, 0);
+		RegisterXactCallback(producers_xact_callback, NULL);
+		producer_callbacks_registered = true;
+	}
+
+	foreach(lc, producers)
+	{
+		kafka = lfirst(lc);
+		if (kafka->serverid != serverid || kafka->userid != userid)
+			continue;
+		if (!kafka->stale)
+			return kafka;
+		destroy_producer(kafka);
+		producers = foreach_delete_current(producers, lc);
+		pfree(kafka);
+		break;
+	}
+
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	kafka = palloc0(sizeof(SspKafka));
+	kafka->serverid = serverid;
+	kafka->userid = userid;
+	kafka->topic = "";
+	MemoryContextSwitchTo(old);
+	kafka->rk = new_client(kafka, RD_KAFKA_PRODUCER);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	producers = lappend(producers, kafka);
+	MemoryContextSwitchTo(old);
+	return kafka;
+}
+
+static void
+check_elapsed(SspKafka *kafka, instr_time start, const char *topic)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, start);
+	if (INSTR_TIME_GET_MILLISEC(now) > ssp_broker_timeout)
+	{
+		int			pending = rd_kafka_outq_len(kafka->rk);
+
+		rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+		rd_kafka_poll(kafka->rk, 0);
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("could not produce to topic \"%s\": timed out", topic),
+				 kafka->last_error[0] ?
+				 errdetail("%d messages were not acknowledged within %d ms (last broker error: %s).",
+						   pending, ssp_broker_timeout, kafka->last_error) :
+				 errdetail("%d messages were not acknowledged within %d ms.",
+						   pending, ssp_broker_timeout),
+				 errhint("Check that the brokers of server \"%s\" are up; some messages may have been delivered.",
+						 GetForeignServer(kafka->serverid)->servername)));
+	}
+}
+
+/*
+ * ssp_kafka_produce: queue one message for topic; ssp_kafka_flush waits
+ * for the broker's acknowledgement.
+ */
+void
+ssp_kafka_produce(SspKafka *kafka, const char *topic, SspOutMessage *out)
+{
+	rd_kafka_headers_t *hdrs = NULL;
+	rd_kafka_resp_err_t err;
+	instr_time	start;
+	ListCell   *lc;
+
+	INSTR_TIME_SET_CURRENT(start);
+	for (;;)
+	{
+		if (out->headers != NIL)
+		{
+			hdrs = rd_kafka_headers_new(list_length(out->headers));
+			foreach(lc, out->headers)
+			{
+				SspHeader  *h = lfirst(lc);
+
+				rd_kafka_header_add(hdrs, h->name, -1, h->value, h->len);
+			}
+		}
+		err = rd_kafka_producev(kafka->rk,
+								RD_KAFKA_V_TOPIC(topic),
+								RD_KAFKA_V_PARTITION(out->partition),
+								RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+								RD_KAFKA_V_VALUE(out->value_null ? NULL : out->value.data,
+												 out->value_null ? 0 : out->value.len),
+								RD_KAFKA_V_KEY(out->key_null ? NULL : out->key.data,
+											   out->key_null ? 0 : out->key.len),
+								RD_KAFKA_V_TIMESTAMP(out->timestamp_ms),
+								RD_KAFKA_V_HEADERS(hdrs),
+								RD_KAFKA_V_END);
+		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+			break;
+		if (hdrs)
+			rd_kafka_headers_destroy(hdrs);
+		hdrs = NULL;
+		if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_ERROR),
+					 errmsg("could not produce to topic \"%s\"", topic),
+					 errdetail("%s", rd_kafka_err2str(err))));
+		/* the local queue is full: wait for the broker to take some */
+		CHECK_FOR_INTERRUPTS();
+		rd_kafka_poll(kafka->rk, SSP_POLL_MS);
+		check_elapsed(kafka, start, topic);
+	}
+	rd_kafka_poll(kafka->rk, 0);
+}
+
+/*
+ * ssp_kafka_flush: wait until the broker has acknowledged every queued
+ * message; errors if one failed or the wait passes ssp.broker_timeout.
+ */
+void
+ssp_kafka_flush(SspKafka *kafka, const char *topic)
+{
+	instr_time	start;
+	uint64		failed_before = kafka->failed;
+
+	INSTR_TIME_SET_CURRENT(start);
+	while (rd_kafka_outq_len(kafka->rk) > 0)
+	{
+		CHECK_FOR_INTERRUPTS();
+		rd_kafka_flush(kafka->rk, SSP_POLL_MS);
+		check_elapsed(kafka, start, topic);
+	}
+	rd_kafka_poll(kafka->rk, 0);
+	if (kafka->failed > failed_before)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("could not produce to topic \"%s\"", topic),
+				 errdetail("The broker refused " UINT64_FORMAT " messages: %s",
+						   kafka->failed - failed_before, kafka->delivery_error)));
+}
+
+/* ssp_kafka_abort_produce: drop the messages not yet sent. */
+void
+ssp_kafka_abort_produce(SspKafka *kafka)
+{
+	rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE);
+	rd_kafka_poll(kafka->rk, 0);
+}

@@ -1,0 +1,54 @@
+/*-------------------------------------------------------------------------
+ *
+ * ssp.c
+ *	  Module entry point: load checks, GUCs and hook installation.
+ *
+ * ssp must be loaded through shared_preload_libraries: its background
+ * workers and shared memory can only be set up at server start, so
+ * _PG_init refuses any other way of loading it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+
+#include "ssp.h"
+
+PG_MODULE_MAGIC;
+
+/* ssp.broker_timeout: longest wait for the broker in a backend, in ms */
+int			ssp_broker_timeout = 30000;
+
+void		_PG_init(void);
+
+/*
+ * _PG_init: define GUCs and install hooks; only at postmaster start.
+ */
+void
+_PG_init(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("ssp must be loaded via shared_preload_libraries"),
+				 errhint("Add ssp to shared_preload_libraries in postgresql.conf and restart the server.")));
+
+	DefineCustomIntVariable("ssp.broker_timeout",
+							"Longest time a statement waits for the Kafka broker.",
+							"Bounds metadata requests, scans that receive nothing, "
+							"and the acknowledgement of produced messages.",
+							&ssp_broker_timeout,
+							30000, 100, INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("ssp");
+
+	ssp_utility_init();
+}

@@ -1,0 +1,78 @@
+/*-------------------------------------------------------------------------
+ *
+ * utility.c
+ *	  The ProcessUtility hook: DDL on streams is checked as it happens.
+ *
+ * The option validator sees one option list at a time; whether a stream's
+ * options fit its columns (the event-time column exists, a text stream has
+ * one value column...) can only be seen once the table exists.  So after
+ * CREATE FOREIGN TABLE, ALTER FOREIGN TABLE and column renames on a stream,
+ * the stream is opened, which runs every check and fails the statement.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "nodes/parsenodes.h"
+#include "tcop/utility.h"
+
+#include "ssp.h"
+
+static ProcessUtility_hook_type prev_utility_hook = NULL;
+
+/* check_stream: open the stream named rv, if it is one, to check it. */
+static void
+check_stream(RangeVar *rv)
+{
+	Oid			relid = RangeVarGetRelid(rv, NoLock, true);
+
+	if (!OidIsValid(relid))
+		return;
+	CommandCounterIncrement();
+	if (ssp_is_stream(relid))
+		(void) ssp_stream_open(relid);
+}
+
+static void
+ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
+					bool readOnlyTree, ProcessUtilityContext context,
+					ParamListInfo params, QueryEnvironment *queryEnv,
+					DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+
+	if (prev_utility_hook)
+		prev_utility_hook(pstmt, queryString, readOnlyTree, context, params,
+						  queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+
+	switch (nodeTag(parsetree))
+	{
+		case T_CreateForeignTableStmt:
+			check_stream(((CreateForeignTableStmt *) parsetree)->base.relation);
+			break;
+		case T_AlterTableStmt:
+			if (((AlterTableStmt *) parsetree)->objtype == OBJECT_FOREIGN_TABLE)
+				check_stream(((AlterTableStmt *) parsetree)->relation);
+			break;
+		case T_RenameStmt:
+			if (((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN &&
+				((RenameStmt *) parsetree)->relationType == OBJECT_FOREIGN_TABLE)
+				check_stream(((RenameStmt *) parsetree)->relation);
+			break;
+		default:
+			break;
+	}
+}
+
+/* ssp_utility_init: install the hook (from _PG_init). */
+void
+ssp_utility_init(void)
+{
+	prev_utility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = ssp_process_utility;
+}

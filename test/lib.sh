@@ -1,0 +1,119 @@
+# test/lib.sh: shared by make test, make demo and make bench.
+#
+# Each entry script sources this file and calls, in order:
+#   ssp_setup "$@"     packages (as root), then re-runs the script as the
+#                      unprivileged user "ssp" in a copy of the tree, since
+#                      Postgres refuses to run as root
+#   ssp_build          build, and install into a private copy of the
+#                      Postgres installation under $SSP_WORK/install, so no
+#                      root is needed and the system install is untouched
+#   ssp_start_broker   the test broker (or SSP_TEST_BROKERS / KAFKA_BROKERS)
+# Everything started is stopped by the EXIT trap, even on failure.
+
+set -euo pipefail
+
+SSP_PG_VERSION=15
+SSP_PACKAGES="postgresql-$SSP_PG_VERSION postgresql-server-dev-$SSP_PG_VERSION librdkafka-dev kcat libipc-run-perl make gcc"
+SSP_USER=${SSP_USER:-sspuser}
+SSP_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PG_BINDIR=/usr/lib/postgresql/$SSP_PG_VERSION/bin
+PG_PGXS=/usr/lib/postgresql/$SSP_PG_VERSION/lib/pgxs
+
+ssp_log() { printf '== %s\n' "$*" >&2; }
+ssp_die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# ssp_packages: install the Debian packages that are missing.
+ssp_packages() {
+    local missing=() p
+    for p in $SSP_PACKAGES; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    ssp_log "installing ${missing[*]}"
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+        sudo -n true 2>/dev/null || ssp_die "missing packages: ${missing[*]}; install them as root (apt-get install ${missing[*]}) or run this as root"
+        sudo="sudo -n"
+    fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# ssp_setup: packages; as root, re-run the calling script as $SSP_USER in a
+# copy of the tree (the exit status is the script's).  Sets SSP_WORK.
+ssp_setup() {
+    if [ -z "${SSP_INNER:-}" ]; then
+        ssp_packages
+    fi
+    if [ "$(id -u)" -eq 0 ]; then
+        id -u "$SSP_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$SSP_USER"
+        local work
+        work=$(mktemp -d "/tmp/ssp-$(basename "$0" .sh).XXXXXX")
+        mkdir "$work/src"
+        tar -C "$SSP_SRC" --exclude=.git --exclude='*.o' --exclude='*.so' -cf - . | tar -C "$work/src" -xf -
+        chown -R "$SSP_USER:" "$work"
+        chmod 755 "$work"
+        ssp_log "running as user $SSP_USER in $work"
+        exec runuser -u "$SSP_USER" -- env SSP_INNER=1 SSP_WORK="$work" \
+            SSP_TEST_BROKERS="${SSP_TEST_BROKERS:-}" KAFKA_BROKERS="${KAFKA_BROKERS:-}" \
+            SSP_BENCH_RUNS="${SSP_BENCH_RUNS:-}" SSP_REGRESS="${SSP_REGRESS:-}" SSP_TAP="${SSP_TAP:-}" SSP_DEMO_SECONDS="${SSP_DEMO_SECONDS:-}" \
+            PATH="$PATH" bash "$work/src/${0#"$SSP_SRC"/}" "$@"
+    fi
+    SSP_WORK=${SSP_WORK:-$(mktemp -d "/tmp/ssp-$(basename "$0" .sh).XXXXXX")}
+    export SSP_WORK
+    cd "$SSP_SRC"
+}
+
+# ssp_build: build with warnings as errors; install into $SSP_INSTALL.
+ssp_build() {
+    SSP_INSTALL=$SSP_WORK/install
+    export SSP_INSTALL
+    ssp_log "building"
+    make -s -C "$SSP_SRC" PG_CONFIG=$PG_BINDIR/pg_config >/dev/null
+    rm -rf "$SSP_INSTALL"
+    mkdir -p "$SSP_INSTALL/usr/lib/postgresql" "$SSP_INSTALL/usr/share/postgresql"
+    cp -a "/usr/lib/postgresql/$SSP_PG_VERSION" "$SSP_INSTALL/usr/lib/postgresql/"
+    cp -a "/usr/share/postgresql/$SSP_PG_VERSION" "$SSP_INSTALL/usr/share/postgresql/"
+    make -s -C "$SSP_SRC" PG_CONFIG=$PG_BINDIR/pg_config DESTDIR="$SSP_INSTALL" install >/dev/null
+    # Postgres finds its share and lib directories relative to its binary
+    export PATH="$SSP_INSTALL$PG_BINDIR:$PATH"
+}
+
+SSP_PIDS=()
+ssp_cleanup() {
+    local pid
+    for pid in "${SSP_PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    for pid in "${SSP_PIDS[@]}"; do
+        wait "$pid" 2>/dev/null || true
+    done
+    SSP_PIDS=()
+}
+trap ssp_cleanup EXIT
+
+# ssp_start_broker DIR [ARGS]: the test broker; sets SSP_BROKERS and
+# SSP_BROKER_CONTROL.  A real Kafka in SSP_TEST_BROKERS is used instead.
+ssp_start_broker() {
+    local dir=$1
+    shift
+    if [ -n "${SSP_TEST_BROKERS:-}" ]; then
+        export SSP_BROKERS=$SSP_TEST_BROKERS SSP_BROKER_CONTROL=
+        return 0
+    fi
+    mkdir -p "$dir"
+    "$SSP_SRC/test/broker/ssp_test_broker" --bootstrap-file "$dir/bootstrap" \
+        --control-file "$dir/control" "$@" 2>"$dir/broker.log" &
+    SSP_PIDS+=($!)
+    local i
+    for i in $(seq 100); do
+        [ -f "$dir/control" ] && break
+        sleep 0.1
+    done
+    [ -f "$dir/control" ] || ssp_die "the test broker did not start: $(cat "$dir/broker.log")"
+    SSP_BROKERS=$(cat "$dir/bootstrap")
+    SSP_BROKER_CONTROL=$dir/control
+    export SSP_BROKERS SSP_BROKER_CONTROL
+    # like a real Kafka, consumers do not create topics; producers do
+    "$SSP_SRC/test/broker/broker_ctl" "$SSP_BROKER_CONTROL" apiversion Metadata 0 4 >/dev/null
+}

@@ -1,0 +1,41 @@
+#!/bin/bash
+# make test: every test of ssp, from a fresh Debian 12 machine, as root or
+# not.  pg_regress (sql/, expected/) against the test broker, then the TAP
+# tests (test/tap/t/), which start brokers of their own to break them.
+source "$(dirname "$0")/lib.sh"
+ssp_setup "$@"
+ssp_build
+
+export SSP_RUN_ID=${SSP_RUN_ID:-$(date +%s)}
+status=0
+
+ssp_log "pg_regress"
+ssp_start_broker "$SSP_WORK/broker"
+# SSP_REGRESS and SSP_TAP narrow the run while developing
+regress_tests=${SSP_REGRESS:-$(sed -n 's/^REGRESS = //p' "$SSP_SRC/Makefile")}
+if ! "$SSP_INSTALL$PG_PGXS/src/test/regress/pg_regress" \
+        --temp-instance="$SSP_WORK/regress/instance" \
+        --temp-config="$SSP_SRC/test/regress.conf" \
+        --bindir="$SSP_INSTALL$PG_BINDIR" \
+        --inputdir="$SSP_SRC" --outputdir="$SSP_WORK/regress" \
+        --load-extension=ssp $regress_tests; then
+    status=1
+    cat "$SSP_WORK/regress/regression.diffs" || true
+fi
+ssp_cleanup
+
+ssp_log "TAP tests"
+export PG_REGRESS="$SSP_INSTALL$PG_PGXS/src/test/regress/pg_regress"
+export TESTDIR="$SSP_WORK/tap"
+mkdir -p "$TESTDIR"
+if ! prove -I "$PG_PGXS/src/test/perl" -I "$SSP_SRC/test/tap" ${SSP_TAP:-"$SSP_SRC"/test/tap/t/*.pl}; then
+    status=1
+    tail -n 60 "$TESTDIR"/tmp_check/log/regress_log_* || true
+fi
+
+if [ $status -eq 0 ]; then
+    ssp_log "all tests passed"
+else
+    ssp_log "tests FAILED; outputs in $SSP_WORK"
+fi
+exit $status

@@ -1,0 +1,30 @@
+-- INSERT into streams: acknowledged by the broker, or an error.
+\getenv brokers SSP_BROKERS
+\getenv run SSP_RUN_ID
+CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+\set topic ins_ :run
+CREATE FOREIGN TABLE ins (id int, note text, p int OPTIONS (meta 'partition'),
+    o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic');
+-- RETURNING gives the rows as written; the offset is the broker's to assign
+INSERT INTO ins (id, note, p, o) VALUES (1, 'one', 0, 12345) RETURNING id, note, p;
+SELECT id, note, p, o FROM ins;
+-- a partition the topic does not have
+INSERT INTO ins (id, p) VALUES (2, 99);
+INSERT INTO ins (id, p) VALUES (2, -1);
+-- a row that cannot be made fails the statement (rows queued before it are
+-- dropped if not yet sent, so whether they arrive is not shown here)
+INSERT INTO ins (id, note) SELECT g, CASE WHEN g = 3 THEN 1 / 0 END::text FROM generate_series(1, 5) g;
+-- Kafka has no rollback: what the broker acknowledged stays
+BEGIN;
+INSERT INTO ins (id, note, p) VALUES (4, 'four', 1);
+ROLLBACK;
+SELECT id, note, p FROM ins WHERE note IS NOT NULL ORDER BY id;
+-- a client that cannot start: an invalid combination of properties
+CREATE SERVER broken FOREIGN DATA WRAPPER ssp_kafka
+  OPTIONS (brokers :'brokers', "security.protocol" 'sasl_ssl', "sasl.mechanisms" 'NOSUCH');
+CREATE FOREIGN TABLE broken_s (a int) SERVER broken OPTIONS (topic :'topic');
+INSERT INTO broken_s VALUES (1);
+SELECT * FROM broken_s;
+DROP SERVER broken CASCADE;
+DROP SERVER kafka CASCADE;

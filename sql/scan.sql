@@ -1,0 +1,106 @@
+-- Scans: decoding JSON into Postgres types, errors, and pushdown.
+\getenv brokers SSP_BROKERS
+\getenv run SSP_RUN_ID
+SET timezone = 'UTC';
+CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+-- raw messages are written through a text stream, into partition 0
+\set topic scan_json_ :run
+CREATE FOREIGN TABLE raw_w (v text, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'text');
+INSERT INTO raw_w VALUES
+  ('{"id": 1, "i2": 7, "big": 9223372036854775807, "num": 12345678901234567890.123456789, "f": 1.5e3,
+     "s": "tab\there \u00e9\ud83d\ude00 \"q\"", "b": true, "ts": "2024-05-01T12:00:00Z", "d": "2024-05-01",
+     "u": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "j": {"x": [1, {"y": null}]}, "arr": [1, 2, null],
+     "tarr": ["a", "b,c"], "geo": {"lat": 45.5, "deeper": {"name": "n1"}}}', 0),
+  ('{"id": 2, "ts": 1714564800123, "s": 42, "b": false, "j": "just a string", "extra": {"ignored": [1,2,3]}}', 0),
+  ('{"id": 3, "id": 4, "s": null, "geo": {"lat": "12.25"}, "j": null}', 0),
+  ('{}', 0),
+  ('  {"id": 5, "geo": [1, 2], "s": {"an": "object"}}  ', 0);
+CREATE FOREIGN TABLE orders_j (
+    id int, i2 smallint, big bigint, num numeric, f float8, s text, b bool,
+    ts timestamptz, d date, u uuid, j jsonb, arr int[], tarr text[],
+    lat float8 OPTIONS (field 'geo.lat'), name text OPTIONS (field 'geo.deeper.name'),
+    missing text, o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic', format 'json');
+\x on
+SELECT * FROM orders_j ORDER BY o;
+\x off
+
+-- a message that cannot be decoded fails the scan, saying where;
+-- each bad message is in a partition of its own
+\set topic scan_bad_ :run
+CREATE FOREIGN TABLE bad_w (v text, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'text');
+CREATE FOREIGN TABLE bad (id int, amount numeric,
+    p int OPTIONS (meta 'partition'), o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic', format 'json');
+INSERT INTO bad_w VALUES ('{"id": 1, "amount": 10}', 0), ('{"id": 2, "amount": "ten"}', 0),
+  ('{"id": 3, "amount": 1', 1), ('[1, 2]', 2), ('{"id": 3000000000}', 3);
+SELECT * FROM bad WHERE p = 0;
+SELECT * FROM bad WHERE p = 1;
+SELECT * FROM bad WHERE p = 2;
+SELECT * FROM bad WHERE p = 3;
+-- on_error 'null': what cannot be decoded is NULL, the rest of the row stays
+ALTER FOREIGN TABLE bad OPTIONS (ADD on_error 'null');
+SELECT * FROM bad ORDER BY p, o;
+-- text that is not valid in the database encoding
+\set topic scan_bytes_ :run
+CREATE FOREIGN TABLE bytes_w (b bytea, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'bytea');
+CREATE FOREIGN TABLE bytes_r (t text) SERVER kafka OPTIONS (topic :'topic', format 'text');
+INSERT INTO bytes_w VALUES ('\x6f6bff'::bytea, 0);
+SELECT * FROM bytes_r;
+-- csv with the wrong number of fields
+\set topic scan_csv_ :run
+CREATE FOREIGN TABLE csv_w (v text, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'text');
+CREATE FOREIGN TABLE csv_r (a int, b text, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'csv');
+INSERT INTO csv_w VALUES ('1,"x,y"', 0);
+SELECT * FROM csv_r;
+INSERT INTO csv_w VALUES ('1,2,3', 0);
+SELECT * FROM csv_r;
+INSERT INTO csv_w VALUES ('1,"x"y', 1);
+SELECT * FROM csv_r WHERE p = 1;
+
+-- a topic that does not exist
+CREATE FOREIGN TABLE nowhere (a int) SERVER kafka OPTIONS (topic 'no_such_topic');
+SELECT * FROM nowhere;
+
+-- pushdown: partition, offset and timestamp bounds narrow what is read
+\set topic scan_push_ :run
+CREATE FOREIGN TABLE orders (order_id bigint, region text, amount numeric,
+    part int OPTIONS (meta 'partition'), off bigint OPTIONS (meta 'offset'),
+    kts timestamptz OPTIONS (meta 'timestamp'))
+  SERVER kafka OPTIONS (topic :'topic', format 'json');
+INSERT INTO orders (order_id, region, amount, part, kts)
+  SELECT g, 'r' || g % 10, g * 1.5, g % 4, timestamptz '2024-01-01' + g * interval '1 minute'
+  FROM generate_series(1, 10000) g;
+SELECT region, count(*), sum(amount) FROM orders GROUP BY region ORDER BY region;
+EXPLAIN (COSTS OFF) SELECT * FROM orders WHERE part = 2 AND off >= 100 LIMIT 5;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+  SELECT * FROM orders WHERE part = 2 AND off >= 100 LIMIT 5;
+SELECT * FROM orders WHERE part = 2 AND off >= 100 ORDER BY off LIMIT 5;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+  SELECT count(*) FROM orders WHERE part IN (1, 3) AND off < 10 AND 5 <= off;
+SELECT part, min(off), max(off), count(*) FROM orders
+  WHERE part IN (1, 3) AND off < 10 AND 5 <= off GROUP BY part ORDER BY part;
+-- the same through expressions that are not pushed down
+SELECT part, min(off), max(off), count(*) FROM orders
+  WHERE part + 0 IN (1, 3) AND off + 0 < 10 AND 5 <= off + 0 GROUP BY part ORDER BY part;
+-- parameters and stable expressions are evaluated at scan start
+PREPARE q(int, bigint) AS SELECT count(*) FROM orders WHERE part = $1 AND off > $2;
+EXECUTE q(0, 2490);
+EXECUTE q(3, 0);
+-- contradictions and NULL read nothing
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+  SELECT * FROM orders WHERE off > 5 AND off < 3;
+SELECT count(*) FROM orders WHERE part = NULL::int;
+SELECT count(*) FROM orders WHERE part = 17;
+-- timestamps: a lower bound is pushed down, every bound is checked
+SELECT count(*) FROM orders WHERE kts >= '2024-01-07 00:00+00' AND kts < '2024-01-07 01:00+00';
+-- a scan inside a nested loop is rescanned
+SELECT p, (SELECT count(*) FROM orders o WHERE o.part = p AND o.off < 3)
+  FROM generate_series(0, 4) p;
+
+DROP SERVER kafka CASCADE;

@@ -596,10 +596,12 @@ check_elapsed(SspKafka *kafka, instr_time start, const char *topic)
 				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
 				 errmsg("could not produce to topic \"%s\": timed out", topic),
 				 kafka->last_error[0] ?
-				 errdetail("%d messages were not acknowledged within %d ms (last broker error: %s).",
-						   pending, ssp_broker_timeout, kafka->last_error) :
-				 errdetail("%d messages were not acknowledged within %d ms.",
-						   pending, ssp_broker_timeout),
+				 errdetail_plural("%d message was not acknowledged within %d ms (last broker error: %s).",
+								  "%d messages were not acknowledged within %d ms (last broker error: %s).",
+								  pending, pending, ssp_broker_timeout, kafka->last_error) :
+				 errdetail_plural("%d message was not acknowledged within %d ms.",
+								  "%d messages were not acknowledged within %d ms.",
+								  pending, pending, ssp_broker_timeout),
 				 errhint("Check that the brokers of server \"%s\" are up; some messages may have been delivered.",
 						 GetForeignServer(kafka->serverid)->servername)));
 	}

@@ -16,6 +16,7 @@ SSP_PG_VERSION=15
 SSP_PACKAGES="postgresql-$SSP_PG_VERSION postgresql-server-dev-$SSP_PG_VERSION librdkafka-dev kcat libipc-run-perl make gcc"
 SSP_USER=${SSP_USER:-sspuser}
 SSP_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export SSP_SRC
 PG_BINDIR=/usr/lib/postgresql/$SSP_PG_VERSION/bin
 PG_PGXS=/usr/lib/postgresql/$SSP_PG_VERSION/lib/pgxs
 

@@ -1,0 +1,84 @@
+# SspTest: what the TAP tests of ssp share: a test broker of their own (so
+# they can break it through its control socket) and a Postgres node with
+# ssp preloaded.
+package SspTest;
+
+use strict;
+use warnings;
+use IO::Socket::INET;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my @brokers;
+
+# start_broker(brokers => N, topics => ['name:partitions', ...])
+sub start_broker
+{
+	my (%args) = @_;
+	my $dir = PostgreSQL::Test::Utils::tempdir('broker');
+	my @cmd = ("$ENV{SSP_SRC}/test/broker/ssp_test_broker",
+		'--brokers', $args{brokers} // 1,
+		'--bootstrap-file', "$dir/bootstrap", '--control-file', "$dir/control",
+		map { ('--topic', $_) } @{ $args{topics} // [] });
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	if ($pid == 0)
+	{
+		open(STDERR, '>', "$dir/broker.log");
+		exec(@cmd) or die "exec: $!";
+	}
+	for (1 .. 100)
+	{
+		last if -f "$dir/control";
+		select(undef, undef, undef, 0.1);
+	}
+	die "test broker did not start" unless -f "$dir/control";
+	my $broker = {
+		pid => $pid,
+		bootstrap => slurp_file("$dir/bootstrap") =~ s/\s+$//r,
+		port => slurp_file("$dir/control") =~ s/\s+$//r,
+	};
+	push @brokers, $broker;
+	# like a real Kafka, consumers do not create topics
+	ctl($broker, 'apiversion Metadata 0 4');
+	return $broker;
+}
+
+# ctl($broker, 'down all'): a control command; dies unless it succeeds.
+sub ctl
+{
+	my ($broker, $command) = @_;
+	my $sock = IO::Socket::INET->new(
+		PeerAddr => '127.0.0.1',
+		PeerPort => $broker->{port},
+		Timeout => 10) or die "control socket: $!";
+	print $sock "$command\n";
+	my $reply = <$sock> // '';
+	close($sock);
+	chomp $reply;
+	die "broker command \"$command\" failed: $reply" unless $reply =~ /^ok/;
+	note "broker: $command: $reply";
+	return $reply;
+}
+
+# new_node($name): a started node with ssp in shared_preload_libraries and
+# the extension created in database postgres.
+sub new_node
+{
+	my ($name) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'ssp'\n");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION ssp');
+	return $node;
+}
+
+END
+{
+	kill 'TERM', $_->{pid} for @brokers;
+	waitpid($_->{pid}, 0) for @brokers;
+}
+
+1;

@@ -2,6 +2,7 @@
 #
 #   make            build the extension and the test broker
 #   make install    install into the PostgreSQL found by PG_CONFIG
+#   make demo       a local Postgres and Kafka with live data (README.md)
 #   make test       install what is missing, build, run every test (README.md)
 #   make bench      the benchmarks (README.md)
 
@@ -46,3 +47,9 @@ test:
 
 bench:
 	bash test/bench/run_bench.sh
+
+demo:
+	bash test/demo.sh
+
+demo-stop:
+	bash test/demo_stop.sh

@@ -17,7 +17,14 @@ OBJS = \
 	src/fdw.o \
 	src/scan.o \
 	src/modify.o \
-	src/utility.o
+	src/utility.o \
+	src/view.o \
+	src/catalog.o \
+	src/batch.o \
+	src/worker.o \
+	src/supervisor.o \
+	src/shmem.o \
+	src/operate.o
 
 EXTENSION = ssp
 DATA = sql/ssp--0.1.sql

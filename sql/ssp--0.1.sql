@@ -17,3 +17,130 @@ CREATE FOREIGN DATA WRAPPER ssp_kafka
   VALIDATOR kafka_fdw_validator;
 
 COMMENT ON FOREIGN DATA WRAPPER ssp_kafka IS 'Kafka topics as streams';
+
+-- Continuous views ---------------------------------------------------------
+
+-- One row per continuous view: its parts, options and persistent counters.
+-- The worker updates processed and dead_letters in the transaction that
+-- applies a batch, so they count exactly once too.
+CREATE TABLE continuous_views (
+    view regclass PRIMARY KEY,
+    mrel regclass NOT NULL,
+    stream regclass NOT NULL,
+    topic text NOT NULL,
+    apply_sql text NOT NULL,
+    start text NOT NULL,
+    commit_interval_ms int NOT NULL,
+    batch_size int NOT NULL,
+    on_error text NOT NULL,
+    paused boolean NOT NULL DEFAULT false,
+    generation int NOT NULL DEFAULT 1,
+    processed bigint NOT NULL DEFAULT 0,
+    dead_letters bigint NOT NULL DEFAULT 0,
+    last_commit timestamptz
+);
+
+-- What each view has consumed: the truth, written with the view's rows.
+CREATE TABLE offsets (
+    view regclass NOT NULL,
+    topic text NOT NULL,
+    partition int NOT NULL,
+    next_offset bigint NOT NULL,
+    PRIMARY KEY (view, partition)
+);
+
+-- Messages that could not be used, and why.
+CREATE TABLE dead_letters (
+    view regclass NOT NULL,
+    topic text NOT NULL,
+    partition int NOT NULL,
+    "offset" bigint NOT NULL,
+    key bytea,
+    payload bytea,
+    error text NOT NULL,
+    at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX ON dead_letters (view, partition, "offset");
+
+SELECT pg_catalog.pg_extension_config_dump('continuous_views', '');
+SELECT pg_catalog.pg_extension_config_dump('offsets', '');
+SELECT pg_catalog.pg_extension_config_dump('dead_letters', '');
+
+-- A view's owner reads and writes its rows; whoever may read a view may
+-- read its offsets and dead letters (ssp.wait needs them).
+ALTER TABLE continuous_views ENABLE ROW LEVEL SECURITY;
+ALTER TABLE offsets ENABLE ROW LEVEL SECURITY;
+ALTER TABLE dead_letters ENABLE ROW LEVEL SECURITY;
+CREATE FUNCTION owns(v regclass) RETURNS boolean LANGUAGE sql STABLE AS
+$$ SELECT pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = v), 'USAGE') $$;
+CREATE POLICY read ON continuous_views FOR SELECT USING (pg_catalog.has_table_privilege(view, 'SELECT'));
+CREATE POLICY write ON continuous_views USING (ssp.owns(view));
+CREATE POLICY read ON offsets FOR SELECT USING (pg_catalog.has_table_privilege(view, 'SELECT'));
+CREATE POLICY write ON offsets USING (ssp.owns(view));
+CREATE POLICY read ON dead_letters FOR SELECT USING (pg_catalog.has_table_privilege(view, 'SELECT'));
+CREATE POLICY write ON dead_letters USING (ssp.owns(view));
+GRANT SELECT, INSERT, UPDATE, DELETE ON continuous_views, offsets, dead_letters TO PUBLIC;
+GRANT USAGE ON SCHEMA ssp TO PUBLIC;
+
+-- stddev over numeric: the square root at the scale of the variance, as
+-- Postgres's own stddev computes it
+CREATE FUNCTION numeric_sqrt_scaled(numeric) RETURNS numeric
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN pg_catalog.round(pg_catalog.sqrt($1), pg_catalog.scale($1));
+
+-- The live state of the workers, from shared memory.
+CREATE FUNCTION worker_status(
+    OUT view oid, OUT pid int, OUT status text, OUT lag bigint,
+    OUT watermark timestamptz, OUT last_error text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'ssp_worker_status'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE VIEW views AS
+SELECT c.view,
+       CASE WHEN c.paused THEN 'paused'
+            WHEN w.status IS NOT NULL THEN w.status
+            ELSE 'starting' END AS status,
+       w.pid AS worker_pid,
+       w.lag,
+       c.processed,
+       0::bigint AS late_events,
+       c.dead_letters,
+       w.watermark,
+       w.last_error,
+       c.last_commit,
+       c.stream,
+       c.topic,
+       c.mrel
+FROM continuous_views c
+LEFT JOIN worker_status() w ON w.view = c.view::oid;
+
+CREATE FUNCTION wait(view regclass, timeout interval DEFAULT '30 s')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'ssp_wait'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE FUNCTION pause(view regclass) RETURNS void
+AS 'MODULE_PATHNAME', 'ssp_pause' LANGUAGE C STRICT VOLATILE;
+
+CREATE FUNCTION resume(view regclass) RETURNS void
+AS 'MODULE_PATHNAME', 'ssp_resume' LANGUAGE C STRICT VOLATILE;
+
+CREATE FUNCTION reset(view regclass, start text DEFAULT 'earliest') RETURNS void
+AS 'MODULE_PATHNAME', 'ssp_reset' LANGUAGE C STRICT VOLATILE;
+
+-- Dropping a view by any path (DROP VIEW, DROP SCHEMA ... CASCADE, DROP
+-- OWNED) removes its catalog rows; its worker sees them gone and stops.
+CREATE FUNCTION on_sql_drop() RETURNS event_trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog AS
+$$
+BEGIN
+    DELETE FROM ssp.continuous_views c USING pg_catalog.pg_event_trigger_dropped_objects() d
+     WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objid = c.view::oid;
+    DELETE FROM ssp.offsets o USING pg_catalog.pg_event_trigger_dropped_objects() d
+     WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objid = o.view::oid;
+    DELETE FROM ssp.dead_letters l USING pg_catalog.pg_event_trigger_dropped_objects() d
+     WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objid = l.view::oid;
+END
+$$;
+CREATE EVENT TRIGGER ssp_sql_drop ON sql_drop EXECUTE FUNCTION on_sql_drop();

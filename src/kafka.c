@@ -18,6 +18,9 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <librdkafka/rdkafka.h>
 
 #include "access/xact.h"
@@ -39,8 +42,10 @@ struct SspKafka
 	rd_kafka_t *rk;
 	Oid			serverid;
 	Oid			userid;
+	char	   *servername;
 	char	   *topic;
 	char		last_error[512];	/* latest error the client reported */
+	bool		trouble;		/* an error since the last message */
 
 	/* consumer */
 	SspPartitionRange *ranges;
@@ -49,6 +54,13 @@ struct SspKafka
 	int			nleft;			/* partitions not yet at their end */
 	rd_kafka_message_t *current;
 	MemoryContextCallback cleanup;
+
+	/* worker consumers: a queue that signals a pipe, pending messages */
+	rd_kafka_queue_t *queue;
+	int			pipefd[2];
+	rd_kafka_message_t **pending;
+	int			npending;
+	int			maxpending;
 
 	/* producer */
 	bool		stale;			/* server or user mapping changed */
@@ -80,7 +92,10 @@ error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 	SspKafka   *kafka = opaque;
 
 	if (kafka)
+	{
 		strlcpy(kafka->last_error, reason, sizeof(kafka->last_error));
+		kafka->trouble = true;
+	}
 }
 
 /* dr_msg_cb: count acknowledgements and failures of produced messages. */
@@ -176,6 +191,8 @@ new_client(SspKafka *kafka, rd_kafka_type_t type)
 		conf_set(conf, "enable.idempotence", "true");
 	}
 
+	kafka->servername = MemoryContextStrdup(GetMemoryChunkContext(kafka),
+											GetForeignServer(kafka->serverid)->servername);
 	PG_TRY();
 	{
 		options = ssp_server_kafka_options(kafka->serverid, kafka->userid);
@@ -206,7 +223,7 @@ new_client(SspKafka *kafka, rd_kafka_type_t type)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
 				 errmsg("could not create a Kafka client for server \"%s\"",
-						GetForeignServer(kafka->serverid)->servername),
+						kafka->servername),
 				 errdetail("%s", errstr)));
 	}
 	/* logs and errors are served by our own polls */
@@ -231,8 +248,7 @@ broker_error(SspKafka *kafka, const char *what, rd_kafka_resp_err_t err)
 			 errdetail("%s (last broker error: %s)", rd_kafka_err2str(err), kafka->last_error) :
 			 errdetail("%s", rd_kafka_err2str(err)),
 			 timeout ? errhint("Check that the brokers of server \"%s\" are up; ssp.broker_timeout is %d ms.",
-							   GetForeignServer(kafka->serverid)->servername,
-							   ssp_broker_timeout) : 0));
+							   kafka->servername, ssp_broker_timeout) : 0));
 }
 
 /* consumer_cleanup: the reset callback of a consumer's memory context. */
@@ -244,6 +260,15 @@ consumer_cleanup(void *arg)
 	if (kafka->current)
 		rd_kafka_message_destroy(kafka->current);
 	kafka->current = NULL;
+	ssp_kafka_release(kafka);
+	if (kafka->queue)
+	{
+		rd_kafka_queue_io_event_enable(kafka->queue, -1, NULL, 0);
+		rd_kafka_queue_destroy(kafka->queue);
+		close(kafka->pipefd[0]);
+		close(kafka->pipefd[1]);
+		kafka->queue = NULL;
+	}
 	if (kafka->rk)
 		rd_kafka_destroy_flags(kafka->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 	kafka->rk = NULL;
@@ -603,7 +628,7 @@ check_elapsed(SspKafka *kafka, instr_time start, const char *topic)
 								  "%d messages were not acknowledged within %d ms.",
 								  pending, pending, ssp_broker_timeout),
 				 errhint("Check that the brokers of server \"%s\" are up; some messages may have been delivered.",
-						 GetForeignServer(kafka->serverid)->servername)));
+						 kafka->servername)));
 	}
 }
 
@@ -693,4 +718,158 @@ ssp_kafka_abort_produce(SspKafka *kafka)
 {
 	rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE);
 	rd_kafka_poll(kafka->rk, 0);
+}
+
+/* Worker consumers -------------------------------------------------------- */
+
+/*
+ * ssp_kafka_event_fd: a descriptor that becomes readable when messages or
+ * events wait in the consumer's queue, for WaitLatchOrSocket.  Read it
+ * empty with ssp_kafka_drain_fd.
+ */
+int
+ssp_kafka_event_fd(SspKafka *kafka)
+{
+	if (kafka->queue)
+		return kafka->pipefd[0];
+	if (pipe(kafka->pipefd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create a pipe: %m")));
+	fcntl(kafka->pipefd[0], F_SETFL, O_NONBLOCK);
+	fcntl(kafka->pipefd[1], F_SETFL, O_NONBLOCK);
+	kafka->queue = rd_kafka_queue_get_consumer(kafka->rk);
+	rd_kafka_queue_io_event_enable(kafka->queue, kafka->pipefd[1], "1", 1);
+	return kafka->pipefd[0];
+}
+
+void
+ssp_kafka_drain_fd(SspKafka *kafka)
+{
+	char		buf[64];
+
+	while (read(kafka->pipefd[0], buf, sizeof(buf)) > 0)
+		;
+}
+
+/*
+ * ssp_kafka_assign_at: read every partition from its offset; -1 means the
+ * oldest retained message.
+ */
+void
+ssp_kafka_assign_at(SspKafka *kafka, int nparts, const int64 *offsets)
+{
+	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(Max(nparts, 1));
+	rd_kafka_resp_err_t err;
+	int			p;
+
+	for (p = 0; p < nparts; p++)
+		rd_kafka_topic_partition_list_add(list, kafka->topic, p)->offset =
+			offsets[p] >= 0 ? offsets[p] : RD_KAFKA_OFFSET_BEGINNING;
+	err = rd_kafka_assign(kafka->rk, list);
+	rd_kafka_topic_partition_list_destroy(list);
+	if (err)
+		broker_error(kafka, "start reading", err);
+}
+
+/*
+ * ssp_kafka_poll_batch: up to max waiting messages into out, without
+ * blocking; they stay valid until ssp_kafka_release.  A partition's end
+ * (EOF) sets eof[partition] to its next offset.
+ */
+int
+ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max, int64 *eof, int nparts)
+{
+	rd_kafka_message_t **msgs;
+	ssize_t		got;
+	int			n = 0;
+	int			i;
+
+	if (max <= 0)
+		return 0;
+	if (kafka->npending + max > kafka->maxpending)
+	{
+		kafka->maxpending = kafka->npending + max;
+		kafka->pending = kafka->pending ?
+			repalloc(kafka->pending, sizeof(rd_kafka_message_t *) * kafka->maxpending) :
+			MemoryContextAlloc(GetMemoryChunkContext(kafka),
+							   sizeof(rd_kafka_message_t *) * kafka->maxpending);
+	}
+	msgs = palloc(sizeof(rd_kafka_message_t *) * max);
+	got = rd_kafka_consume_batch_queue(kafka->queue, 0, msgs, max);
+	for (i = 0; i < got; i++)
+	{
+		rd_kafka_message_t *m = msgs[i];
+
+		if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+		{
+			if (m->partition >= 0 && m->partition < nparts)
+				eof[m->partition] = m->offset;
+			rd_kafka_message_destroy(m);
+			continue;
+		}
+		if (m->err)
+		{
+			strlcpy(kafka->last_error, rd_kafka_message_errstr(m), sizeof(kafka->last_error));
+			kafka->trouble = true;
+			rd_kafka_message_destroy(m);
+			continue;
+		}
+		kafka->trouble = false;
+		kafka->pending[kafka->npending++] = m;
+		out[n].value = m->payload;
+		out[n].value_len = m->len;
+		out[n].key = m->key;
+		out[n].key_len = m->key_len;
+		out[n].partition = m->partition;
+		out[n].offset = m->offset;
+		out[n].timestamp_ms = rd_kafka_message_timestamp(m, NULL);
+		out[n].handle = m;
+		n++;
+	}
+	pfree(msgs);
+	return n;
+}
+
+/* ssp_kafka_release: free the messages ssp_kafka_poll_batch returned. */
+void
+ssp_kafka_release(SspKafka *kafka)
+{
+	int			i;
+
+	for (i = 0; i < kafka->npending; i++)
+		rd_kafka_message_destroy(kafka->pending[i]);
+	kafka->npending = 0;
+}
+
+/*
+ * ssp_kafka_lag: messages not yet consumed, from the watermarks the client
+ * last saw (no broker request); -1 if it has seen none.
+ */
+int64
+ssp_kafka_lag(SspKafka *kafka, int nparts, const int64 *next)
+{
+	int64		lag = 0;
+	bool		known = false;
+	int			p;
+
+	for (p = 0; p < nparts; p++)
+	{
+		int64		low,
+					high;
+
+		if (rd_kafka_get_watermark_offsets(kafka->rk, kafka->topic, p, &low, &high) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+			high < 0)
+			continue;
+		known = true;
+		lag += Max(0, high - Max(next[p], low));
+	}
+	return known ? lag : -1;
+}
+
+/* ssp_kafka_trouble: the latest error if one came after the last message. */
+const char *
+ssp_kafka_trouble(SspKafka *kafka)
+{
+	return kafka->trouble ? kafka->last_error : NULL;
 }

@@ -18,6 +18,8 @@
 #include "utils/guc.h"
 
 #include "ssp.h"
+#include "shmem.h"
+#include "supervisor.h"
 
 PG_MODULE_MAGIC;
 
@@ -51,4 +53,6 @@ _PG_init(void)
 	MarkGUCPrefixReserved("ssp");
 
 	ssp_utility_init();
+	ssp_shmem_init();
+	ssp_supervisor_init();
 }

@@ -163,6 +163,14 @@ extern void ssp_kafka_produce(SspKafka *kafka, const char *topic,
 							  SspOutMessage *out);
 extern void ssp_kafka_flush(SspKafka *kafka, const char *topic);
 extern void ssp_kafka_abort_produce(SspKafka *kafka);
+extern int	ssp_kafka_event_fd(SspKafka *kafka);
+extern void ssp_kafka_drain_fd(SspKafka *kafka);
+extern void ssp_kafka_assign_at(SspKafka *kafka, int nparts, const int64 *offsets);
+extern int	ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max,
+								 int64 *eof, int nparts);
+extern void ssp_kafka_release(SspKafka *kafka);
+extern int64 ssp_kafka_lag(SspKafka *kafka, int nparts, const int64 *next);
+extern const char *ssp_kafka_trouble(SspKafka *kafka);
 
 /* utility.c */
 extern void ssp_utility_init(void);

@@ -3,6 +3,9 @@
  * utility.c
  *	  The ProcessUtility hook: DDL on streams is checked as it happens.
  *
+ * CREATE VIEW ... WITH (ssp.continuous) is carried out by view.c instead
+ * of Postgres.  CREATE EXTENSION ssp wakes the launcher once it commits.
+ *
  * The option validator sees one option list at a time; whether a stream's
  * options fit its columns (the event-time column exists, a text stream has
  * one value column...) can only be seen once the table exists.  So after
@@ -19,8 +22,11 @@
 #include "tcop/utility.h"
 
 #include "ssp.h"
+#include "shmem.h"
+#include "view.h"
 
 static ProcessUtility_hook_type prev_utility_hook = NULL;
+static bool wake_launcher_at_commit = false;
 
 /* check_stream: open the stream named rv, if it is one, to check it. */
 static void
@@ -43,6 +49,13 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
+	/* CREATE VIEW ... WITH (ssp.continuous): ours to carry out */
+	if (IsA(parsetree, ViewStmt) && ssp_is_continuous_stmt((ViewStmt *) parsetree))
+	{
+		ssp_create_continuous_view((ViewStmt *) parsetree, queryString);
+		return;
+	}
+
 	if (prev_utility_hook)
 		prev_utility_hook(pstmt, queryString, readOnlyTree, context, params,
 						  queryEnv, dest, qc);
@@ -64,9 +77,23 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 				((RenameStmt *) parsetree)->relationType == OBJECT_FOREIGN_TABLE)
 				check_stream(((RenameStmt *) parsetree)->relation);
 			break;
+		case T_CreateExtensionStmt:
+			if (strcmp(((CreateExtensionStmt *) parsetree)->extname, "ssp") == 0)
+				wake_launcher_at_commit = true;
+			break;
 		default:
 			break;
 	}
+}
+
+/* After CREATE EXTENSION ssp commits, the launcher starts a scheduler. */
+static void
+xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT && wake_launcher_at_commit)
+		ssp_wake_launcher();
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
+		wake_launcher_at_commit = false;
 }
 
 /* ssp_utility_init: install the hook (from _PG_init). */
@@ -75,4 +102,5 @@ ssp_utility_init(void)
 {
 	prev_utility_hook = ProcessUtility_hook;
 	ProcessUtility_hook = ssp_process_utility;
+	RegisterXactCallback(xact_callback, NULL);
 }

@@ -1,0 +1,323 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.c
+ *	  Applying a batch of messages to a continuous view, exactly once.
+ *
+ * One transaction per batch: check that the view is still the one the
+ * worker started for (not dropped, paused or reset since), decode the
+ * messages into a tuplestore exposed to SQL as the ephemeral relation
+ * ssp_batch, run the view's apply statement, store dead letters, and
+ * upsert the partitions' next offsets into ssp.offsets; then commit.  The
+ * rows and the offsets that produced them commit together or not at all.
+ *
+ * Poison messages: the batch runs in a subtransaction.  If it fails with an
+ * error about the data (SQLSTATE classes 22 and 23, and a few more), it is
+ * split in halves and each half retried, down to the single messages that
+ * fail, which go to ssp.dead_letters (or are skipped, or stop the view, as
+ * ssp.on_error says).  A bad message costs O(log n) retries; other errors
+ * (a lock timeout, a full disk) fail the whole batch, which is retried when
+ * the worker restarts.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/queryenvironment.h"
+#include "utils/rel.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+#include "utils/tuplestore.h"
+
+#include "ssp.h"
+#include "batch.h"
+
+typedef struct BatchState
+{
+	SspView    *view;
+	SspStream  *stream;
+	TupleDesc	tupdesc;
+	SspMessage *msgs;
+	int64		applied;
+	int64		dead;
+	Datum	   *values;
+	bool	   *nulls;
+} BatchState;
+
+/* Is this error about a message's data, rather than about the system? */
+static bool
+is_data_error(int sqlerrcode)
+{
+	int			class = ERRCODE_TO_CATEGORY(sqlerrcode);
+
+	return class == ERRCODE_TO_CATEGORY(ERRCODE_DATA_EXCEPTION) ||
+		class == ERRCODE_TO_CATEGORY(ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION) ||
+		sqlerrcode == ERRCODE_PROGRAM_LIMIT_EXCEEDED ||
+		sqlerrcode == ERRCODE_DATATYPE_MISMATCH ||
+		sqlerrcode == ERRCODE_INVALID_TEXT_REPRESENTATION;
+}
+
+/* run_apply: decode msgs[lo, hi) and run the apply statement over them. */
+static void
+run_apply(BatchState *bs, int lo, int hi)
+{
+	Tuplestorestate *ts = tuplestore_begin_heap(false, false, work_mem);
+	EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
+	MemoryContext rowcxt = AllocSetContextCreate(CurrentMemoryContext, "ssp decode",
+												 ALLOCSET_DEFAULT_SIZES);
+	int			i;
+	int			rc;
+
+	for (i = lo; i < hi; i++)
+	{
+		MemoryContext old = MemoryContextSwitchTo(rowcxt);
+
+		ssp_decode_message(bs->stream, &bs->msgs[i], bs->values, bs->nulls);
+		MemoryContextSwitchTo(old);
+		tuplestore_putvalues(ts, bs->tupdesc, bs->values, bs->nulls);
+		MemoryContextReset(rowcxt);
+	}
+	MemoryContextDelete(rowcxt);
+
+	enr->md.name = "ssp_batch";
+	enr->md.reliddesc = bs->stream->relid;
+	enr->md.tupdesc = NULL;
+	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+	enr->md.enrtuples = hi - lo;
+	enr->reldata = ts;
+	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+		elog(ERROR, "ssp: could not register the batch relation");
+	PG_TRY();
+	{
+		rc = SPI_execute(bs->view->apply_sql, false, 0);
+		if (rc != SPI_OK_INSERT)
+			elog(ERROR, "ssp: apply statement of view \"%s\" failed: %s",
+				 bs->view->name, SPI_result_code_string(rc));
+	}
+	PG_FINALLY();
+	{
+		SPI_unregister_relation("ssp_batch");
+		tuplestore_end(ts);
+	}
+	PG_END_TRY();
+}
+
+static void
+dead_letter(BatchState *bs, SspMessage *msg, const char *error)
+{
+	Oid			argtypes[7] = {OIDOID, TEXTOID, INT4OID, INT8OID, BYTEAOID, BYTEAOID, TEXTOID};
+	Datum		args[7];
+	char		nulls[7] = "       ";
+	bytea	   *key = NULL;
+	bytea	   *payload = NULL;
+
+	if (msg->key)
+	{
+		key = palloc(VARHDRSZ + msg->key_len);
+		SET_VARSIZE(key, VARHDRSZ + msg->key_len);
+		memcpy(VARDATA(key), msg->key, msg->key_len);
+	}
+	if (msg->value)
+	{
+		payload = palloc(VARHDRSZ + msg->value_len);
+		SET_VARSIZE(payload, VARHDRSZ + msg->value_len);
+		memcpy(VARDATA(payload), msg->value, msg->value_len);
+	}
+	args[0] = ObjectIdGetDatum(bs->view->view);
+	args[1] = CStringGetTextDatum(bs->view->topic);
+	args[2] = Int32GetDatum(msg->partition);
+	args[3] = Int64GetDatum(msg->offset);
+	args[4] = PointerGetDatum(key);
+	args[5] = PointerGetDatum(payload);
+	args[6] = CStringGetTextDatum(error);
+	if (!key)
+		nulls[4] = 'n';
+	if (!payload)
+		nulls[5] = 'n';
+	if (SPI_execute_with_args("INSERT INTO ssp.dead_letters (view, topic, partition, \"offset\", key, payload, error) "
+							  "VALUES ($1::regclass, $2, $3, $4, $5, $6, $7)",
+							  7, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "ssp: could not store a dead letter");
+}
+
+/*
+ * apply_range: apply msgs[lo, hi) in a subtransaction; on a data error,
+ * split and retry, down to single messages.
+ */
+static void
+apply_range(BatchState *bs, int lo, int hi)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+
+	if (lo >= hi)
+		return;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		run_apply(bs, lo, hi);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_END_TRY();
+
+	if (edata == NULL)
+	{
+		bs->applied += hi - lo;
+		return;
+	}
+	if (!is_data_error(edata->sqlerrcode))
+		ReThrowError(edata);
+	if (hi - lo > 1)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		apply_range(bs, lo, mid);
+		apply_range(bs, mid, hi);
+		return;
+	}
+
+	/* one message that cannot be applied */
+	{
+		StringInfoData msg;
+
+		initStringInfo(&msg);
+		appendStringInfoString(&msg, edata->message);
+		if (edata->context)
+			appendStringInfo(&msg, " (%s)", edata->context);
+		switch (bs->view->on_error)
+		{
+			case SSP_ON_ERROR_DEAD_LETTER:
+				dead_letter(bs, &bs->msgs[lo], msg.data);
+				bs->dead++;
+				break;
+			case SSP_ON_ERROR_SKIP:
+				bs->dead++;
+				break;
+			case SSP_ON_ERROR_STOP:
+				ereport(ERROR,
+						(errcode(edata->sqlerrcode),
+						 errmsg("continuous view \"%s\" stopped at partition %d, offset %lld of topic \"%s\"",
+								bs->view->name, bs->msgs[lo].partition,
+								(long long) bs->msgs[lo].offset, bs->view->topic),
+						 errdetail("%s", msg.data),
+						 errhint("ssp.on_error is stop: fix the cause, or ssp.reset the view to a later start.")));
+		}
+	}
+}
+
+/* claim_view: lock the view's row; false if it was dropped, paused or reset. */
+static bool
+claim_view(SspView *view)
+{
+	Oid			argtypes[2] = {OIDOID, INT4OID};
+	Datum		args[2] = {ObjectIdGetDatum(view->view), Int32GetDatum(view->generation)};
+
+	if (SPI_execute_with_args("SELECT 1 FROM ssp.continuous_views WHERE view = $1::regclass "
+							  "AND generation = $2 AND NOT paused FOR NO KEY UPDATE",
+							  2, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.continuous_views");
+	return SPI_processed == 1;
+}
+
+static void
+store_progress(BatchState *bs, int nparts, const int64 *next)
+{
+	Oid			argtypes[5] = {OIDOID, TEXTOID, INT4ARRAYOID, INT8ARRAYOID, INT8OID};
+	Datum		args[5];
+	Datum	   *parts = palloc(sizeof(Datum) * Max(nparts, 1));
+	Datum	   *offs = palloc(sizeof(Datum) * Max(nparts, 1));
+	int			n = 0;
+	int			p;
+
+	for (p = 0; p < nparts; p++)
+	{
+		if (next[p] < 0)
+			continue;
+		parts[n] = Int32GetDatum(p);
+		offs[n] = Int64GetDatum(next[p]);
+		n++;
+	}
+	args[0] = ObjectIdGetDatum(bs->view->view);
+	args[1] = CStringGetTextDatum(bs->view->topic);
+	args[2] = PointerGetDatum(construct_array(parts, n, INT4OID, 4, true, TYPALIGN_INT));
+	args[3] = PointerGetDatum(construct_array(offs, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	args[4] = Int64GetDatum(bs->applied);
+	if (n > 0 &&
+		SPI_execute_with_args("INSERT INTO ssp.offsets AS o (view, topic, partition, next_offset) "
+							  "SELECT $1::regclass, $2, p, n FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4)) AS u(p, n) "
+							  "ON CONFLICT (view, partition) DO UPDATE SET next_offset = excluded.next_offset, topic = excluded.topic",
+							  4, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "ssp: could not store offsets");
+	args[1] = Int64GetDatum(bs->dead);
+	argtypes[1] = INT8OID;
+	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET processed = processed + $5, "
+							  "dead_letters = dead_letters + $2, last_commit = pg_catalog.now() "
+							  "WHERE view = $1::regclass",
+							  5, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "ssp: could not update ssp.continuous_views");
+}
+
+/*
+ * ssp_apply_batch: apply msgs[0, n) and store next (per partition: the
+ * next offset to read, or -1 to leave it) in one transaction.  Returns
+ * false, committing nothing, if the view was dropped, paused or reset since
+ * the worker loaded it.  Must be called outside a transaction.
+ */
+bool
+ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs, int n,
+				int nparts, const int64 *next, int64 *applied, int64 *dead)
+{
+	BatchState	bs;
+	Relation	rel;
+	bool		ok;
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+
+	ok = claim_view(view);
+	if (ok)
+	{
+		memset(&bs, 0, sizeof(bs));
+		bs.view = view;
+		bs.stream = stream;
+		bs.msgs = msgs;
+		rel = RelationIdGetRelation(stream->relid);
+		bs.tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
+		RelationClose(rel);
+		bs.values = palloc(sizeof(Datum) * stream->natts);
+		bs.nulls = palloc(sizeof(bool) * stream->natts);
+
+		apply_range(&bs, 0, n);
+		store_progress(&bs, nparts, next);
+		*applied = bs.applied;
+		*dead = bs.dead;
+	}
+
+	SPI_finish();
+	PopActiveSnapshot();
+	if (ok)
+		CommitTransactionCommand();
+	else
+		AbortCurrentTransaction();
+	return ok;
+}

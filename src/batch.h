@@ -1,0 +1,18 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.h
+ *	  Applying a batch of messages to a continuous view (batch.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SSP_BATCH_H
+#define SSP_BATCH_H
+
+#include "ssp.h"
+#include "view.h"
+
+extern bool ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs,
+							int n, int nparts, const int64 *next,
+							int64 *applied, int64 *dead);
+
+#endif							/* SSP_BATCH_H */

@@ -1,0 +1,150 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  Reading and writing ssp's catalog tables (ssp.continuous_views,
+ *	  ssp.offsets) for backends and workers.
+ *
+ * All functions need a transaction and use SPI, connecting themselves.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/memutils.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "ssp.h"
+#include "view.h"
+
+/* ssp_parse_on_error: the value of ssp.on_error; errors if unrecognized. */
+SspOnError
+ssp_parse_on_error(const char *value)
+{
+	if (strcmp(value, "dead_letter") == 0)
+		return SSP_ON_ERROR_DEAD_LETTER;
+	if (strcmp(value, "skip") == 0)
+		return SSP_ON_ERROR_SKIP;
+	if (strcmp(value, "stop") == 0)
+		return SSP_ON_ERROR_STOP;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unrecognized value \"%s\" for ssp.on_error", value),
+			 errhint("Valid values are dead_letter, skip and stop.")));
+	return SSP_ON_ERROR_DEAD_LETTER;	/* keep compiler quiet */
+}
+
+/*
+ * ssp_view_load: the catalog row of a continuous view, allocated in the
+ * caller's memory context; NULL if there is none and missing_ok.
+ */
+SspView *
+ssp_view_load(Oid view, bool missing_ok)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(view)};
+	SspView    *v = NULL;
+	bool		isnull;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (SPI_execute_with_args("SELECT mrel::oid, stream::oid, topic, apply_sql, commit_interval_ms, "
+							  "batch_size, on_error, paused, generation "
+							  "FROM ssp.continuous_views WHERE view = $1::oid::regclass",
+							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.continuous_views");
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		v = palloc0(sizeof(SspView));
+		v->view = view;
+		v->name = get_rel_name(view);
+		v->mrel = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		v->stream = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+		v->topic = TextDatumGetCString(SPI_getbinval(tup, desc, 3, &isnull));
+		v->apply_sql = TextDatumGetCString(SPI_getbinval(tup, desc, 4, &isnull));
+		v->commit_interval_ms = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
+		v->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
+		v->on_error = ssp_parse_on_error(TextDatumGetCString(SPI_getbinval(tup, desc, 7, &isnull)));
+		v->paused = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
+		v->generation = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	if (v == NULL && !missing_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a continuous view", get_rel_name(view) ? get_rel_name(view) : "?")));
+	return v;
+}
+
+/*
+ * ssp_store_start_offsets: where a new (or reset) view starts reading:
+ * nothing stored means the oldest retained message; 'latest' and a
+ * timestamp store each partition's offset now, as the current user.
+ */
+void
+ssp_store_start_offsets(Oid view, Oid stream, const char *topic, const char *start)
+{
+	SspStream  *s;
+	SspKafka   *kafka;
+	int			nparts;
+	int			p;
+	int64		ts_ms = -1;
+	MemoryContext cxt;
+	MemoryContext old;
+
+	if (strcmp(start, "earliest") == 0)
+		return;
+	if (strcmp(start, "latest") != 0)
+		ts_ms = ssp_timestamptz_to_ms(DirectFunctionCall3(timestamptz_in, CStringGetDatum(start),
+														  ObjectIdGetDatum(InvalidOid),
+														  Int32GetDatum(-1)));
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "ssp start offsets", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	s = ssp_stream_open(stream);
+	kafka = ssp_kafka_consumer(s->serverid, GetUserId(), topic);
+	nparts = ssp_kafka_partition_count(kafka);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	for (p = 0; p < nparts; p++)
+	{
+		int64		low,
+					high,
+					offset;
+		Oid			argtypes[4] = {OIDOID, TEXTOID, INT4OID, INT8OID};
+		Datum		args[4];
+
+		ssp_kafka_watermarks(kafka, p, &low, &high);
+		offset = high;
+		if (ts_ms >= 0)
+		{
+			int64		o = ssp_kafka_offset_for_time(kafka, p, ts_ms);
+
+			/* -1: no message that late, or a broker that does not say */
+			offset = o >= 0 ? Max(o, low) : high;
+		}
+		args[0] = ObjectIdGetDatum(view);
+		args[1] = CStringGetTextDatum(topic);
+		args[2] = Int32GetDatum(p);
+		args[3] = Int64GetDatum(offset);
+		if (SPI_execute_with_args("INSERT INTO ssp.offsets (view, topic, partition, next_offset) "
+								  "VALUES ($1::regclass, $2, $3, $4)",
+								  4, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "ssp: could not store offsets");
+	}
+	SPI_finish();
+	ssp_kafka_close(kafka);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+}

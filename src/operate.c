@@ -1,0 +1,232 @@
+/*-------------------------------------------------------------------------
+ *
+ * operate.c
+ *	  The SQL functions for operating continuous views: ssp.wait,
+ *	  ssp.pause, ssp.resume, ssp.reset, and the shared-memory status behind
+ *	  ssp.views.
+ *
+ * pause, resume and reset change ssp.continuous_views in the caller's
+ * transaction; the view's scheduler and worker act once it commits (the
+ * worker checks its row, under lock, in every batch).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "ssp.h"
+#include "shmem.h"
+#include "view.h"
+
+PG_FUNCTION_INFO_V1(ssp_worker_status);
+PG_FUNCTION_INFO_V1(ssp_wait);
+PG_FUNCTION_INFO_V1(ssp_pause);
+PG_FUNCTION_INFO_V1(ssp_resume);
+PG_FUNCTION_INFO_V1(ssp_reset);
+
+/*
+ * ssp_worker_status: one row per worker slot of this database.
+ */
+Datum
+ssp_worker_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			i;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (i = 0; i < ssp_shared->nworkers; i++)
+	{
+		SspWorkerSlot s;
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, false, true, false};
+
+		LWLockAcquire(ssp_shared->lock, LW_SHARED);
+		s = ssp_shared->workers[i];
+		LWLockRelease(ssp_shared->lock);
+		if (!s.in_use || s.dboid != MyDatabaseId)
+			continue;
+		values[0] = ObjectIdGetDatum(s.view);
+		values[1] = Int32GetDatum(s.pid);
+		nulls[1] = s.pid == 0;
+		values[2] = CStringGetTextDatum(s.pid == 0 && s.failed ? "failed" :
+										s.status[0] ? s.status : "starting");
+		values[3] = Int64GetDatum(s.lag);
+		nulls[3] = s.lag < 0;
+		values[4] = (Datum) 0;
+		values[5] = CStringGetTextDatum(s.last_error);
+		nulls[5] = s.last_error[0] == '\0';
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+static void
+check_owner(Oid view)
+{
+	if (!pg_class_ownercheck(view, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of continuous view \"%s\"", get_rel_name(view))));
+}
+
+static void
+set_paused(Oid view, bool paused)
+{
+	Oid			argtypes[2] = {OIDOID, BOOLOID};
+	Datum		args[2] = {ObjectIdGetDatum(view), BoolGetDatum(paused)};
+
+	(void) ssp_view_load(view, false);
+	check_owner(view);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET paused = $2 WHERE view = $1::regclass",
+							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "ssp: could not update ssp.continuous_views");
+	SPI_finish();
+}
+
+/* ssp.pause(view): stop applying; the worker stops after its batch. */
+Datum
+ssp_pause(PG_FUNCTION_ARGS)
+{
+	set_paused(PG_GETARG_OID(0), true);
+	PG_RETURN_VOID();
+}
+
+/* ssp.resume(view): start applying again from the stored offsets. */
+Datum
+ssp_resume(PG_FUNCTION_ARGS)
+{
+	set_paused(PG_GETARG_OID(0), false);
+	PG_RETURN_VOID();
+}
+
+/*
+ * ssp.reset(view, start): empty the view and rewind its offsets, in the
+ * caller's transaction: rewind and replay.
+ */
+Datum
+ssp_reset(PG_FUNCTION_ARGS)
+{
+	Oid			view = PG_GETARG_OID(0);
+	char	   *start = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	SspView    *v = ssp_view_load(view, false);
+	Oid			argtypes[2] = {OIDOID, TEXTOID};
+	Datum		args[2] = {ObjectIdGetDatum(view), CStringGetTextDatum(start)};
+
+	check_owner(view);
+	if (strcmp(start, "earliest") != 0 && strcmp(start, "latest") != 0)
+		(void) DirectFunctionCall3(timestamptz_in, CStringGetDatum(start),
+								   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	/* the row lock waits for a batch in flight, and makes the next one fail */
+	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET generation = generation + 1, "
+							  "processed = 0, dead_letters = 0, start = $2, last_commit = NULL "
+							  "WHERE view = $1::regclass",
+							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "ssp: could not update ssp.continuous_views");
+	if (SPI_execute(psprintf("TRUNCATE %s",
+							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(v->mrel)),
+														get_rel_name(v->mrel))),
+					false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "ssp: could not empty the view");
+	if (SPI_execute_with_args("DELETE FROM ssp.offsets WHERE view = $1::regclass",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE ||
+		SPI_execute_with_args("DELETE FROM ssp.dead_letters WHERE view = $1::regclass",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "ssp: could not rewind the offsets");
+	SPI_finish();
+	ssp_store_start_offsets(view, v->stream, v->topic, start);
+	PG_RETURN_VOID();
+}
+
+/* reached: has the view consumed up to high[p] in every partition? */
+static bool
+reached(Oid view, int nparts, const int64 *low, const int64 *high)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(view)};
+	int64	   *next = palloc(sizeof(int64) * Max(nparts, 1));
+	uint64		i;
+	int			p;
+	bool		result = true;
+
+	for (p = 0; p < nparts; p++)
+		next[p] = -1;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	/* not read-only: each look takes a new snapshot, to see new commits */
+	if (SPI_execute_with_args("SELECT partition, next_offset FROM ssp.offsets WHERE view = $1::regclass",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.offsets");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int			part = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+
+		if (part < nparts)
+			next[part] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	SPI_finish();
+	for (p = 0; p < nparts; p++)
+		if (high[p] > low[p] && next[p] < high[p])
+			result = false;
+	pfree(next);
+	return result;
+}
+
+/*
+ * ssp.wait(view, timeout): true once the view has applied every message
+ * that was in its topic when the call began; false at the timeout.
+ * Asks the broker for the high watermarks, as the caller.
+ */
+Datum
+ssp_wait(PG_FUNCTION_ARGS)
+{
+	Oid			view = PG_GETARG_OID(0);
+	Interval   *timeout = PG_GETARG_INTERVAL_P(1);
+	int64		timeout_ms = (timeout->time + (int64) timeout->day * USECS_PER_DAY +
+							  (int64) timeout->month * 30 * USECS_PER_DAY) / 1000;
+	SspView    *v = ssp_view_load(view, false);
+	SspStream  *s = ssp_stream_open(v->stream);
+	SspKafka   *kafka;
+	int			nparts;
+	int64	   *low;
+	int64	   *high;
+	int			p;
+	TimestampTz start = GetCurrentTimestamp();
+
+	kafka = ssp_kafka_consumer(s->serverid, GetUserId(), v->topic);
+	nparts = ssp_kafka_partition_count(kafka);
+	low = palloc(sizeof(int64) * Max(nparts, 1));
+	high = palloc(sizeof(int64) * Max(nparts, 1));
+	for (p = 0; p < nparts; p++)
+		ssp_kafka_watermarks(kafka, p, &low[p], &high[p]);
+	ssp_kafka_close(kafka);
+
+	for (;;)
+	{
+		if (reached(view, nparts, low, high))
+			PG_RETURN_BOOL(true);
+		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), (int) Min(timeout_ms, INT_MAX)))
+			PG_RETURN_BOOL(false);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 20, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}

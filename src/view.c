@@ -1,0 +1,792 @@
+/*-------------------------------------------------------------------------
+ *
+ * view.c
+ *	  CREATE VIEW ... WITH (ssp.continuous): what a continuous view may
+ *	  contain, and what it becomes.
+ *
+ * The query is analysed once, here.  What cannot be maintained
+ * incrementally is refused with a message that says what and why.  What
+ * can becomes three things, made through SPI in the creating transaction:
+ *
+ *	- the materialisation table NAME_mrel: the group keys, and for each
+ *	  aggregate a state that merges (count; sum; avg as sum and count; min;
+ *	  max; the variance family as n, sum and sum of squares, or Postgres's
+ *	  own float8 transition array);
+ *	- the view NAME that users query: it finalises the states (avg = sum /
+ *	  count), computes the select list and applies HAVING;
+ *	- the apply statement, kept in ssp.continuous_views: one INSERT ... ON
+ *	  CONFLICT DO UPDATE that reads the batch (the ephemeral relation
+ *	  ssp_batch, with the stream's columns), reduces it to one row per group
+ *	  and merges those rows into NAME_mrel.  An append-only view (no
+ *	  aggregates) just inserts its rows.
+ *
+ * Expressions are deparsed with search_path set to pg_catalog alone, so the
+ * generated SQL names every object in full and means the same in a worker.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/analyze.h"
+#include "parser/parse_type.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/ruleutils.h"
+#include "utils/timestamp.h"
+
+#include "ssp.h"
+#include "view.h"
+
+/* Options of a continuous view (WITH (ssp.x = ...)). */
+typedef struct SspViewOptions
+{
+	char	   *start;
+	int			commit_interval_ms;
+	int			batch_size;
+	char	   *on_error;
+} SspViewOptions;
+
+/* What one aggregate of the query becomes. */
+typedef struct AggPlan
+{
+	List	   *cols;			/* state column names */
+	List	   *types;			/* their SQL types */
+	List	   *partials;		/* per column: the partial aggregate over a batch */
+	List	   *merges;			/* per column: merge of m.col and excluded.col */
+	char	   *final;			/* the finished value, over m.cols */
+} AggPlan;
+
+/* The parts of the SQL being built. */
+typedef struct Build
+{
+	Query	   *query;
+	List	   *dpcontext;		/* deparse context: the stream as "b" */
+	List	   *group_exprs;	/* Node */
+	List	   *group_cols;		/* char * column names in the mrel */
+	List	   *aggs;			/* Aggref, in order of first appearance */
+	List	   *plans;			/* AggPlan, parallel to aggs */
+} Build;
+
+static const char *const refuse_hint =
+"A continuous view reads one stream, with WHERE, GROUP BY, HAVING and the aggregates count, sum, avg, min, max, bool_and, bool_or, every, stddev, variance and their _samp and _pop forms.";
+
+/*
+ * ssp_is_continuous_stmt: does CREATE VIEW carry the option ssp.continuous?
+ */
+bool
+ssp_is_continuous_stmt(ViewStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->options)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (def->defnamespace && strcmp(def->defnamespace, "ssp") == 0 &&
+			strcmp(def->defname, "continuous") == 0)
+			return def->arg == NULL || defGetBoolean(def);
+	}
+	return false;
+}
+
+static int
+interval_ms(DefElem *def)
+{
+	char	   *val = defGetString(def);
+	Interval   *iv;
+	int64		us;
+
+	iv = DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum(val),
+											   ObjectIdGetDatum(InvalidOid),
+											   Int32GetDatum(-1)));
+	us = iv->time + (int64) iv->day * USECS_PER_DAY +
+		(int64) iv->month * 30 * USECS_PER_DAY;
+	if (us < 1000 || us > (int64) 3600 * USECS_PER_SEC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ssp.%s must be between 1 millisecond and 1 hour, not \"%s\"",
+						def->defname, val)));
+	return (int) (us / 1000);
+}
+
+static SspViewOptions
+parse_options(ViewStmt *stmt)
+{
+	SspViewOptions opts = {pstrdup("earliest"), SSP_DEFAULT_COMMIT_INTERVAL_MS,
+	SSP_DEFAULT_BATCH_SIZE, pstrdup("dead_letter")};
+	ListCell   *lc;
+
+	foreach(lc, stmt->options)
+	{
+		DefElem    *def = lfirst(lc);
+		const char *n = def->defname;
+
+		if (!def->defnamespace || strcmp(def->defnamespace, "ssp") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("option \"%s\" cannot be used with ssp.continuous", n)));
+		if (strcmp(n, "continuous") == 0)
+			continue;
+		if (strcmp(n, "start") == 0)
+		{
+			opts.start = defGetString(def);
+			if (strcmp(opts.start, "earliest") != 0 && strcmp(opts.start, "latest") != 0)
+				(void) DirectFunctionCall3(timestamptz_in, CStringGetDatum(opts.start),
+										   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+		}
+		else if (strcmp(n, "commit_interval") == 0)
+			opts.commit_interval_ms = interval_ms(def);
+		else if (strcmp(n, "batch_size") == 0)
+		{
+			int64		v = defGetInt64(def);
+
+			if (v < 1 || v > 10000000)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("ssp.batch_size must be between 1 and 10000000, not %lld",
+								(long long) v)));
+			opts.batch_size = (int) v;
+		}
+		else if (strcmp(n, "on_error") == 0)
+		{
+			opts.on_error = defGetString(def);
+			(void) ssp_parse_on_error(opts.on_error);
+		}
+		else if (strcmp(n, "grace") == 0 || strcmp(n, "retention") == 0 ||
+				 strcmp(n, "sliding") == 0 || strcmp(n, "step") == 0 ||
+				 strcmp(n, "emit") == 0 || strcmp(n, "parallelism") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("option \"ssp.%s\" is not supported yet", n),
+					 errdetail("Windows and parallel workers are not implemented in this version.")));
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unrecognized continuous view option \"ssp.%s\"", n),
+					 errhint("Valid options are ssp.start, ssp.commit_interval, ssp.batch_size and ssp.on_error.")));
+	}
+	return opts;
+}
+
+static void
+refuse(const char *what, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("continuous views cannot contain %s", what),
+			 errdetail("%s", why),
+			 errhint("%s", refuse_hint)));
+}
+
+/* check_query: refuse what ssp cannot maintain; returns the stream. */
+static Oid
+check_query(Query *q)
+{
+	RangeTblEntry *rte;
+	ListCell   *lc;
+	int			nstreams = 0;
+
+	if (q->commandType != CMD_SELECT || q->utilityStmt)
+		refuse("anything but a SELECT", "A continuous view is defined by a query.");
+	if (q->setOperations)
+		refuse("UNION, INTERSECT or EXCEPT", "Each branch would need its own state.");
+	if (q->cteList)
+		refuse("WITH queries", "Common table expressions are not maintained incrementally.");
+	if (q->hasWindowFuncs)
+		refuse("window functions", "A window function depends on rows of other batches; use GROUP BY, or ORDER BY when querying the view.");
+	if (q->distinctClause)
+		refuse("DISTINCT", "Removing duplicates needs every row seen so far; query the view with DISTINCT instead.");
+	if (q->sortClause)
+		refuse("ORDER BY", "A view's rows have no order; put ORDER BY in the queries that read it.");
+	if (q->limitCount || q->limitOffset)
+		refuse("LIMIT or OFFSET", "A limit over an unbounded stream changes as rows arrive; put it in the queries that read the view.");
+	if (q->hasSubLinks)
+		refuse("subqueries", "Subqueries are not maintained incrementally.");
+	if (q->groupingSets)
+		refuse("GROUPING SETS, ROLLUP or CUBE", "Each grouping set would need its own state.");
+	if (q->hasTargetSRFs)
+		refuse("set-returning functions in the select list", "They are not maintained incrementally.");
+	if (q->rowMarks)
+		refuse("FOR UPDATE or FOR SHARE", "Stream rows cannot be locked.");
+
+	foreach(lc, q->rtable)
+	{
+		rte = lfirst(lc);
+		if (rte->rtekind == RTE_RELATION && ssp_is_stream(rte->relid))
+			nstreams++;
+	}
+	if (nstreams == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a continuous view must read a stream"),
+				 errdetail("A stream is a foreign table of a server of foreign-data wrapper ssp_kafka.")));
+	if (list_length(q->rtable) != 1 || list_length(q->jointree->fromlist) != 1)
+		refuse("joins or more than one relation", "Joins are not supported yet: a continuous view reads exactly one stream.");
+	rte = linitial(q->rtable);
+	if (rte->tablesample)
+		refuse("TABLESAMPLE", "A stream cannot be sampled.");
+	return rte->relid;
+}
+
+/* deparse: an expression of the query as SQL over the batch "b". */
+static char *
+deparse(Build *b, Node *expr)
+{
+	return deparse_expression(expr, b->dpcontext, true, false);
+}
+
+static const char *
+aggname(Aggref *agg)
+{
+	return get_func_name(agg->aggfnoid);
+}
+
+/* plan_agg: what an aggregate becomes; refuses unsupported ones. */
+static AggPlan *
+plan_agg(Build *b, Aggref *agg, int n)
+{
+	AggPlan    *p = palloc0(sizeof(AggPlan));
+	const char *name = aggname(agg);
+	Oid			argtype = agg->aggargtypes ? linitial_oid(agg->aggargtypes) : InvalidOid;
+	char	   *arg = NULL;
+	char	   *filter = "";
+	char	   *aggtype = format_type_with_typemod(agg->aggtype, -1);
+	bool		isfloat = argtype == FLOAT4OID || argtype == FLOAT8OID;
+	bool		isexact = argtype == INT2OID || argtype == INT4OID ||
+		argtype == INT8OID || argtype == NUMERICOID;
+	char	   *c1 = psprintf("_a%d", n);
+	char	   *c2 = psprintf("_a%d_n", n);
+	char	   *c3 = psprintf("_a%d_sq", n);
+
+	if (get_func_namespace(agg->aggfnoid) != PG_CATALOG_NAMESPACE || agg->aggkind != AGGKIND_NORMAL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate function %s is not supported in a continuous view",
+						format_procedure(agg->aggfnoid)),
+				 errhint("%s", refuse_hint)));
+	if (agg->aggdistinct)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("DISTINCT inside aggregate %s is not supported in a continuous view", name),
+				 errdetail("Counting distinct values exactly needs every value seen so far."),
+				 errhint("Keep the values as a GROUP BY key and count the view's rows, or use an approximate count when hll support arrives.")));
+	if (agg->aggorder)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ORDER BY inside aggregate %s is not supported in a continuous view", name)));
+	if (list_length(agg->args) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate function %s is not supported in a continuous view",
+						format_procedure(agg->aggfnoid)),
+				 errhint("%s", refuse_hint)));
+	if (agg->args)
+		arg = deparse(b, (Node *) ((TargetEntry *) linitial(agg->args))->expr);
+	if (agg->aggfilter)
+		filter = psprintf(" FILTER (WHERE %s)", deparse(b, (Node *) agg->aggfilter));
+
+#define COL(name, type, partial, merge) \
+	(p->cols = lappend(p->cols, (name)), \
+	 p->types = lappend(p->types, (type)), \
+	 p->partials = lappend(p->partials, (partial)), \
+	 p->merges = lappend(p->merges, (merge)))
+#define SUM_MERGE(c) psprintf("COALESCE(m.%s + excluded.%s, m.%s, excluded.%s)", c, c, c, c)
+
+	if (strcmp(name, "count") == 0)
+	{
+		COL(c1, "bigint", psprintf("pg_catalog.count(%s)%s", arg ? arg : "*", filter),
+			psprintf("m.%s + excluded.%s", c1, c1));
+		p->final = psprintf("m.%s", c1);
+	}
+	else if (strcmp(name, "sum") == 0)
+	{
+		COL(c1, aggtype, psprintf("pg_catalog.sum(%s)%s", arg, filter), SUM_MERGE(c1));
+		p->final = psprintf("m.%s", c1);
+	}
+	else if (strcmp(name, "min") == 0 || strcmp(name, "max") == 0)
+	{
+		/* LEAST and GREATEST order as min and max do, and skip NULLs */
+		COL(c1, aggtype, psprintf("pg_catalog.%s(%s)%s", name, arg, filter),
+			psprintf("%s(m.%s, excluded.%s)", name[1] == 'i' ? "LEAST" : "GREATEST", c1, c1));
+		p->final = psprintf("m.%s", c1);
+	}
+	else if (strcmp(name, "bool_and") == 0 || strcmp(name, "every") == 0 ||
+			 strcmp(name, "bool_or") == 0)
+	{
+		bool		isand = strcmp(name, "bool_or") != 0;
+
+		COL(c1, "boolean", psprintf("pg_catalog.%s(%s)%s", isand ? "bool_and" : "bool_or", arg, filter),
+			psprintf("CASE WHEN m.%s IS NULL THEN excluded.%s WHEN excluded.%s IS NULL THEN m.%s ELSE m.%s %s excluded.%s END",
+					 c1, c1, c1, c1, c1, isand ? "AND" : "OR", c1));
+		p->final = psprintf("m.%s", c1);
+	}
+	else if (strcmp(name, "avg") == 0 && (isfloat || isexact))
+	{
+		COL(c1, isfloat ? "double precision" : "numeric",
+			psprintf("pg_catalog.sum((%s)::%s)%s", arg, isfloat ? "double precision" : "numeric", filter),
+			SUM_MERGE(c1));
+		COL(c2, "bigint", psprintf("pg_catalog.count(%s)%s", arg, filter),
+			psprintf("m.%s + excluded.%s", c2, c2));
+		p->final = psprintf("(m.%s / NULLIF(m.%s, 0)::%s)", c1, c2,
+							isfloat ? "double precision" : "numeric");
+	}
+	else if ((strncmp(name, "stddev", 6) == 0 || strncmp(name, "var", 3) == 0) &&
+			 (isfloat || isexact))
+	{
+		bool		pop = strstr(name, "_pop") != NULL;
+		bool		sd = strncmp(name, "stddev", 6) == 0;
+
+		if (isfloat)
+		{
+			/* Postgres's own (N, Sx, Sxx) transition array and functions */
+			COL(c1, "double precision[]",
+				psprintf("ARRAY[pg_catalog.count(%s)%s::double precision, "
+						 "COALESCE(pg_catalog.sum((%s)::double precision)%s, 0), "
+						 "COALESCE(pg_catalog.var_pop((%s)::double precision)%s * pg_catalog.count(%s)%s, 0)]",
+						 arg, filter, arg, filter, arg, filter, arg, filter),
+				psprintf("pg_catalog.float8_combine(m.%s, excluded.%s)", c1, c1));
+			p->final = psprintf("pg_catalog.float8_%s_%s(m.%s)", sd ? "stddev" : "var",
+								pop ? "pop" : "samp", c1);
+		}
+		else
+		{
+			/* n, sum and sum of squares, finished as numeric_var does */
+			COL(c2, "bigint", psprintf("pg_catalog.count(%s)%s", arg, filter),
+				psprintf("m.%s + excluded.%s", c2, c2));
+			COL(c1, "numeric", psprintf("pg_catalog.sum((%s)::numeric)%s", arg, filter), SUM_MERGE(c1));
+			COL(c3, "numeric", psprintf("pg_catalog.sum((%s)::numeric * (%s)::numeric)%s", arg, arg, filter),
+				SUM_MERGE(c3));
+			p->final = psprintf("(CASE WHEN m.%s <= %d THEN NULL "
+								"WHEN m.%s::numeric * m.%s - m.%s * m.%s <= 0 THEN 0::numeric "
+								"ELSE %s(m.%s::numeric * m.%s - m.%s * m.%s) / (m.%s::numeric * %s)%s END)",
+								c2, pop ? 0 : 1,
+								c2, c3, c1, c1,
+								sd ? "ssp.numeric_sqrt_scaled(" : "(",
+								c2, c3, c1, c1, c2,
+								pop ? psprintf("m.%s", c2) : psprintf("(m.%s - 1)", c2),
+								sd ? ")" : "");
+		}
+	}
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate function %s is not supported in a continuous view",
+						format_procedure(agg->aggfnoid)),
+				 errhint("%s", refuse_hint)));
+	return p;
+}
+
+static bool
+collect_aggs(Node *node, Build *b)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		ListCell   *lc;
+
+		foreach(lc, b->aggs)
+			if (equal(lfirst(lc), node))
+				return false;
+		b->aggs = lappend(b->aggs, node);
+		b->plans = lappend(b->plans, plan_agg(b, (Aggref *) node, list_length(b->aggs)));
+		return false;
+	}
+	return expression_tree_walker(node, collect_aggs, b);
+}
+
+/*
+ * to_final: the expression with each aggregate and group key replaced by a
+ * Param that stands for its finished value (resolved in final_sql).
+ */
+static Node *
+to_final(Node *node, Build *b)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	if (node == NULL)
+		return NULL;
+	foreach(lc, b->group_exprs)
+	{
+		i++;
+		if (equal(lfirst(lc), node))
+		{
+			Param	   *p = makeNode(Param);
+
+			p->paramkind = PARAM_EXTERN;
+			p->paramid = 100000 + i;
+			p->paramtype = exprType(node);
+			p->paramtypmod = exprTypmod(node);
+			p->paramcollid = exprCollation(node);
+			p->location = -1;
+			return (Node *) p;
+		}
+	}
+	if (IsA(node, Aggref))
+	{
+		i = 0;
+		foreach(lc, b->aggs)
+		{
+			i++;
+			if (equal(lfirst(lc), node))
+			{
+				Param	   *p = makeNode(Param);
+
+				p->paramkind = PARAM_EXTERN;
+				p->paramid = i;
+				p->paramtype = exprType(node);
+				p->paramtypmod = -1;
+				p->paramcollid = exprCollation(node);
+				p->location = -1;
+				return (Node *) p;
+			}
+		}
+	}
+	return expression_tree_mutator(node, to_final, b);
+}
+
+/*
+ * final_sql: deparse an expression over finished values, replacing each
+ * $N outside quotes by the SQL of what it stands for.
+ */
+static char *
+final_sql(Build *b, Node *expr)
+{
+	char	   *text = deparse(b, to_final(copyObject(expr), b));
+	StringInfoData out;
+	char	   *p;
+	char		quote = 0;
+
+	initStringInfo(&out);
+	for (p = text; *p; p++)
+	{
+		if (quote)
+		{
+			if (*p == quote)
+				quote = 0;
+			appendStringInfoChar(&out, *p);
+		}
+		else if (*p == '\'' || *p == '"')
+		{
+			quote = *p;
+			appendStringInfoChar(&out, *p);
+		}
+		else if (*p == '$' && isdigit((unsigned char) p[1]))
+		{
+			long		id = strtol(p + 1, &p, 10);
+
+			p--;
+			if (id > 100000)
+				appendStringInfo(&out, "m.%s",
+								 quote_identifier(list_nth(b->group_cols, id - 100001)));
+			else
+				appendStringInfoString(&out,
+									   ((AggPlan *) list_nth(b->plans, id - 1))->final);
+		}
+		else
+			appendStringInfoChar(&out, *p);
+	}
+	return out.data;
+}
+
+static void
+spi_exec(const char *sql)
+{
+	int			rc = SPI_execute(sql, false, 0);
+
+	if (rc < 0)
+		elog(ERROR, "ssp: SPI_execute failed (%s): %s", SPI_result_code_string(rc), sql);
+}
+
+/* target_names: the output column names, from the query or CREATE VIEW v (a, b). */
+static List *
+target_names(Query *q, List *aliases)
+{
+	List	   *names = NIL;
+	ListCell   *lc;
+	ListCell   *alc = list_head(aliases);
+
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resjunk)
+			continue;
+		if (alc)
+		{
+			names = lappend(names, strVal(lfirst(alc)));
+			alc = lnext(aliases, alc);
+		}
+		else
+			names = lappend(names, tle->resname ? tle->resname : "?column?");
+	}
+	if (alc)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("CREATE VIEW specifies more column names than columns")));
+	return names;
+}
+
+/*
+ * build_aggregating: the mrel, view and apply SQL of a view with GROUP BY
+ * or aggregates.
+ */
+static void
+build_aggregating(Build *b, List *names, const char *mrel, const char *view,
+				  StringInfo create, StringInfo viewsql, StringInfo apply)
+{
+	Query	   *q = b->query;
+	ListCell   *lc;
+	StringInfoData cols;
+	StringInfoData sel;
+	StringInfoData set;
+	StringInfoData keys;
+	int			i = 0;
+
+	/* group keys: named after the select-list entry that is the key, if any */
+	foreach(lc, q->groupClause)
+	{
+		SortGroupClause *sgc = lfirst(lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, q->targetList);
+		char	   *name = psprintf("_g%d", ++i);
+
+		b->group_exprs = lappend(b->group_exprs, tle->expr);
+		if (!tle->resjunk && tle->resname)
+			name = tle->resname;
+		b->group_cols = lappend(b->group_cols, name);
+	}
+	collect_aggs((Node *) q->targetList, b);
+	collect_aggs(q->havingQual, b);
+
+	initStringInfo(&cols);
+	initStringInfo(&sel);
+	initStringInfo(&set);
+	initStringInfo(&keys);
+	appendStringInfo(create, "CREATE TABLE %s (", mrel);
+	i = 0;
+	foreach(lc, b->group_exprs)
+	{
+		Node	   *e = lfirst(lc);
+		const char *col = quote_identifier(list_nth(b->group_cols, i));
+
+		appendStringInfo(create, "%s%s %s", i ? ", " : "", col,
+						 format_type_with_typemod(exprType(e), exprTypmod(e)));
+		appendStringInfo(&cols, "%s%s", i ? ", " : "", col);
+		appendStringInfo(&keys, "%s%s", i ? ", " : "", col);
+		appendStringInfo(&sel, "%s%s", i ? ", " : "", deparse(b, e));
+		i++;
+	}
+	if (b->group_exprs == NIL)
+	{
+		/* one group: a constant key, so ON CONFLICT has something to match */
+		appendStringInfoString(create, "_g0 boolean NOT NULL DEFAULT true");
+		appendStringInfoString(&cols, "_g0");
+		appendStringInfoString(&keys, "_g0");
+		appendStringInfoString(&sel, "true");
+		i = 1;
+	}
+	foreach(lc, b->plans)
+	{
+		AggPlan    *p = lfirst(lc);
+		ListCell   *c,
+				   *t,
+				   *pa,
+				   *m;
+
+		forfour(c, p->cols, t, p->types, pa, p->partials, m, p->merges)
+		{
+			appendStringInfo(create, ", %s %s", (char *) lfirst(c), (char *) lfirst(t));
+			appendStringInfo(&cols, ", %s", (char *) lfirst(c));
+			appendStringInfo(&sel, ", %s", (char *) lfirst(pa));
+			appendStringInfo(&set, "%s%s = %s", set.len ? ", " : "",
+							 (char *) lfirst(c), (char *) lfirst(m));
+		}
+	}
+	appendStringInfo(create, ");\nCREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT", mrel, keys.data);
+
+	/* the apply statement: reduce the batch to its groups, merge them */
+	appendStringInfo(apply, "INSERT INTO %s AS m (%s) SELECT %s FROM ssp_batch b", mrel, cols.data, sel.data);
+	if (q->jointree->quals)
+		appendStringInfo(apply, " WHERE %s", deparse(b, q->jointree->quals));
+	if (b->group_exprs != NIL)
+	{
+		appendStringInfoString(apply, " GROUP BY ");
+		for (i = 1; i <= list_length(b->group_exprs); i++)
+			appendStringInfo(apply, "%s%d", i > 1 ? ", " : "", i);
+	}
+	appendStringInfo(apply, " ON CONFLICT (%s) DO %s", keys.data,
+					 set.len ? psprintf("UPDATE SET %s", set.data) : "NOTHING");
+
+	/* the view: finish each output column, apply HAVING */
+	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT ", view);
+	i = 0;
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resjunk)
+			continue;
+		appendStringInfo(viewsql, "%s%s AS %s", i ? ", " : "",
+						 final_sql(b, (Node *) tle->expr),
+						 quote_identifier(list_nth(names, i)));
+		i++;
+	}
+	appendStringInfo(viewsql, " FROM %s m", mrel);
+	if (q->havingQual)
+		appendStringInfo(viewsql, " WHERE %s", final_sql(b, q->havingQual));
+}
+
+/* build_append_only: the same for a view without aggregates. */
+static void
+build_append_only(Build *b, List *names, const char *mrel, const char *view,
+				  StringInfo create, StringInfo viewsql, StringInfo apply)
+{
+	ListCell   *lc;
+	int			i = 0;
+	StringInfoData sel;
+
+	initStringInfo(&sel);
+	appendStringInfo(create, "CREATE TABLE %s (", mrel);
+	foreach(lc, b->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Node	   *e = (Node *) tle->expr;
+
+		if (tle->resjunk)
+			continue;
+		appendStringInfo(create, "%s%s %s", i ? ", " : "",
+						 quote_identifier(list_nth(names, i)),
+						 format_type_with_typemod(exprType(e), exprTypmod(e)));
+		appendStringInfo(&sel, "%s%s", i ? ", " : "", deparse(b, e));
+		i++;
+	}
+	appendStringInfoString(create, ")");
+	appendStringInfo(apply, "INSERT INTO %s SELECT %s FROM ssp_batch b", mrel, sel.data);
+	if (b->query->jointree->quals)
+		appendStringInfo(apply, " WHERE %s", deparse(b, b->query->jointree->quals));
+	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT * FROM %s", view, mrel);
+}
+
+/*
+ * ssp_create_continuous_view: carry out CREATE VIEW ... WITH
+ * (ssp.continuous) in place of Postgres.  Needs a transaction; creates
+ * objects as the current user.
+ */
+void
+ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
+{
+	SspViewOptions opts = parse_options(stmt);
+	RawStmt    *raw = makeNode(RawStmt);
+	Query	   *q;
+	Oid			stream;
+	Oid			nspid;
+	char	   *nspname;
+	char	   *mrel;
+	char	   *view;
+	List	   *names;
+	Build		b;
+	StringInfoData create,
+				viewsql,
+				apply;
+	int			save_nestlevel;
+	Oid			viewoid,
+				mreloid;
+	ObjectAddress viewaddr,
+				mreladdr,
+				streamaddr;
+	SspStream  *s;
+	Datum		args[9];
+	Oid			argtypes[9] = {OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID};
+
+	if (stmt->replace)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("CREATE OR REPLACE is not supported for continuous views"),
+				 errhint("Create a new continuous view (and ssp.reset it to replay the stream), then drop the old one.")));
+	if (stmt->view->relpersistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("continuous views cannot be temporary or unlogged")));
+	if (stmt->withCheckOption != NO_CHECK_OPTION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("WITH CHECK OPTION is not supported for continuous views")));
+
+	raw->stmt = copyObject(stmt->query);
+	raw->stmt_location = -1;
+	q = parse_analyze_fixedparams(raw, queryString, NULL, 0, NULL);
+	stream = check_query(q);
+	s = ssp_stream_open(stream);
+	names = target_names(q, stmt->aliases);
+
+	nspid = RangeVarGetCreationNamespace(stmt->view);
+	nspname = get_namespace_name(nspid);
+	view = quote_qualified_identifier(nspname, stmt->view->relname);
+	mrel = quote_qualified_identifier(nspname, psprintf("%s_mrel", stmt->view->relname));
+
+	/* deparse with every name qualified */
+	save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	memset(&b, 0, sizeof(b));
+	b.query = q;
+	b.dpcontext = deparse_context_for("b", stream);
+	initStringInfo(&create);
+	initStringInfo(&viewsql);
+	initStringInfo(&apply);
+	if (q->hasAggs || q->groupClause)
+		build_aggregating(&b, names, mrel, view, &create, &viewsql, &apply);
+	else
+		build_append_only(&b, names, mrel, view, &create, &viewsql, &apply);
+	AtEOXact_GUC(true, save_nestlevel);
+
+	elog(DEBUG1, "ssp: continuous view %s: %s; %s; %s", view, create.data, viewsql.data, apply.data);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	spi_exec(create.data);
+	spi_exec(viewsql.data);
+	CommandCounterIncrement();
+
+	viewoid = RangeVarGetRelid(stmt->view, NoLock, false);
+	mreloid = get_relname_relid(psprintf("%s_mrel", stmt->view->relname), nspid);
+	ObjectAddressSet(viewaddr, RelationRelationId, viewoid);
+	ObjectAddressSet(mreladdr, RelationRelationId, mreloid);
+	ObjectAddressSet(streamaddr, RelationRelationId, stream);
+	/* the mrel is part of the view; the view reads the stream */
+	recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
+	recordDependencyOn(&viewaddr, &streamaddr, DEPENDENCY_NORMAL);
+
+	args[0] = ObjectIdGetDatum(viewoid);
+	args[1] = ObjectIdGetDatum(mreloid);
+	args[2] = ObjectIdGetDatum(stream);
+	args[3] = CStringGetTextDatum(s->topic);
+	args[4] = CStringGetTextDatum(apply.data);
+	args[5] = CStringGetTextDatum(opts.start);
+	args[6] = Int32GetDatum(opts.commit_interval_ms);
+	args[7] = Int32GetDatum(opts.batch_size);
+	args[8] = CStringGetTextDatum(opts.on_error);
+	if (SPI_execute_with_args("INSERT INTO ssp.continuous_views (view, mrel, stream, topic, apply_sql, start, commit_interval_ms, batch_size, on_error) "
+							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+							  9, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "ssp: could not record the continuous view");
+	SPI_finish();
+
+	ssp_store_start_offsets(viewoid, stream, s->topic, opts.start);
+}

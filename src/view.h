@@ -1,0 +1,50 @@
+/*-------------------------------------------------------------------------
+ *
+ * view.h
+ *	  Continuous views: creation (view.c), the catalog row a worker reads
+ *	  (catalog.c), and starting offsets.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SSP_VIEW_H
+#define SSP_VIEW_H
+
+#include "nodes/parsenodes.h"
+
+#define SSP_DEFAULT_COMMIT_INTERVAL_MS 100
+#define SSP_DEFAULT_BATCH_SIZE 20000
+
+typedef enum SspOnError
+{
+	SSP_ON_ERROR_DEAD_LETTER,
+	SSP_ON_ERROR_SKIP,
+	SSP_ON_ERROR_STOP
+} SspOnError;
+
+/* A continuous view as its worker sees it (catalog.c). */
+typedef struct SspView
+{
+	Oid			view;
+	Oid			mrel;
+	Oid			stream;
+	char	   *name;
+	char	   *topic;
+	char	   *apply_sql;
+	int			commit_interval_ms;
+	int			batch_size;
+	SspOnError	on_error;
+	bool		paused;
+	int			generation;
+} SspView;
+
+/* view.c */
+extern bool ssp_is_continuous_stmt(ViewStmt *stmt);
+extern void ssp_create_continuous_view(ViewStmt *stmt, const char *queryString);
+
+/* catalog.c */
+extern SspView *ssp_view_load(Oid view, bool missing_ok);
+extern void ssp_store_start_offsets(Oid view, Oid stream, const char *topic,
+									const char *start);
+extern SspOnError ssp_parse_on_error(const char *value);
+
+#endif							/* SSP_VIEW_H */

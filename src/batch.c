@@ -200,7 +200,8 @@ apply_range(BatchState *bs, int lo, int hi)
 
 		initStringInfo(&msg);
 		appendStringInfoString(&msg, edata->message);
-		if (edata->context)
+		/* where in the message, not the apply statement's text */
+		if (edata->context && strncmp(edata->context, "SQL statement", 13) != 0)
 			appendStringInfo(&msg, " (%s)", edata->context);
 		switch (bs->view->on_error)
 		{

@@ -270,9 +270,13 @@ read_views(List **views)
 					sv = lfirst(lc);
 			if (sv == NULL)
 			{
-				sv = MemoryContextAllocZero(TopMemoryContext, sizeof(SchedView));
+				MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+				/* the list outlives the transaction */
+				sv = palloc0(sizeof(SchedView));
 				sv->view = view;
 				*views = lappend(*views, sv);
+				MemoryContextSwitchTo(old);
 			}
 			sv->seen = true;
 			sv->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));

@@ -371,15 +371,17 @@ plan_agg(Build *b, Aggref *agg, int n)
 			COL(c1, "numeric", psprintf("pg_catalog.sum((%s)::numeric)%s", arg, filter), SUM_MERGE(c1));
 			COL(c3, "numeric", psprintf("pg_catalog.sum((%s)::numeric * (%s)::numeric)%s", arg, arg, filter),
 				SUM_MERGE(c3));
-			p->final = psprintf("(CASE WHEN m.%s <= %d THEN NULL "
-								"WHEN m.%s::numeric * m.%s - m.%s * m.%s <= 0 THEN 0::numeric "
-								"ELSE %s(m.%s::numeric * m.%s - m.%s * m.%s) / (m.%s::numeric * %s)%s END)",
-								c2, pop ? 0 : 1,
-								c2, c3, c1, c1,
-								sd ? "ssp.numeric_sqrt_scaled(" : "(",
-								c2, c3, c1, c1, c2,
-								pop ? psprintf("m.%s", c2) : psprintf("(m.%s - 1)", c2),
-								sd ? ")" : "");
+			{
+				char	   *var = psprintf("(m.%s::numeric * m.%s - m.%s * m.%s) / (m.%s::numeric * %s)",
+										   c2, c3, c1, c1, c2,
+										   pop ? psprintf("m.%s", c2) : psprintf("(m.%s - 1)", c2));
+
+				p->final = psprintf("(CASE WHEN m.%s <= %d THEN NULL "
+									"WHEN m.%s::numeric * m.%s - m.%s * m.%s <= 0 THEN 0::numeric "
+									"ELSE %s(%s) END)",
+									c2, pop ? 0 : 1, c2, c3, c1, c1,
+									sd ? "ssp.numeric_sqrt_scaled" : "", var);
+			}
 		}
 	}
 	else

@@ -1,0 +1,172 @@
+-- Continuous views: what they refuse, what they maintain, and operating them.
+\getenv brokers SSP_BROKERS
+\getenv run SSP_RUN_ID
+CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+\set topic views_ :run
+CREATE FOREIGN TABLE orders (order_id bigint, customer_id bigint, region text,
+    amount numeric, qty int, ts timestamptz,
+    p int OPTIONS (meta 'partition'), o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic');
+CREATE TABLE customers (id bigint PRIMARY KEY, segment text);
+
+-- refused: what cannot be maintained incrementally, and why
+CREATE VIEW r WITH (ssp.continuous) AS SELECT DISTINCT region FROM orders;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders ORDER BY region;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders LIMIT 10;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT region, row_number() OVER () FROM orders;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders WHERE amount > (SELECT 1);
+CREATE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders UNION SELECT 'x';
+CREATE VIEW r WITH (ssp.continuous) AS WITH x AS (SELECT * FROM orders) SELECT region FROM x;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT region, count(*) FROM orders GROUP BY ROLLUP (region);
+CREATE VIEW r WITH (ssp.continuous) AS SELECT count(DISTINCT customer_id) FROM orders;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT string_agg(region, ',') FROM orders;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) FROM orders;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT array_agg(amount ORDER BY amount) FROM orders;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT avg(ts - ts) FROM orders;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT generate_series(1, qty) FROM orders;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT c.segment, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT segment FROM customers;
+CREATE OR REPLACE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders;
+CREATE TEMP VIEW r WITH (ssp.continuous) AS SELECT region FROM orders;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders WITH CHECK OPTION;
+-- refused: options
+CREATE VIEW r WITH (ssp.continuous, ssp.batch_size = 0) AS SELECT region FROM orders;
+CREATE VIEW r WITH (ssp.continuous, ssp.commit_interval = '2 hours') AS SELECT region FROM orders;
+CREATE VIEW r WITH (ssp.continuous, ssp.commit_interval = 'soon') AS SELECT region FROM orders;
+CREATE VIEW r WITH (ssp.continuous, ssp.on_error = 'ignore') AS SELECT region FROM orders;
+CREATE VIEW r WITH (ssp.continuous, ssp.start = 'yesterday at noon') AS SELECT region FROM orders;
+CREATE VIEW r WITH (ssp.continuous, ssp.grace = '1 minute') AS SELECT region FROM orders;
+CREATE VIEW r WITH (ssp.continuous, ssp.colour = 'blue') AS SELECT region FROM orders;
+CREATE VIEW r WITH (ssp.continuous, security_barrier) AS SELECT region FROM orders;
+
+-- views of each kind, over 5,000 orders produced before and after they start
+INSERT INTO orders (order_id, customer_id, region, amount, qty, ts)
+  SELECT g, g % 97, 'r' || g % 7, (g % 1000) * 0.25, g % 10, timestamptz '2024-01-01' + g * interval '1 s'
+  FROM generate_series(1, 2500) g;
+CREATE VIEW by_region WITH (ssp.continuous) AS
+  SELECT region, count(*) AS n, sum(amount) AS total, avg(amount) AS mean, min(amount), max(amount)
+  FROM orders WHERE amount > 0 GROUP BY region HAVING count(*) > 1;
+CREATE VIEW by_region_bucket WITH (ssp.continuous, ssp.commit_interval = '10ms', ssp.batch_size = 100) AS
+  SELECT region, qty % 3 AS bucket, count(*), sum(qty) AS units, stddev(qty) AS sd, var_pop(amount) AS vp,
+         max(ts) AS latest, bool_and(amount < 200) AS all_small
+  FROM orders GROUP BY region, bucket;
+CREATE VIEW totals WITH (ssp.continuous) AS
+  SELECT count(*) AS n, sum(amount) / count(*) AS mean, bool_or(qty > 8) AS any_big,
+         round(stddev_samp(amount::float8)::numeric, 6) AS sd
+  FROM orders;
+CREATE VIEW big (id, region, value) WITH (ssp.continuous) AS
+  SELECT order_id, upper(region), amount * qty FROM orders WHERE amount * qty > 1000;
+\d+ by_region
+INSERT INTO orders (order_id, customer_id, region, amount, qty, ts)
+  SELECT g, g % 97, 'r' || g % 7, (g % 1000) * 0.25, g % 10, timestamptz '2024-01-01' + g * interval '1 s'
+  FROM generate_series(2501, 5000) g;
+SELECT ssp.wait('by_region'), ssp.wait('by_region_bucket'), ssp.wait('totals'), ssp.wait('big');
+
+-- each view equals its query run over the whole stream (EXCEPT ALL both ways)
+CREATE TEMP TABLE all_orders AS SELECT * FROM orders;
+SELECT count(*) FROM all_orders;
+(SELECT * FROM by_region EXCEPT ALL
+ SELECT region, count(*), sum(amount), avg(amount), min(amount), max(amount)
+ FROM all_orders WHERE amount > 0 GROUP BY region HAVING count(*) > 1)
+UNION ALL
+(SELECT region, count(*), sum(amount), avg(amount), min(amount), max(amount)
+ FROM all_orders WHERE amount > 0 GROUP BY region HAVING count(*) > 1
+ EXCEPT ALL SELECT * FROM by_region);
+(SELECT * FROM by_region_bucket EXCEPT ALL
+ SELECT region, qty % 3, count(*), sum(qty), stddev(qty), var_pop(amount), max(ts), bool_and(amount < 200)
+ FROM all_orders GROUP BY 1, 2)
+UNION ALL
+(SELECT region, qty % 3, count(*), sum(qty), stddev(qty), var_pop(amount), max(ts), bool_and(amount < 200)
+ FROM all_orders GROUP BY 1, 2
+ EXCEPT ALL SELECT * FROM by_region_bucket);
+SELECT * FROM totals;
+SELECT count(*), sum(amount) / count(*), bool_or(qty > 8), round(stddev_samp(amount::float8)::numeric, 6)
+  FROM all_orders;
+(SELECT * FROM big EXCEPT ALL
+ SELECT order_id, upper(region), amount * qty FROM all_orders WHERE amount * qty > 1000)
+UNION ALL
+(SELECT order_id, upper(region), amount * qty FROM all_orders WHERE amount * qty > 1000
+ EXCEPT ALL SELECT * FROM big);
+
+-- operating
+SELECT view, status, processed, dead_letters, lag, last_error FROM ssp.views ORDER BY view::text;
+SELECT view, count(*) AS partitions, sum(next_offset) AS consumed FROM ssp.offsets GROUP BY view ORDER BY view::text;
+SELECT ssp.pause('big');
+SELECT view, status FROM ssp.views WHERE view = 'big'::regclass;
+INSERT INTO orders (order_id, region, amount, qty) VALUES (5001, 'r1', 500, 9);
+SELECT ssp.wait('big', '1 s');
+SELECT count(*) FROM big;
+SELECT ssp.resume('big');
+SELECT ssp.wait('big');
+SELECT count(*) FROM big;
+-- rewind and replay
+SELECT ssp.reset('by_region');
+SELECT count(*) FROM by_region;
+SELECT ssp.wait('by_region');
+SELECT sum(n) FROM by_region;
+SELECT view, processed FROM ssp.views WHERE view = 'by_region'::regclass;
+-- start at the end: nothing until new messages
+SELECT ssp.reset('totals', 'latest');
+SELECT ssp.wait('totals');
+SELECT * FROM totals;
+INSERT INTO orders (order_id, region, amount, qty) VALUES (5002, 'r1', 10, 1);
+SELECT ssp.wait('totals');
+SELECT n, mean FROM totals;
+CREATE VIEW late_starter WITH (ssp.continuous, ssp.start = 'latest') AS SELECT count(*) FROM orders;
+INSERT INTO orders (order_id, region, amount, qty) VALUES (5003, 'r1', 10, 1);
+SELECT ssp.wait('late_starter');
+SELECT * FROM late_starter;
+-- renaming keeps it working
+ALTER VIEW big RENAME TO big_orders;
+INSERT INTO orders (order_id, region, amount, qty) VALUES (5004, 'r2', 999, 9);
+SELECT ssp.wait('big_orders');
+SELECT * FROM big_orders WHERE id = 5004;
+-- only the owner operates a view
+CREATE ROLE ssp_reader;
+GRANT SELECT ON big_orders TO ssp_reader;
+SET ROLE ssp_reader;
+SELECT ssp.wait('big_orders');
+SELECT ssp.pause('big_orders');
+SELECT ssp.reset('big_orders');
+RESET ROLE;
+-- functions on something that is not a continuous view
+SELECT ssp.wait('customers');
+SELECT ssp.pause('customers');
+-- the parts of a view go with it
+DROP TABLE big_mrel;
+DROP VIEW big_orders;
+SELECT count(*) FROM ssp.continuous_views WHERE view::text = 'big_orders';
+SELECT count(*) FROM pg_class WHERE relname = 'big_mrel';
+DROP FOREIGN TABLE orders;
+
+-- poison messages: each bad one in ssp.dead_letters, every good one in the view
+\set topic views_dl_ :run
+CREATE FOREIGN TABLE dl (id bigint, region text, amount numeric, qty int)
+  SERVER kafka OPTIONS (topic :'topic');
+CREATE FOREIGN TABLE dl_raw (v text, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'text');
+CREATE VIEW per_unit WITH (ssp.continuous, ssp.batch_size = 50) AS
+  SELECT region, count(*), sum(amount / qty) AS per_unit FROM dl GROUP BY region;
+CREATE VIEW dl_count WITH (ssp.continuous, ssp.on_error = 'skip') AS SELECT count(*) FROM dl;
+INSERT INTO dl_raw
+  SELECT CASE WHEN g = 10 THEN '{"id": 10, "region": "a", "amount": 1'
+              WHEN g = 20 THEN '{"id": "twenty", "region": "a", "amount": 1, "qty": 1}'
+              WHEN g = 30 THEN '{"id": 30, "region": "a", "amount": 1, "qty": 0}'
+              WHEN g = 40 THEN 'not json at all'
+              ELSE format('{"id": %s, "region": "%s", "amount": %s, "qty": %s}', g, 'r' || g % 3, g, 1 + g % 4)
+         END, 0
+  FROM generate_series(1, 100) g;
+SELECT ssp.wait('per_unit'), ssp.wait('dl_count');
+SELECT view, partition, "offset", error FROM ssp.dead_letters ORDER BY view::text, "offset";
+SELECT view, processed, dead_letters FROM ssp.views ORDER BY view::text;
+SELECT * FROM per_unit ORDER BY region;
+-- the same over the good messages, read leniently
+CREATE FOREIGN TABLE dl_lenient (id bigint, region text, amount numeric, qty int)
+  SERVER kafka OPTIONS (topic :'topic', on_error 'null');
+SELECT region, count(*), sum(amount / qty) FROM dl_lenient
+  WHERE id IS NOT NULL AND qty <> 0 GROUP BY region ORDER BY region;
+SELECT * FROM dl_count;
+DROP SERVER kafka CASCADE;
+SELECT count(*) FROM ssp.continuous_views;
+SELECT count(*) FROM ssp.offsets;
+SELECT count(*) FROM ssp.dead_letters;

@@ -62,17 +62,39 @@ sub ctl
 	return $reply;
 }
 
-# new_node($name): a started node with ssp in shared_preload_libraries and
-# the extension created in database postgres.
+# new_node($name, %opts): a started node with ssp in shared_preload_libraries
+# and the extension created in database postgres.  allows_streaming => 1
+# prepares it for standbys.
 sub new_node
 {
-	my ($name) = @_;
+	my ($name, %opts) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'ssp'\n");
+	$node->init(allows_streaming => $opts{allows_streaming} // 0);
+	$node->append_conf('postgresql.conf',
+		"shared_preload_libraries = 'ssp'\nmax_worker_processes = 32\nrestart_after_crash = on\n");
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION ssp');
 	return $node;
+}
+
+# wait_views($node, $db, @views): ssp.wait on each; dies if one times out.
+sub wait_views
+{
+	my ($node, $db, @views) = @_;
+	for my $v (@views)
+	{
+		my $r = $node->safe_psql($db, "SELECT ssp.wait('$v', '180 s')");
+		die "ssp.wait('$v') timed out" unless $r eq 't';
+	}
+}
+
+# differences($node, $db, $a, $b): rows of query a not in b, and of b not in
+# a (EXCEPT ALL both ways); 0 when they are equal.
+sub differences
+{
+	my ($node, $db, $a, $b) = @_;
+	return $node->safe_psql($db,
+		"SELECT count(*) FROM (($a EXCEPT ALL $b) UNION ALL ($b EXCEPT ALL $a)) d");
 }
 
 END

@@ -1,0 +1,56 @@
+# Views resume by themselves after a restart, in every database with ssp,
+# with no configuration beyond shared_preload_libraries.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SspTest;
+
+my $broker = SspTest::start_broker(topics => ['a:4', 'b:4']);
+my $node = SspTest::new_node('restart');
+$node->safe_psql('postgres', 'CREATE DATABASE second');
+# a database created after start, with ssp installed later: found too
+$node->safe_psql('second', 'CREATE EXTENSION ssp');
+for my $db ('postgres', 'second')
+{
+	my $topic = $db eq 'postgres' ? 'a' : 'b';
+	$node->safe_psql($db, qq{
+		CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$broker->{bootstrap}');
+		CREATE FOREIGN TABLE s (id bigint) SERVER kafka OPTIONS (topic '$topic');
+		CREATE VIEW total WITH (ssp.continuous) AS SELECT count(*) AS n, sum(id) AS s FROM s;
+		INSERT INTO s SELECT g FROM generate_series(1, 1000) g;
+	});
+}
+for my $db ('postgres', 'second')
+{
+	SspTest::wait_views($node, $db, 'total');
+	is($node->safe_psql($db, 'SELECT n, s FROM total'), '1000|500500', "view in $db is maintained");
+}
+
+$node->restart;
+for my $db ('postgres', 'second')
+{
+	$node->safe_psql($db, 'INSERT INTO s SELECT g FROM generate_series(1001, 2000) g');
+}
+for my $db ('postgres', 'second')
+{
+	SspTest::wait_views($node, $db, 'total');
+	is($node->safe_psql($db, 'SELECT n, s FROM total'), '2000|2001000',
+		"view in $db resumed after the restart");
+	is($node->safe_psql($db, "SELECT status, worker_pid IS NOT NULL FROM ssp.views"),
+		'running|t', "ssp.views in $db shows a running worker");
+}
+
+# a paused view stays paused across a restart, and resumes when asked
+$node->safe_psql('second', "SELECT ssp.pause('total')");
+$node->restart;
+$node->safe_psql('second', 'INSERT INTO s VALUES (1)');
+is($node->safe_psql('second', "SELECT ssp.wait('total', '2 s')"), 'f', 'paused view does not move');
+is($node->safe_psql('second', "SELECT status FROM ssp.views"), 'paused', 'and says so');
+$node->safe_psql('second', "SELECT ssp.resume('total')");
+SspTest::wait_views($node, 'second', 'total');
+is($node->safe_psql('second', 'SELECT n FROM total'), '2001', 'resumed view catches up');
+
+$node->stop;
+done_testing();

@@ -322,3 +322,56 @@ ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs, int n,
 		AbortCurrentTransaction();
 	return ok;
 }
+
+/*
+ * ssp_record_lost: messages from..to-1 of a partition were deleted by the
+ * broker before the view read them.  Say so in ssp.dead_letters (one row
+ * for the range, without key or payload), count them, and move the
+ * partition's offset to "to", in one transaction.  Returns false if the
+ * view was dropped, paused or reset.  Must be called outside a transaction.
+ */
+bool
+ssp_record_lost(SspView *view, int32 partition, int64 from, int64 to)
+{
+	Oid			argtypes[5] = {OIDOID, TEXTOID, INT4OID, INT8OID, INT8OID};
+	Datum		args[5];
+	bool		ok;
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	ok = claim_view(view);
+	if (ok)
+	{
+		args[0] = ObjectIdGetDatum(view->view);
+		args[1] = CStringGetTextDatum(view->topic);
+		args[2] = Int32GetDatum(partition);
+		args[3] = Int64GetDatum(from);
+		args[4] = Int64GetDatum(to);
+		if (SPI_execute_with_args("INSERT INTO ssp.dead_letters (view, topic, partition, \"offset\", error) "
+								  "VALUES ($1::regclass, $2, $3, $4, pg_catalog.format("
+								  "'messages at offsets %s to %s were deleted by the broker before the view read them', $4, $5 - 1))",
+								  5, argtypes, args, NULL, false, 0) != SPI_OK_INSERT ||
+			SPI_execute_with_args("INSERT INTO ssp.offsets AS o (view, topic, partition, next_offset) "
+								  "VALUES ($1::regclass, $2, $3, $5) "
+								  "ON CONFLICT (view, partition) DO UPDATE SET next_offset = excluded.next_offset",
+								  5, argtypes, args, NULL, false, 0) != SPI_OK_INSERT ||
+			SPI_execute_with_args("UPDATE ssp.continuous_views SET dead_letters = dead_letters + ($5 - $4) "
+								  "WHERE view = $1::regclass",
+								  5, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "ssp: could not record lost messages");
+		ereport(WARNING,
+				(errmsg("continuous view \"%s\" lost messages %lld to %lld of partition %d of topic \"%s\"",
+						view->name, (long long) from, (long long) to - 1, partition, view->topic),
+				 errdetail("The broker deleted them (retention) before the view read them."),
+				 errhint("They are recorded in ssp.dead_letters.  Keep the view running, or raise the topic's retention.")));
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	if (ok)
+		CommitTransactionCommand();
+	else
+		AbortCurrentTransaction();
+	return ok;
+}

@@ -112,7 +112,7 @@ ssp_store_start_offsets(Oid view, Oid stream, const char *topic, const char *sta
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "ssp start offsets", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(cxt);
 	s = ssp_stream_open(stream);
-	kafka = ssp_kafka_consumer(s->serverid, GetUserId(), topic);
+	kafka = ssp_kafka_consumer(s->serverid, GetUserId(), topic, false);
 	nparts = ssp_kafka_partition_count(kafka);
 
 	if (SPI_connect() != SPI_OK_CONNECT)

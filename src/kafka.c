@@ -46,6 +46,7 @@ struct SspKafka
 	char	   *topic;
 	char		last_error[512];	/* latest error the client reported */
 	bool		trouble;		/* an error since the last message */
+	bool		strict_offsets;	/* a view's consumer: no silent offset reset */
 
 	/* consumer */
 	SspPartitionRange *ranges;
@@ -180,7 +181,11 @@ new_client(SspKafka *kafka, rd_kafka_type_t type)
 		conf_set(conf, "enable.auto.commit", "false");
 		conf_set(conf, "enable.auto.offset.store", "false");
 		conf_set(conf, "enable.partition.eof", "true");
-		conf_set(conf, "auto.offset.reset", "earliest");
+		/*
+		 * A scan reads what is there; a view must hear of messages deleted
+		 * before it read them, so its consumer gets an error instead.
+		 */
+		conf_set(conf, "auto.offset.reset", kafka->strict_offsets ? "error" : "earliest");
 		/* the default starves the consumer; see DESIGN.md */
 		conf_set(conf, "queued.min.messages", "200000");
 		conf_set(conf, "fetch.wait.max.ms", "50");
@@ -276,13 +281,16 @@ consumer_cleanup(void *arg)
 
 /*
  * ssp_kafka_consumer: a consumer of topic on the server, as userid, living
- * as long as CurrentMemoryContext (or until ssp_kafka_close).
+ * as long as CurrentMemoryContext (or until ssp_kafka_close).  A view's
+ * consumer (for_view) reports offsets that no longer exist rather than
+ * skipping to the oldest message.
  */
 SspKafka *
-ssp_kafka_consumer(Oid serverid, Oid userid, const char *topic)
+ssp_kafka_consumer(Oid serverid, Oid userid, const char *topic, bool for_view)
 {
 	SspKafka   *kafka = palloc0(sizeof(SspKafka));
 
+	kafka->strict_offsets = for_view;
 	kafka->serverid = serverid;
 	kafka->userid = userid;
 	kafka->topic = pstrdup(topic);
@@ -775,10 +783,12 @@ ssp_kafka_assign_at(SspKafka *kafka, int nparts, const int64 *offsets)
 /*
  * ssp_kafka_poll_batch: up to max waiting messages into out, without
  * blocking; they stay valid until ssp_kafka_release.  A partition's end
- * (EOF) sets eof[partition] to its next offset.
+ * (EOF) sets eof[partition] to its next offset; a next offset that no
+ * longer exists on the broker sets lost[partition].
  */
 int
-ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max, int64 *eof, int nparts)
+ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max, int64 *eof,
+					 bool *lost, int nparts)
 {
 	rd_kafka_message_t **msgs;
 	ssize_t		got;
@@ -805,6 +815,14 @@ ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max, int64 *eof, int 
 		{
 			if (m->partition >= 0 && m->partition < nparts)
 				eof[m->partition] = m->offset;
+			rd_kafka_message_destroy(m);
+			continue;
+		}
+		if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET)
+		{
+			/* the next offset is gone (retention); the caller decides */
+			if (m->partition >= 0 && m->partition < nparts)
+				lost[m->partition] = true;
 			rd_kafka_message_destroy(m);
 			continue;
 		}

@@ -210,7 +210,7 @@ ssp_wait(PG_FUNCTION_ARGS)
 	int			p;
 	TimestampTz start = GetCurrentTimestamp();
 
-	kafka = ssp_kafka_consumer(s->serverid, GetUserId(), v->topic);
+	kafka = ssp_kafka_consumer(s->serverid, GetUserId(), v->topic, false);
 	nparts = ssp_kafka_partition_count(kafka);
 	low = palloc(sizeof(int64) * Max(nparts, 1));
 	high = palloc(sizeof(int64) * Max(nparts, 1));

@@ -146,7 +146,7 @@ typedef struct SspPartitionRange
 extern void ssp_kafka_validate_property(const char *name, const char *value,
 										bool secret);
 extern SspKafka *ssp_kafka_consumer(Oid serverid, Oid userid,
-									const char *topic);
+									const char *topic, bool for_view);
 extern void ssp_kafka_close(SspKafka *kafka);
 extern int	ssp_kafka_partition_count(SspKafka *kafka);
 extern void ssp_kafka_watermarks(SspKafka *kafka, int32 partition,
@@ -167,7 +167,7 @@ extern int	ssp_kafka_event_fd(SspKafka *kafka);
 extern void ssp_kafka_drain_fd(SspKafka *kafka);
 extern void ssp_kafka_assign_at(SspKafka *kafka, int nparts, const int64 *offsets);
 extern int	ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max,
-								 int64 *eof, int nparts);
+								 int64 *eof, bool *lost, int nparts);
 extern void ssp_kafka_release(SspKafka *kafka);
 extern int64 ssp_kafka_lag(SspKafka *kafka, int nparts, const int64 *next);
 extern const char *ssp_kafka_trouble(SspKafka *kafka);

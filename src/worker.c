@@ -49,6 +49,7 @@ typedef struct Worker
 	int			nparts;
 	int64	   *next;			/* per partition: next offset, -1: oldest */
 	int64	   *eof;			/* per partition: end seen, -1: none */
+	bool	   *lost;			/* per partition: next offset deleted */
 	SspMessage *msgs;
 	int64		processed;
 } Worker;
@@ -88,7 +89,7 @@ load(Worker *w, Oid viewoid, MemoryContext cxt)
 					 errmsg("permission denied for stream \"%s\"", w->stream->relname),
 					 errdetail("The worker of continuous view \"%s\" runs as its owner, who cannot read the stream.",
 							   w->view->name)));
-		w->kafka = ssp_kafka_consumer(w->stream->serverid, GetUserId(), w->view->topic);
+		w->kafka = ssp_kafka_consumer(w->stream->serverid, GetUserId(), w->view->topic, true);
 	}
 	MemoryContextSwitchTo(old);
 
@@ -174,6 +175,7 @@ connect_topic(Worker *w, MemoryContext cxt)
 	w->nparts = Max(n, w->nparts);
 	w->eof = MemoryContextAlloc(cxt, sizeof(int64) * Max(w->nparts, 1));
 	memset(w->eof, 0xff, sizeof(int64) * Max(w->nparts, 1));	/* all -1 */
+	w->lost = MemoryContextAllocZero(cxt, sizeof(bool) * Max(w->nparts, 1));
 	ssp_kafka_assign_at(w->kafka, w->nparts, w->next);
 	ssp_slot_set_error(w->slot, "");
 }
@@ -218,10 +220,14 @@ collect(Worker *w, int fd, bool *dirty)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		n += ssp_kafka_poll_batch(w->kafka, w->msgs + n, w->view->batch_size - n,
-								  w->eof, w->nparts);
+								  w->eof, w->lost, w->nparts);
 		for (p = 0; p < w->nparts; p++)
+		{
 			if (w->eof[p] > w->next[p] && w->eof[p] >= 0)
 				*dirty = true;
+			if (w->lost[p])
+				return n;		/* apply what there is, then recover */
+		}
 
 		now = GetCurrentTimestamp();
 		if ((n > 0 || *dirty) && deadline == 0)
@@ -240,6 +246,49 @@ collect(Worker *w, int fd, bool *dirty)
 		ResetLatch(MyLatch);
 		ssp_kafka_drain_fd(w->kafka);
 	}
+}
+
+/*
+ * recover_lost: for each partition whose next offset the broker no longer
+ * has, record the loss and go on from the oldest message there is.
+ * Returns false if the view no longer wants this worker.
+ */
+static bool
+recover_lost(Worker *w)
+{
+	bool		reassign = false;
+	int			p;
+
+	for (p = 0; p < w->nparts; p++)
+	{
+		int64		low,
+					high,
+					from = Max(w->next[p], 0);
+
+		if (!w->lost[p])
+			continue;
+		w->lost[p] = false;
+		StartTransactionCommand();
+		ssp_kafka_watermarks(w->kafka, p, &low, &high);
+		CommitTransactionCommand();
+		if (from < low)
+		{
+			/* deleted by retention before the view read them */
+			if (!ssp_record_lost(w->view, p, from, low))
+				return false;
+		}
+		else
+			ereport(WARNING,
+					(errmsg("continuous view \"%s\": offset %lld of partition %d of topic \"%s\" is past its end (%lld); reading from %lld",
+							w->view->name, (long long) from, p, w->view->topic,
+							(long long) high, (long long) low),
+					 errdetail("The topic may have been deleted and created again.")));
+		w->next[p] = low;
+		reassign = true;
+	}
+	if (reassign)
+		ssp_kafka_assign_at(w->kafka, w->nparts, w->next);
+	return true;
 }
 
 /* run: the worker's life; returns when the view no longer wants it. */
@@ -291,6 +340,8 @@ run(Worker *w, Oid viewoid)
 				w->next[p] = next[p];
 		pfree(next);
 		w->processed += applied;
+		if (!recover_lost(w))
+			return;
 		report_status(w);
 	}
 }

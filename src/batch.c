@@ -290,6 +290,7 @@ ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs, int n,
 	Relation	rel;
 	bool		ok;
 
+	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -337,6 +338,7 @@ ssp_record_lost(SspView *view, int32 partition, int64 from, int64 to)
 	Datum		args[5];
 	bool		ok;
 
+	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (SPI_connect() != SPI_OK_CONNECT)

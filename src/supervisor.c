@@ -116,6 +116,7 @@ list_databases(void)
 	HeapTuple	tup;
 	MemoryContext cxt = CurrentMemoryContext;
 
+	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	rel = table_open(DatabaseRelationId, AccessShareLock);
 	scan = table_beginscan_catalog(rel, 0, NULL);
@@ -245,6 +246,7 @@ read_views(List **views)
 	foreach(lc, *views)
 		((SchedView *) lfirst(lc))->seen = false;
 
+	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	have_ext = OidIsValid(get_extension_oid("ssp", true));

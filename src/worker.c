@@ -74,6 +74,7 @@ load(Worker *w, Oid viewoid, MemoryContext cxt)
 	uint64		i;
 	bool		ok = true;
 
+	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	old = MemoryContextSwitchTo(cxt);
@@ -139,6 +140,7 @@ connect_topic(Worker *w, MemoryContext cxt)
 	{
 		MemoryContext old = CurrentMemoryContext;
 
+		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
 		PG_TRY();
 		{
@@ -268,6 +270,7 @@ recover_lost(Worker *w)
 		if (!w->lost[p])
 			continue;
 		w->lost[p] = false;
+		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
 		ssp_kafka_watermarks(w->kafka, p, &low, &high);
 		CommitTransactionCommand();

@@ -1,9 +1,9 @@
 #!/bin/bash
 # make demo: a throwaway Postgres with ssp, the test broker (or the Kafka in
-# KAFKA_BROKERS), example streams, and a generator producing orders at a
-# steady rate; the terminal shows them aggregated live, read back from Kafka,
-# for SSP_DEMO_SECONDS (default 60) or until interrupted.  Postgres and the
-# broker keep running afterwards; make demo-stop stops them.
+# KAFKA_BROKERS), a stream, continuous views, and a generator producing
+# orders at a steady rate; the terminal shows the views refreshing live, with
+# events/s and lag, for SSP_DEMO_SECONDS (default 60) or until interrupted.
+# Postgres and the broker keep running afterwards; make demo-stop stops them.
 source "$(dirname "$0")/lib.sh"
 ssp_setup "$@"
 ssp_build
@@ -44,6 +44,12 @@ CREATE FOREIGN TABLE orders (
     order_id bigint, customer_id bigint, region text, amount numeric, ts timestamptz,
     part int OPTIONS (meta 'partition'), off bigint OPTIONS (meta 'offset'))
   SERVER kafka OPTIONS (topic 'demo_orders', format 'json', key 'order_id', timestamp 'ts');
+CREATE VIEW revenue_by_region WITH (ssp.continuous) AS
+  SELECT region, count(*) AS orders, sum(amount) AS revenue, round(avg(amount), 2) AS avg_order,
+         max(ts) AS latest
+  FROM orders GROUP BY region;
+CREATE VIEW big_orders WITH (ssp.continuous) AS
+  SELECT order_id, customer_id, region, amount, ts FROM orders WHERE amount > 195;
 SQL
 
 # the generator: 200 orders every 100 ms, about 2,000 a second
@@ -65,15 +71,16 @@ seconds=${SSP_DEMO_SECONDS:-60}
 prev=0
 for ((i = 1; i <= seconds; i++)); do
     out=$(psql -X -q -P pager=off <<'SQL'
-SELECT region, count(*) AS orders, sum(amount) AS revenue, round(avg(amount), 2) AS avg_order,
-       max(ts)::time(0) AS latest
-FROM orders GROUP BY region ORDER BY revenue DESC;
+SELECT region, orders, revenue, avg_order, latest::time(0) AS latest
+FROM revenue_by_region ORDER BY revenue DESC;
+SELECT view, status, lag, processed, dead_letters, last_commit::time(3) AS last_commit FROM ssp.views ORDER BY view::text;
 SQL
 )
-    total=$(psql -X -At -c "SELECT count(*) FROM orders")
+    total=$(psql -X -At -c "SELECT processed FROM ssp.views WHERE view = 'revenue_by_region'::regclass")
+    total=${total:-0}
     clear 2>/dev/null || true
-    echo "ssp demo: orders produced into Kafka and read back with SQL ($i/$seconds s)"
-    echo "messages in topic demo_orders: $total ($((total - prev)) in the last second)"
+    echo "ssp demo: orders produced into Kafka, continuous views kept by ssp ($i/$seconds s)"
+    echo "orders applied to revenue_by_region: $total ($((total - prev)) in the last second)"
     echo "$out"
     prev=$total
     sleep 1
@@ -83,6 +90,7 @@ cat <<MSG
 
 The demo keeps running. Connect with:
     psql -h $DEMO -p $PORT -U $(id -un) postgres
-Try:  SELECT * FROM orders WHERE part = 0 ORDER BY off DESC LIMIT 5;
+Try:  SELECT * FROM big_orders ORDER BY ts DESC LIMIT 5;
+      SELECT * FROM orders WHERE part = 0 ORDER BY off DESC LIMIT 5;
 Stop it with:  make demo-stop
 MSG

@@ -129,6 +129,20 @@ SELECT ssp.wait('big_orders');
 SELECT ssp.pause('big_orders');
 SELECT ssp.reset('big_orders');
 RESET ROLE;
+-- a view's worker runs as its owner: it reads only what the owner may
+CREATE ROLE ssp_owner;
+GRANT CREATE ON SCHEMA public TO ssp_owner;
+GRANT SELECT ON orders TO ssp_owner;
+SET ROLE ssp_owner;
+CREATE VIEW owned WITH (ssp.continuous) AS SELECT count(*) AS n FROM orders;
+SELECT ssp.wait('owned');
+SELECT n > 5000 FROM owned;
+RESET ROLE;
+REVOKE SELECT ON orders FROM ssp_owner;
+INSERT INTO orders (order_id, region, amount, qty) VALUES (5005, 'r2', 1, 1);
+SELECT ssp.wait('owned', '2 s');
+SELECT last_error FROM ssp.views WHERE view = 'owned'::regclass;
+DROP VIEW owned;
 -- functions on something that is not a continuous view
 SELECT ssp.wait('customers');
 SELECT ssp.pause('customers');
@@ -167,6 +181,9 @@ SELECT region, count(*), sum(amount / qty) FROM dl_lenient
   WHERE id IS NOT NULL AND qty <> 0 GROUP BY region ORDER BY region;
 SELECT * FROM dl_count;
 DROP SERVER kafka CASCADE;
+DROP ROLE ssp_reader;
+REVOKE CREATE ON SCHEMA public FROM ssp_owner;
+DROP ROLE ssp_owner;
 SELECT count(*) FROM ssp.continuous_views;
 SELECT count(*) FROM ssp.offsets;
 SELECT count(*) FROM ssp.dead_letters;

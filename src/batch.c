@@ -26,6 +26,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/queryenvironment.h"
@@ -299,6 +300,13 @@ ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs, int n,
 	ok = claim_view(view);
 	if (ok)
 	{
+		/* the owner may have lost the right to read the stream */
+		if (pg_class_aclcheck(stream->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for stream \"%s\"", stream->relname),
+					 errdetail("The worker of continuous view \"%s\" runs as its owner, who cannot read the stream.",
+							   view->name)));
 		memset(&bs, 0, sizeof(bs));
 		bs.view = view;
 		bs.stream = stream;

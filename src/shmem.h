@@ -24,6 +24,7 @@ typedef struct SspWorkerSlot
 	Oid			view;
 	int			pid;			/* 0 when no worker runs */
 	bool		failed;			/* the last worker exited on an error */
+	bool		confirmed;		/* the last worker started was seen to run */
 	char		status[SSP_STATUS_LEN];
 	int64		lag;			/* -1: unknown */
 	char		last_error[SSP_ERROR_LEN];

@@ -302,6 +302,15 @@ start_view_worker(SchedView *sv)
 	BackgroundWorker w;
 	SspWorkerArgs args = {MyDatabaseId, sv->owner};
 
+	SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, true);
+
+	/* a worker that dies before it says it runs has failed */
+	if (slot)
+	{
+		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+		slot->confirmed = false;
+		LWLockRelease(ssp_shared->lock);
+	}
 	init_worker(&w, "ssp_worker_main", "ssp worker");
 	snprintf(w.bgw_name, BGW_MAXLEN, "ssp worker for view %u", sv->view);
 	w.bgw_main_arg = ObjectIdGetDatum(sv->view);
@@ -310,8 +319,6 @@ start_view_worker(SchedView *sv)
 	sv->started = GetCurrentTimestamp();
 	if (!RegisterDynamicBackgroundWorker(&w, &sv->handle))
 	{
-		SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, true);
-
 		sv->handle = NULL;
 		sv->next_start = TimestampTzPlusMilliseconds(sv->started, 5000);
 		if (slot)
@@ -340,7 +347,7 @@ reconcile(List **views)
 
 			pfree(sv->handle);
 			sv->handle = NULL;
-			if (slot && slot->failed)
+			if (slot == NULL || slot->failed || !slot->confirmed)
 			{
 				if (TimestampDifferenceExceeds(sv->started, now, MAX_BACKOFF_MS))
 					sv->failures = 0;

@@ -364,7 +364,13 @@ ssp_worker_main(Datum arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnectionByOid(wargs.dboid, wargs.owner, 0);
+	/*
+	 * Connect as the bootstrap superuser, then act as the view's owner for
+	 * everything, as REFRESH MATERIALIZED VIEW does: the owner need not be
+	 * able to log in, and can do no more than it may.
+	 */
+	BackgroundWorkerInitializeConnectionByOid(wargs.dboid, InvalidOid, 0);
+	SetUserIdAndSecContext(wargs.owner, SECURITY_LOCAL_USERID_CHANGE);
 
 	memset(&w, 0, sizeof(w));
 	w.slot = ssp_worker_slot(wargs.dboid, viewoid, true);
@@ -375,6 +381,7 @@ ssp_worker_main(Datum arg)
 	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 	w.slot->pid = MyProcPid;
 	w.slot->failed = false;
+	w.slot->confirmed = true;
 	LWLockRelease(ssp_shared->lock);
 	ssp_slot_set_status(w.slot, "starting", -1);
 	before_shmem_exit(worker_exit, PointerGetDatum(w.slot));

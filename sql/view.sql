@@ -52,7 +52,9 @@ CREATE VIEW by_region_bucket WITH (ssp.continuous, ssp.commit_interval = '10ms',
   FROM orders GROUP BY region, bucket;
 CREATE VIEW totals WITH (ssp.continuous) AS
   SELECT count(*) AS n, sum(amount) / count(*) AS mean, bool_or(qty > 8) AS any_big,
-         round(stddev_samp(amount::float8)::numeric, 6) AS sd
+         round(stddev_samp(amount::float8)::numeric, 6) AS sd,
+         count(*) FILTER (WHERE qty > 5) AS many,
+         round(var_pop(amount::float8) FILTER (WHERE qty > 5)::numeric, 6) AS vp_many
   FROM orders;
 CREATE VIEW big (id, region, value) WITH (ssp.continuous) AS
   SELECT order_id, upper(region), amount * qty FROM orders WHERE amount * qty > 1000;
@@ -80,7 +82,8 @@ UNION ALL
  FROM all_orders GROUP BY 1, 2
  EXCEPT ALL SELECT * FROM by_region_bucket);
 SELECT * FROM totals;
-SELECT count(*), sum(amount) / count(*), bool_or(qty > 8), round(stddev_samp(amount::float8)::numeric, 6)
+SELECT count(*), sum(amount) / count(*), bool_or(qty > 8), round(stddev_samp(amount::float8)::numeric, 6),
+       count(*) FILTER (WHERE qty > 5), round(var_pop(amount::float8) FILTER (WHERE qty > 5)::numeric, 6)
   FROM all_orders;
 (SELECT * FROM big EXCEPT ALL
  SELECT order_id, upper(region), amount * qty FROM all_orders WHERE amount * qty > 1000)

@@ -256,22 +256,19 @@ aggname(Aggref *agg)
 	return get_func_name(agg->aggfnoid);
 }
 
-/* plan_agg: what an aggregate becomes; refuses unsupported ones. */
-static AggPlan *
-plan_agg(Build *b, Aggref *agg, int n)
+/* COL: add a state column to AggPlan p: name, SQL type, partial, merge */
+#define COL(name, type, partial, merge) \
+	(p->cols = lappend(p->cols, (name)), \
+	 p->types = lappend(p->types, (type)), \
+	 p->partials = lappend(p->partials, (partial)), \
+	 p->merges = lappend(p->merges, (merge)))
+#define SUM_MERGE(c) psprintf("COALESCE(m.%s + excluded.%s, m.%s, excluded.%s)", c, c, c, c)
+
+/* check_agg: refuse an aggregate that cannot be kept as mergeable state. */
+static void
+check_agg(Aggref *agg)
 {
-	AggPlan    *p = palloc0(sizeof(AggPlan));
 	const char *name = aggname(agg);
-	Oid			argtype = agg->aggargtypes ? linitial_oid(agg->aggargtypes) : InvalidOid;
-	char	   *arg = NULL;
-	char	   *filter = "";
-	char	   *aggtype = format_type_with_typemod(agg->aggtype, -1);
-	bool		isfloat = argtype == FLOAT4OID || argtype == FLOAT8OID;
-	bool		isexact = argtype == INT2OID || argtype == INT4OID ||
-		argtype == INT8OID || argtype == NUMERICOID;
-	char	   *c1 = psprintf("_a%d", n);
-	char	   *c2 = psprintf("_a%d_n", n);
-	char	   *c3 = psprintf("_a%d_sq", n);
 
 	if (get_func_namespace(agg->aggfnoid) != PG_CATALOG_NAMESPACE || agg->aggkind != AGGKIND_NORMAL)
 		ereport(ERROR,
@@ -295,17 +292,77 @@ plan_agg(Build *b, Aggref *agg, int n)
 				 errmsg("aggregate function %s is not supported in a continuous view",
 						format_procedure(agg->aggfnoid)),
 				 errhint("%s", refuse_hint)));
+}
+
+/*
+ * plan_variance: the stddev and variance family.  Floats keep Postgres's
+ * own (N, Sx, Sxx) transition array, merged by float8_combine; integers and
+ * numeric keep n, sum and sum of squares in numeric, finished as
+ * numeric_stddev_internal does, so the digits are Postgres's own.
+ */
+static void
+plan_variance(AggPlan *p, const char *name, const char *arg, const char *filter,
+			  bool isfloat, char *c1, char *c2, char *c3)
+{
+	bool		pop = strstr(name, "_pop") != NULL;
+	bool		sd = strncmp(name, "stddev", 6) == 0;
+
+	if (isfloat)
+	{
+		/* Postgres's own (N, Sx, Sxx) transition array and functions */
+		COL(c1, "double precision[]",
+			psprintf("ARRAY[pg_catalog.count(%s)%s::double precision, "
+					 "COALESCE(pg_catalog.sum((%s)::double precision)%s, 0), "
+					 "COALESCE(pg_catalog.var_pop((%s)::double precision)%s * pg_catalog.count(%s)%s, 0)]",
+					 arg, filter, arg, filter, arg, filter, arg, filter),
+			psprintf("pg_catalog.float8_combine(m.%s, excluded.%s)", c1, c1));
+		p->final = psprintf("pg_catalog.float8_%s_%s(m.%s)", sd ? "stddev" : "var",
+							pop ? "pop" : "samp", c1);
+	}
+	else
+	{
+		/* n, sum and sum of squares, finished as numeric_var does */
+		COL(c2, "bigint", psprintf("pg_catalog.count(%s)%s", arg, filter),
+			psprintf("m.%s + excluded.%s", c2, c2));
+		COL(c1, "numeric", psprintf("pg_catalog.sum((%s)::numeric)%s", arg, filter), SUM_MERGE(c1));
+		COL(c3, "numeric", psprintf("pg_catalog.sum((%s)::numeric * (%s)::numeric)%s", arg, arg, filter),
+			SUM_MERGE(c3));
+		{
+			char	   *var = psprintf("(m.%s::numeric * m.%s - m.%s * m.%s) / (m.%s::numeric * %s)",
+									   c2, c3, c1, c1, c2,
+									   pop ? psprintf("m.%s", c2) : psprintf("(m.%s - 1)", c2));
+
+			p->final = psprintf("(CASE WHEN m.%s <= %d THEN NULL "
+								"WHEN m.%s::numeric * m.%s - m.%s * m.%s <= 0 THEN 0::numeric "
+								"ELSE %s(%s) END)",
+								c2, pop ? 0 : 1, c2, c3, c1, c1,
+								sd ? "ssp.numeric_sqrt_scaled" : "", var);
+		}
+	}
+}
+
+/* plan_agg: what an aggregate becomes; refuses unsupported ones. */
+static AggPlan *
+plan_agg(Build *b, Aggref *agg, int n)
+{
+	AggPlan    *p = palloc0(sizeof(AggPlan));
+	const char *name = aggname(agg);
+	Oid			argtype = agg->aggargtypes ? linitial_oid(agg->aggargtypes) : InvalidOid;
+	char	   *arg = NULL;
+	char	   *filter = "";
+	char	   *aggtype = format_type_with_typemod(agg->aggtype, -1);
+	bool		isfloat = argtype == FLOAT4OID || argtype == FLOAT8OID;
+	bool		isexact = argtype == INT2OID || argtype == INT4OID ||
+		argtype == INT8OID || argtype == NUMERICOID;
+	char	   *c1 = psprintf("_a%d", n);
+	char	   *c2 = psprintf("_a%d_n", n);
+	char	   *c3 = psprintf("_a%d_sq", n);
+
+	check_agg(agg);
 	if (agg->args)
 		arg = deparse(b, (Node *) ((TargetEntry *) linitial(agg->args))->expr);
 	if (agg->aggfilter)
 		filter = psprintf(" FILTER (WHERE %s)", deparse(b, (Node *) agg->aggfilter));
-
-#define COL(name, type, partial, merge) \
-	(p->cols = lappend(p->cols, (name)), \
-	 p->types = lappend(p->types, (type)), \
-	 p->partials = lappend(p->partials, (partial)), \
-	 p->merges = lappend(p->merges, (merge)))
-#define SUM_MERGE(c) psprintf("COALESCE(m.%s + excluded.%s, m.%s, excluded.%s)", c, c, c, c)
 
 	if (strcmp(name, "count") == 0)
 	{
@@ -347,43 +404,7 @@ plan_agg(Build *b, Aggref *agg, int n)
 	}
 	else if ((strncmp(name, "stddev", 6) == 0 || strncmp(name, "var", 3) == 0) &&
 			 (isfloat || isexact))
-	{
-		bool		pop = strstr(name, "_pop") != NULL;
-		bool		sd = strncmp(name, "stddev", 6) == 0;
-
-		if (isfloat)
-		{
-			/* Postgres's own (N, Sx, Sxx) transition array and functions */
-			COL(c1, "double precision[]",
-				psprintf("ARRAY[pg_catalog.count(%s)%s::double precision, "
-						 "COALESCE(pg_catalog.sum((%s)::double precision)%s, 0), "
-						 "COALESCE(pg_catalog.var_pop((%s)::double precision)%s * pg_catalog.count(%s)%s, 0)]",
-						 arg, filter, arg, filter, arg, filter, arg, filter),
-				psprintf("pg_catalog.float8_combine(m.%s, excluded.%s)", c1, c1));
-			p->final = psprintf("pg_catalog.float8_%s_%s(m.%s)", sd ? "stddev" : "var",
-								pop ? "pop" : "samp", c1);
-		}
-		else
-		{
-			/* n, sum and sum of squares, finished as numeric_var does */
-			COL(c2, "bigint", psprintf("pg_catalog.count(%s)%s", arg, filter),
-				psprintf("m.%s + excluded.%s", c2, c2));
-			COL(c1, "numeric", psprintf("pg_catalog.sum((%s)::numeric)%s", arg, filter), SUM_MERGE(c1));
-			COL(c3, "numeric", psprintf("pg_catalog.sum((%s)::numeric * (%s)::numeric)%s", arg, arg, filter),
-				SUM_MERGE(c3));
-			{
-				char	   *var = psprintf("(m.%s::numeric * m.%s - m.%s * m.%s) / (m.%s::numeric * %s)",
-										   c2, c3, c1, c1, c2,
-										   pop ? psprintf("m.%s", c2) : psprintf("(m.%s - 1)", c2));
-
-				p->final = psprintf("(CASE WHEN m.%s <= %d THEN NULL "
-									"WHEN m.%s::numeric * m.%s - m.%s * m.%s <= 0 THEN 0::numeric "
-									"ELSE %s(%s) END)",
-									c2, pop ? 0 : 1, c2, c3, c1, c1,
-									sd ? "ssp.numeric_sqrt_scaled" : "", var);
-			}
-		}
-	}
+		plan_variance(p, name, arg, filter, isfloat, c1, c2, c3);
 	else
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -686,6 +707,42 @@ build_append_only(Build *b, List *names, const char *mrel, const char *view,
 }
 
 /*
+ * record_view: make the materialisation table part of the view, the view
+ * depend on its stream, and add the catalog row.  Needs SPI connected.
+ */
+static void
+record_view(Oid viewoid, Oid mreloid, Oid stream, const char *topic,
+			const char *apply_sql, SspViewOptions *opts)
+{
+	ObjectAddress viewaddr,
+				mreladdr,
+				streamaddr;
+	Datum		args[9];
+	Oid			argtypes[9] = {OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID};
+
+	ObjectAddressSet(viewaddr, RelationRelationId, viewoid);
+	ObjectAddressSet(mreladdr, RelationRelationId, mreloid);
+	ObjectAddressSet(streamaddr, RelationRelationId, stream);
+	/* the mrel is part of the view; the view reads the stream */
+	recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
+	recordDependencyOn(&viewaddr, &streamaddr, DEPENDENCY_NORMAL);
+
+	args[0] = ObjectIdGetDatum(viewoid);
+	args[1] = ObjectIdGetDatum(mreloid);
+	args[2] = ObjectIdGetDatum(stream);
+	args[3] = CStringGetTextDatum(topic);
+	args[4] = CStringGetTextDatum(apply_sql);
+	args[5] = CStringGetTextDatum(opts->start);
+	args[6] = Int32GetDatum(opts->commit_interval_ms);
+	args[7] = Int32GetDatum(opts->batch_size);
+	args[8] = CStringGetTextDatum(opts->on_error);
+	if (SPI_execute_with_args("INSERT INTO ssp.continuous_views (view, mrel, stream, topic, apply_sql, start, commit_interval_ms, batch_size, on_error) "
+							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+							  9, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "ssp: could not record the continuous view");
+}
+
+/*
  * ssp_create_continuous_view: carry out CREATE VIEW ... WITH
  * (ssp.continuous) in place of Postgres.  Needs a transaction; creates
  * objects as the current user.
@@ -707,14 +764,8 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 				viewsql,
 				apply;
 	int			save_nestlevel;
-	Oid			viewoid,
-				mreloid;
-	ObjectAddress viewaddr,
-				mreladdr,
-				streamaddr;
+	Oid			viewoid;
 	SspStream  *s;
-	Datum		args[9];
-	Oid			argtypes[9] = {OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID};
 
 	if (stmt->replace)
 		ereport(ERROR,
@@ -767,27 +818,8 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	CommandCounterIncrement();
 
 	viewoid = RangeVarGetRelid(stmt->view, NoLock, false);
-	mreloid = get_relname_relid(psprintf("%s_mrel", stmt->view->relname), nspid);
-	ObjectAddressSet(viewaddr, RelationRelationId, viewoid);
-	ObjectAddressSet(mreladdr, RelationRelationId, mreloid);
-	ObjectAddressSet(streamaddr, RelationRelationId, stream);
-	/* the mrel is part of the view; the view reads the stream */
-	recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
-	recordDependencyOn(&viewaddr, &streamaddr, DEPENDENCY_NORMAL);
-
-	args[0] = ObjectIdGetDatum(viewoid);
-	args[1] = ObjectIdGetDatum(mreloid);
-	args[2] = ObjectIdGetDatum(stream);
-	args[3] = CStringGetTextDatum(s->topic);
-	args[4] = CStringGetTextDatum(apply.data);
-	args[5] = CStringGetTextDatum(opts.start);
-	args[6] = Int32GetDatum(opts.commit_interval_ms);
-	args[7] = Int32GetDatum(opts.batch_size);
-	args[8] = CStringGetTextDatum(opts.on_error);
-	if (SPI_execute_with_args("INSERT INTO ssp.continuous_views (view, mrel, stream, topic, apply_sql, start, commit_interval_ms, batch_size, on_error) "
-							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-							  9, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "ssp: could not record the continuous view");
+	record_view(viewoid, get_relname_relid(psprintf("%s_mrel", stmt->view->relname), nspid),
+				stream, s->topic, apply.data, &opts);
 	SPI_finish();
 
 	ssp_store_start_offsets(viewoid, stream, s->topic, opts.start);

@@ -239,6 +239,33 @@ claim_view(SspView *view)
 	return SPI_processed == 1;
 }
 
+/*
+ * begin_view_xact: start a transaction as a worker does, connect SPI and
+ * lock the view's row; false if the view was dropped, paused or reset.
+ */
+static bool
+begin_view_xact(SspView *view)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	return claim_view(view);
+}
+
+/* end_view_xact: commit what begin_view_xact started, or roll it back. */
+static void
+end_view_xact(bool commit)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	if (commit)
+		CommitTransactionCommand();
+	else
+		AbortCurrentTransaction();
+}
+
 static void
 store_progress(BatchState *bs, int nparts, const int64 *next)
 {
@@ -291,13 +318,7 @@ ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs, int n,
 	Relation	rel;
 	bool		ok;
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "ssp: SPI_connect failed");
-
-	ok = claim_view(view);
+	ok = begin_view_xact(view);
 	if (ok)
 	{
 		/* the owner may have lost the right to read the stream */
@@ -323,12 +344,7 @@ ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs, int n,
 		*dead = bs.dead;
 	}
 
-	SPI_finish();
-	PopActiveSnapshot();
-	if (ok)
-		CommitTransactionCommand();
-	else
-		AbortCurrentTransaction();
+	end_view_xact(ok);
 	return ok;
 }
 
@@ -346,12 +362,7 @@ ssp_record_lost(SspView *view, int32 partition, int64 from, int64 to)
 	Datum		args[5];
 	bool		ok;
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "ssp: SPI_connect failed");
-	ok = claim_view(view);
+	ok = begin_view_xact(view);
 	if (ok)
 	{
 		args[0] = ObjectIdGetDatum(view->view);
@@ -377,11 +388,6 @@ ssp_record_lost(SspView *view, int32 partition, int64 from, int64 to)
 				 errdetail("The broker deleted them (retention) before the view read them."),
 				 errhint("They are recorded in ssp.dead_letters.  Keep the view running, or raise the topic's retention.")));
 	}
-	SPI_finish();
-	PopActiveSnapshot();
-	if (ok)
-		CommitTransactionCommand();
-	else
-		AbortCurrentTransaction();
+	end_view_xact(ok);
 	return ok;
 }

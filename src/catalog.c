@@ -38,6 +38,15 @@ ssp_parse_on_error(const char *value)
 	return SSP_ON_ERROR_DEAD_LETTER;	/* keep compiler quiet */
 }
 
+/* ssp_check_start: error unless a start is earliest, latest or a timestamp. */
+void
+ssp_check_start(const char *start)
+{
+	if (strcmp(start, "earliest") != 0 && strcmp(start, "latest") != 0)
+		(void) DirectFunctionCall3(timestamptz_in, CStringGetDatum(start),
+								   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+}
+
 /*
  * ssp_view_load: the catalog row of a continuous view, allocated in the
  * caller's memory context; NULL if there is none and missing_ok.

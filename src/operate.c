@@ -128,9 +128,7 @@ ssp_reset(PG_FUNCTION_ARGS)
 	Datum		args[2] = {ObjectIdGetDatum(view), CStringGetTextDatum(start)};
 
 	check_owner(view);
-	if (strcmp(start, "earliest") != 0 && strcmp(start, "latest") != 0)
-		(void) DirectFunctionCall3(timestamptz_in, CStringGetDatum(start),
-								   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	ssp_check_start(start);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
 	/* the row lock waits for a batch in flight, and makes the next one fail */

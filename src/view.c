@@ -145,9 +145,7 @@ parse_options(ViewStmt *stmt)
 		if (strcmp(n, "start") == 0)
 		{
 			opts.start = defGetString(def);
-			if (strcmp(opts.start, "earliest") != 0 && strcmp(opts.start, "latest") != 0)
-				(void) DirectFunctionCall3(timestamptz_in, CStringGetDatum(opts.start),
-										   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+			ssp_check_start(opts.start);
 		}
 		else if (strcmp(n, "commit_interval") == 0)
 			opts.commit_interval_ms = interval_ms(def);

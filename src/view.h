@@ -46,5 +46,6 @@ extern SspView *ssp_view_load(Oid view, bool missing_ok);
 extern void ssp_store_start_offsets(Oid view, Oid stream, const char *topic,
 									const char *start);
 extern SspOnError ssp_parse_on_error(const char *value);
+extern void ssp_check_start(const char *start);
 
 #endif							/* SSP_VIEW_H */

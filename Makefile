@@ -24,13 +24,14 @@ OBJS = \
 	src/worker.o \
 	src/supervisor.o \
 	src/shmem.o \
-	src/operate.o
+	src/operate.o \
+	src/window.o
 
 EXTENSION = ssp
 DATA = sql/ssp--0.1.sql
 PGFILEDESC = "ssp - stateful stream processing over Kafka"
 
-REGRESS = option roundtrip scan insert view
+REGRESS = option roundtrip scan insert view window
 REGRESS_OPTS = --inputdir=. --load-extension=ssp
 
 SHLIB_LINK = -lrdkafka

@@ -37,7 +37,15 @@ CREATE TABLE continuous_views (
     generation int NOT NULL DEFAULT 1,
     processed bigint NOT NULL DEFAULT 0,
     dead_letters bigint NOT NULL DEFAULT 0,
-    last_commit timestamptz
+    last_commit timestamptz,
+    -- windowed views: a GROUP BY key is ssp.tumble() over the event time
+    late_sql text,                  -- counts a batch's late events
+    retention_sql text,             -- deletes windows past ssp.retention
+    grace interval NOT NULL DEFAULT '0',
+    idle_timeout interval NOT NULL DEFAULT '1 minute',
+    emit text NOT NULL DEFAULT 'changes',
+    late_events bigint NOT NULL DEFAULT 0,
+    watermark timestamptz
 );
 
 -- What each view has consumed: the truth, written with the view's rows.
@@ -46,6 +54,8 @@ CREATE TABLE offsets (
     topic text NOT NULL,
     partition int NOT NULL,
     next_offset bigint NOT NULL,
+    max_event_time timestamptz,     -- the latest event time seen here
+    last_event_at timestamptz,      -- when its last message was applied
     PRIMARY KEY (view, partition)
 );
 
@@ -82,6 +92,14 @@ CREATE POLICY write ON dead_letters USING (ssp.owns(view));
 GRANT SELECT, INSERT, UPDATE, DELETE ON continuous_views, offsets, dead_letters TO PUBLIC;
 GRANT USAGE ON SCHEMA ssp TO PUBLIC;
 
+-- Windows: the start of the window of the given size that holds ts,
+-- aligned on origin (default 2000-01-01 00:00 UTC; a time zone name at its
+-- end aligns on that zone's local time).
+CREATE FUNCTION tumble(ts timestamptz, size interval, origin text DEFAULT NULL)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'ssp_tumble'
+LANGUAGE C STABLE PARALLEL SAFE;
+
 -- stddev over numeric: the square root at the scale of the variance, as
 -- Postgres's own stddev computes it
 CREATE FUNCTION numeric_sqrt_scaled(numeric) RETURNS numeric
@@ -91,7 +109,7 @@ RETURN pg_catalog.round(pg_catalog.sqrt($1), pg_catalog.scale($1));
 -- The live state of the workers, from shared memory.
 CREATE FUNCTION worker_status(
     OUT view oid, OUT pid int, OUT status text, OUT lag bigint,
-    OUT watermark timestamptz, OUT last_error text)
+    OUT last_error text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ssp_worker_status'
 LANGUAGE C STRICT VOLATILE;
@@ -104,9 +122,9 @@ SELECT c.view,
        w.pid AS worker_pid,
        w.lag,
        c.processed,
-       0::bigint AS late_events,
+       c.late_events,
        c.dead_letters,
-       w.watermark,
+       c.watermark,
        w.last_error,
        c.last_commit,
        c.stream,

@@ -33,10 +33,12 @@
 #include "utils/rel.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
 #include "ssp.h"
 #include "batch.h"
+#include "window.h"
 
 typedef struct BatchState
 {
@@ -46,8 +48,12 @@ typedef struct BatchState
 	SspMessage *msgs;
 	int64		applied;
 	int64		dead;
+	int64		late;
 	Datum	   *values;
 	bool	   *nulls;
+	SspEventTime *et;			/* NULL unless the view is windowed */
+	TimestampTz *maxev;			/* this batch's latest event times */
+	bool	   *touched;		/* partitions with messages applied */
 } BatchState;
 
 /* Is this error about a message's data, rather than about the system? */
@@ -63,10 +69,17 @@ is_data_error(int sqlerrcode)
 		sqlerrcode == ERRCODE_INVALID_TEXT_REPRESENTATION;
 }
 
-/* run_apply: decode msgs[lo, hi) and run the apply statement over them. */
+/*
+ * run_apply: decode msgs[lo, hi) and run the apply statement over them,
+ * with the watermark as $1; *late gets the late events among them and
+ * maxev their latest event time per partition.
+ */
 static void
-run_apply(BatchState *bs, int lo, int hi)
+run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 {
+	Oid			argtypes[1] = {TIMESTAMPTZOID};
+	Datum		args[1];
+	char		nulls[1] = " ";
 	Tuplestorestate *ts = tuplestore_begin_heap(false, false, work_mem);
 	EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
 	MemoryContext rowcxt = AllocSetContextCreate(CurrentMemoryContext, "ssp decode",
@@ -79,6 +92,12 @@ run_apply(BatchState *bs, int lo, int hi)
 		MemoryContext old = MemoryContextSwitchTo(rowcxt);
 
 		ssp_decode_message(bs->stream, &bs->msgs[i], bs->values, bs->nulls);
+		if (bs->et && bs->msgs[i].partition < bs->et->nparts)
+		{
+			TimestampTz t = ssp_event_time(bs->stream, &bs->msgs[i], bs->values, bs->nulls);
+
+			maxev[bs->msgs[i].partition] = Max(maxev[bs->msgs[i].partition], t);
+		}
 		MemoryContextSwitchTo(old);
 		tuplestore_putvalues(ts, bs->tupdesc, bs->values, bs->nulls);
 		MemoryContextReset(rowcxt);
@@ -95,10 +114,21 @@ run_apply(BatchState *bs, int lo, int hi)
 		elog(ERROR, "ssp: could not register the batch relation");
 	PG_TRY();
 	{
-		rc = SPI_execute(bs->view->apply_sql, false, 0);
+		args[0] = TimestampTzGetDatum(bs->et ? bs->et->watermark : 0);
+		nulls[0] = bs->et && bs->et->watermark != DT_NOBEGIN ? ' ' : 'n';
+		rc = SPI_execute_with_args(bs->view->apply_sql, 1, argtypes, args, nulls, false, 0);
 		if (rc != SPI_OK_INSERT)
 			elog(ERROR, "ssp: apply statement of view \"%s\" failed: %s",
 				 bs->view->name, SPI_result_code_string(rc));
+		*late = 0;
+		if (bs->view->late_sql)
+		{
+			bool		isnull;
+
+			if (SPI_execute_with_args(bs->view->late_sql, 1, argtypes, args, nulls, true, 1) != SPI_OK_SELECT)
+				elog(ERROR, "ssp: could not count late events");
+			*late = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		}
 	}
 	PG_FINALLY();
 	{
@@ -156,14 +186,20 @@ apply_range(BatchState *bs, int lo, int hi)
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
 	ErrorData  *volatile edata = NULL;
+	int64		late = 0;
+	int			nparts = bs->et ? bs->et->nparts : 0;
+	TimestampTz *maxev = palloc(sizeof(TimestampTz) * Max(nparts, 1));
+	int			p;
 
 	if (lo >= hi)
 		return;
+	for (p = 0; p < nparts; p++)
+		maxev[p] = DT_NOBEGIN;
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
 	{
-		run_apply(bs, lo, hi);
+		run_apply(bs, lo, hi, &late, maxev);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
@@ -181,7 +217,15 @@ apply_range(BatchState *bs, int lo, int hi)
 
 	if (edata == NULL)
 	{
-		bs->applied += hi - lo;
+		int			i;
+
+		bs->applied += hi - lo - late;
+		bs->late += late;
+		for (p = 0; p < nparts; p++)
+			bs->maxev[p] = Max(bs->maxev[p], maxev[p]);
+		for (i = lo; i < hi; i++)
+			if (bs->msgs[i].partition < nparts)
+				bs->touched[bs->msgs[i].partition] = true;
 		return;
 	}
 	if (!is_data_error(edata->sqlerrcode))
@@ -266,13 +310,26 @@ end_view_xact(bool commit)
 		AbortCurrentTransaction();
 }
 
+/*
+ * store_progress: the partitions' next offsets (and for a windowed view
+ * their event times), the counters and the watermark, in the batch's
+ * transaction.
+ */
 static void
-store_progress(BatchState *bs, int nparts, const int64 *next)
+store_progress(BatchState *bs, int nparts, const int64 *next, TimestampTz watermark)
 {
-	Oid			argtypes[5] = {OIDOID, TEXTOID, INT4ARRAYOID, INT8ARRAYOID, INT8OID};
-	Datum		args[5];
+	Oid			argtypes[8] = {OIDOID, TEXTOID, INT4ARRAYOID, INT8ARRAYOID,
+	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, INT8OID, INT8OID};
+	Datum		args[8];
+	char		nulls[8] = "        ";
 	Datum	   *parts = palloc(sizeof(Datum) * Max(nparts, 1));
 	Datum	   *offs = palloc(sizeof(Datum) * Max(nparts, 1));
+	Datum	   *maxev = palloc(sizeof(Datum) * Max(nparts, 1));
+	Datum	   *seen = palloc(sizeof(Datum) * Max(nparts, 1));
+	bool	   *maxev_null = palloc(sizeof(bool) * Max(nparts, 1));
+	bool	   *seen_null = palloc(sizeof(bool) * Max(nparts, 1));
+	int			dims[1];
+	int			lbs[1] = {1};
 	int			n = 0;
 	int			p;
 
@@ -282,26 +339,47 @@ store_progress(BatchState *bs, int nparts, const int64 *next)
 			continue;
 		parts[n] = Int32GetDatum(p);
 		offs[n] = Int64GetDatum(next[p]);
+		maxev_null[n] = bs->et == NULL || bs->et->maxev[p] == DT_NOBEGIN;
+		maxev[n] = maxev_null[n] ? (Datum) 0 : TimestampTzGetDatum(bs->et->maxev[p]);
+		seen_null[n] = bs->et == NULL || bs->et->seen_at[p] == DT_NOBEGIN;
+		seen[n] = seen_null[n] ? (Datum) 0 : TimestampTzGetDatum(bs->et->seen_at[p]);
 		n++;
 	}
+	dims[0] = n;
 	args[0] = ObjectIdGetDatum(bs->view->view);
 	args[1] = CStringGetTextDatum(bs->view->topic);
 	args[2] = PointerGetDatum(construct_array(parts, n, INT4OID, 4, true, TYPALIGN_INT));
 	args[3] = PointerGetDatum(construct_array(offs, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
-	args[4] = Int64GetDatum(bs->applied);
+	args[4] = PointerGetDatum(construct_md_array(maxev, maxev_null, 1, dims, lbs,
+												 TIMESTAMPTZOID, 8, true, TYPALIGN_DOUBLE));
+	args[5] = PointerGetDatum(construct_md_array(seen, seen_null, 1, dims, lbs,
+												 TIMESTAMPTZOID, 8, true, TYPALIGN_DOUBLE));
+	args[6] = Int64GetDatum(bs->applied);
+	args[7] = Int64GetDatum(bs->dead);
 	if (n > 0 &&
-		SPI_execute_with_args("INSERT INTO ssp.offsets AS o (view, topic, partition, next_offset) "
-							  "SELECT $1::regclass, $2, p, n FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4)) AS u(p, n) "
-							  "ON CONFLICT (view, partition) DO UPDATE SET next_offset = excluded.next_offset, topic = excluded.topic",
-							  4, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
+		SPI_execute_with_args("INSERT INTO ssp.offsets AS o (view, topic, partition, next_offset, max_event_time, last_event_at) "
+							  "SELECT $1::regclass, $2, p, n, e, s FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), "
+							  "pg_catalog.unnest($5), pg_catalog.unnest($6)) AS u(p, n, e, s) "
+							  "ON CONFLICT (view, partition) DO UPDATE SET next_offset = excluded.next_offset, "
+							  "topic = excluded.topic, max_event_time = excluded.max_event_time, "
+							  "last_event_at = excluded.last_event_at",
+							  8, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "ssp: could not store offsets");
-	args[1] = Int64GetDatum(bs->dead);
+	args[1] = Int64GetDatum(bs->late);
 	argtypes[1] = INT8OID;
-	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET processed = processed + $5, "
-							  "dead_letters = dead_letters + $2, last_commit = pg_catalog.now() "
+	args[2] = TimestampTzGetDatum(watermark);
+	argtypes[2] = TIMESTAMPTZOID;
+	nulls[2] = watermark == DT_NOBEGIN ? 'n' : ' ';
+	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET processed = processed + $7, "
+							  "dead_letters = dead_letters + $8, late_events = late_events + $2, "
+							  "watermark = $3, last_commit = pg_catalog.now() "
 							  "WHERE view = $1::regclass",
-							  5, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+							  8, argtypes, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not update ssp.continuous_views");
+	if (bs->view->retention_sql && watermark != DT_NOBEGIN &&
+		SPI_execute_with_args(bs->view->retention_sql, 1, &argtypes[2], &args[2], NULL,
+							  false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "ssp: could not delete windows past retention");
 }
 
 /*
@@ -312,11 +390,14 @@ store_progress(BatchState *bs, int nparts, const int64 *next)
  */
 bool
 ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs, int n,
-				int nparts, const int64 *next, int64 *applied, int64 *dead)
+				int nparts, const int64 *next, SspEventTime *et,
+				int64 *applied, int64 *dead)
 {
 	BatchState	bs;
 	Relation	rel;
 	bool		ok;
+	TimestampTz watermark = DT_NOBEGIN;
+	int			p;
 
 	ok = begin_view_xact(view);
 	if (ok)
@@ -337,9 +418,31 @@ ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs, int n,
 		RelationClose(rel);
 		bs.values = palloc(sizeof(Datum) * stream->natts);
 		bs.nulls = palloc(sizeof(bool) * stream->natts);
+		bs.et = view->late_sql ? et : NULL;
+		bs.maxev = palloc(sizeof(TimestampTz) * Max(nparts, 1));
+		bs.touched = palloc0(sizeof(bool) * Max(nparts, 1));
+		for (p = 0; p < nparts; p++)
+			bs.maxev[p] = DT_NOBEGIN;
 
 		apply_range(&bs, 0, n);
-		store_progress(&bs, nparts, next);
+
+		/* the batch's event times move the watermark for the next batch */
+		if (bs.et)
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			for (p = 0; p < nparts; p++)
+			{
+				et->maxev[p] = Max(et->maxev[p], bs.maxev[p]);
+				if (bs.touched[p])
+					et->seen_at[p] = now;
+			}
+			watermark = ssp_watermark(et->maxev, et->seen_at, et->lagging, nparts,
+									  et->watermark, view->idle_ms, view->grace);
+		}
+		store_progress(&bs, nparts, next, watermark);
+		if (bs.et)
+			et->watermark = watermark;
 		*applied = bs.applied;
 		*dead = bs.dead;
 	}

@@ -15,6 +15,7 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
@@ -63,7 +64,8 @@ ssp_view_load(Oid view, bool missing_ok)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
 	if (SPI_execute_with_args("SELECT mrel::oid, stream::oid, topic, apply_sql, commit_interval_ms, "
-							  "batch_size, on_error, paused, generation "
+							  "batch_size, on_error, paused, generation, late_sql, retention_sql, grace, "
+							  "(extract(epoch FROM idle_timeout) * 1000)::bigint, watermark "
 							  "FROM ssp.continuous_views WHERE view = $1::oid::regclass",
 							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
@@ -85,6 +87,13 @@ ssp_view_load(Oid view, bool missing_ok)
 		v->on_error = ssp_parse_on_error(TextDatumGetCString(SPI_getbinval(tup, desc, 7, &isnull)));
 		v->paused = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
 		v->generation = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
+		v->late_sql = SPI_getvalue(tup, desc, 10);
+		v->retention_sql = SPI_getvalue(tup, desc, 11);
+		v->grace = DatumGetIntervalP(datumCopy(SPI_getbinval(tup, desc, 12, &isnull), false, sizeof(Interval)));
+		v->idle_ms = DatumGetInt64(SPI_getbinval(tup, desc, 13, &isnull));
+		v->watermark = DatumGetTimestampTz(SPI_getbinval(tup, desc, 14, &isnull));
+		if (isnull)
+			v->watermark = DT_NOBEGIN;
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();

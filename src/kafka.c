@@ -891,3 +891,25 @@ ssp_kafka_trouble(SspKafka *kafka)
 {
 	return kafka->trouble ? kafka->last_error : NULL;
 }
+
+/*
+ * ssp_kafka_lagging: per partition, whether messages may wait beyond
+ * next[p]: true when the client does not know the partition's end yet.
+ */
+void
+ssp_kafka_lagging(SspKafka *kafka, int nparts, const int64 *next, bool *lagging)
+{
+	int			p;
+
+	for (p = 0; p < nparts; p++)
+	{
+		int64		low,
+					high;
+
+		if (rd_kafka_get_watermark_offsets(kafka->rk, kafka->topic, p, &low, &high) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+			high < 0)
+			lagging[p] = true;
+		else
+			lagging[p] = high > Max(next[p], low);
+	}
+}

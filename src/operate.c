@@ -50,8 +50,8 @@ ssp_worker_status(PG_FUNCTION_ARGS)
 	for (i = 0; i < ssp_shared->nworkers; i++)
 	{
 		SspWorkerSlot s;
-		Datum		values[6];
-		bool		nulls[6] = {false, false, false, false, true, false};
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, false};
 
 		LWLockAcquire(ssp_shared->lock, LW_SHARED);
 		s = ssp_shared->workers[i];
@@ -65,9 +65,8 @@ ssp_worker_status(PG_FUNCTION_ARGS)
 										s.status[0] ? s.status : "starting");
 		values[3] = Int64GetDatum(s.lag);
 		nulls[3] = s.lag < 0;
-		values[4] = (Datum) 0;
-		values[5] = CStringGetTextDatum(s.last_error);
-		nulls[5] = s.last_error[0] == '\0';
+		values[4] = CStringGetTextDatum(s.last_error);
+		nulls[4] = s.last_error[0] == '\0';
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -133,7 +132,8 @@ ssp_reset(PG_FUNCTION_ARGS)
 		elog(ERROR, "ssp: SPI_connect failed");
 	/* the row lock waits for a batch in flight, and makes the next one fail */
 	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET generation = generation + 1, "
-							  "processed = 0, dead_letters = 0, start = $2, last_commit = NULL "
+							  "processed = 0, dead_letters = 0, late_events = 0, watermark = NULL, "
+							  "start = $2, last_commit = NULL "
 							  "WHERE view = $1::regclass",
 							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not update ssp.continuous_views");

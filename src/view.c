@@ -51,6 +51,7 @@
 
 #include "ssp.h"
 #include "view.h"
+#include "window.h"
 
 /* Options of a continuous view (WITH (ssp.x = ...)). */
 typedef struct SspViewOptions
@@ -59,6 +60,11 @@ typedef struct SspViewOptions
 	int			commit_interval_ms;
 	int			batch_size;
 	char	   *on_error;
+	/* windowed views */
+	char	   *grace;
+	char	   *retention;
+	char	   *idle_timeout;
+	bool		emit_final;
 } SspViewOptions;
 
 /* What one aggregate of the query becomes. */
@@ -80,6 +86,13 @@ typedef struct Build
 	List	   *group_cols;		/* char * column names in the mrel */
 	List	   *aggs;			/* Aggref, in order of first appearance */
 	List	   *plans;			/* AggPlan, parallel to aggs */
+	SspStream  *stream;
+	SspViewOptions *opts;
+	/* a windowed view: the window key and what it adds */
+	int			window;			/* index in group_exprs, or -1 */
+	char	   *window_end;		/* SQL over the batch: the window's end */
+	char	   *late_sql;
+	char	   *retention_sql;
 } Build;
 
 static const char *const refuse_hint =
@@ -124,11 +137,29 @@ interval_ms(DefElem *def)
 	return (int) (us / 1000);
 }
 
+/* interval_option: an interval option's value, checked, as text. */
+static char *
+interval_option(DefElem *def, bool positive)
+{
+	char	   *val = defGetString(def);
+	Interval   *iv = DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum(val),
+														   ObjectIdGetDatum(InvalidOid),
+														   Int32GetDatum(-1)));
+
+	if (iv->month < 0 || iv->day < 0 || iv->time < 0 ||
+		(positive && iv->month == 0 && iv->day == 0 && iv->time == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ssp.%s must be %s, not \"%s\"", def->defname,
+						positive ? "positive" : "zero or positive", val)));
+	return val;
+}
+
 static SspViewOptions
 parse_options(ViewStmt *stmt)
 {
 	SspViewOptions opts = {pstrdup("earliest"), SSP_DEFAULT_COMMIT_INTERVAL_MS,
-	SSP_DEFAULT_BATCH_SIZE, pstrdup("dead_letter")};
+	SSP_DEFAULT_BATCH_SIZE, pstrdup("dead_letter"), NULL, NULL, NULL, false};
 	ListCell   *lc;
 
 	foreach(lc, stmt->options)
@@ -165,18 +196,34 @@ parse_options(ViewStmt *stmt)
 			opts.on_error = defGetString(def);
 			(void) ssp_parse_on_error(opts.on_error);
 		}
-		else if (strcmp(n, "grace") == 0 || strcmp(n, "retention") == 0 ||
-				 strcmp(n, "sliding") == 0 || strcmp(n, "step") == 0 ||
-				 strcmp(n, "emit") == 0 || strcmp(n, "parallelism") == 0)
+		else if (strcmp(n, "grace") == 0)
+			opts.grace = interval_option(def, false);
+		else if (strcmp(n, "retention") == 0)
+			opts.retention = interval_option(def, true);
+		else if (strcmp(n, "idle_timeout") == 0)
+			opts.idle_timeout = interval_option(def, true);
+		else if (strcmp(n, "emit") == 0)
+		{
+			char	   *v = defGetString(def);
+
+			if (strcmp(v, "final") != 0 && strcmp(v, "changes") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("unrecognized value \"%s\" for ssp.emit", v),
+						 errhint("Valid values are changes and final.")));
+			opts.emit_final = strcmp(v, "final") == 0;
+		}
+		else if (strcmp(n, "sliding") == 0 || strcmp(n, "step") == 0 ||
+				 strcmp(n, "parallelism") == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("option \"ssp.%s\" is not supported yet", n),
-					 errdetail("Windows and parallel workers are not implemented in this version.")));
+					 errdetail("Sliding windows and parallel workers are not implemented in this version.")));
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unrecognized continuous view option \"ssp.%s\"", n),
-					 errhint("Valid options are ssp.start, ssp.commit_interval, ssp.batch_size and ssp.on_error.")));
+					 errhint("Valid options are ssp.start, ssp.commit_interval, ssp.batch_size, ssp.on_error, ssp.grace, ssp.retention, ssp.idle_timeout and ssp.emit.")));
 	}
 	return opts;
 }
@@ -565,6 +612,34 @@ target_names(Query *q, List *aliases)
 }
 
 /*
+ * find_window: if a group key is ssp.tumble() over the event time, make
+ * the view windowed: the SQL of the window's end over the batch, the
+ * statement that counts late events, and the one that applies retention.
+ */
+static void
+find_window(Build *b, const char *mrel)
+{
+	Interval   *size;
+	char	   *sizesql;
+	char	   *quals;
+
+	b->window = ssp_find_window(b->stream, b->group_exprs, &size);
+	if (b->window < 0)
+		return;
+	sizesql = psprintf("%s::interval",
+					   quote_literal_cstr(DatumGetCString(DirectFunctionCall1(interval_out,
+																			  PointerGetDatum(size)))));
+	b->window_end = psprintf("(%s + %s)", deparse(b, list_nth(b->group_exprs, b->window)), sizesql);
+	quals = b->query->jointree->quals ? deparse(b, b->query->jointree->quals) : "true";
+	b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM ssp_batch b WHERE (%s) AND NOT %s > COALESCE($1, '-infinity')",
+						   quals, b->window_end);
+	if (b->opts->retention)
+		b->retention_sql = psprintf("DELETE FROM %s m WHERE m.%s + %s < $1 - %s::interval",
+									mrel, quote_identifier(list_nth(b->group_cols, b->window)),
+									sizesql, quote_literal_cstr(b->opts->retention));
+}
+
+/*
  * build_aggregating: the mrel, view and apply SQL of a view with GROUP BY
  * or aggregates.
  */
@@ -594,6 +669,7 @@ build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	}
 	collect_aggs((Node *) q->targetList, b);
 	collect_aggs(q->havingQual, b);
+	find_window(b, mrel);
 
 	initStringInfo(&cols);
 	initStringInfo(&sel);
@@ -640,11 +716,19 @@ build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 		}
 	}
 	appendStringInfo(create, ");\nCREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT", mrel, keys.data);
+	if (b->window >= 0)
+		appendStringInfo(create, ";\nCREATE INDEX ON %s (%s)", mrel,
+						 quote_identifier(list_nth(b->group_cols, b->window)));
 
 	/* the apply statement: reduce the batch to its groups, merge them */
 	appendStringInfo(apply, "INSERT INTO %s AS m (%s) SELECT %s FROM ssp_batch b", mrel, cols.data, sel.data);
-	if (q->jointree->quals)
+	if (q->jointree->quals && b->window_end)
+		appendStringInfo(apply, " WHERE (%s) AND %s > COALESCE($1, '-infinity')",
+						 deparse(b, q->jointree->quals), b->window_end);
+	else if (q->jointree->quals)
 		appendStringInfo(apply, " WHERE %s", deparse(b, q->jointree->quals));
+	else if (b->window_end)
+		appendStringInfo(apply, " WHERE %s > COALESCE($1, '-infinity')", b->window_end);
 	if (b->group_exprs != NIL)
 	{
 		appendStringInfoString(apply, " GROUP BY ");
@@ -671,6 +755,20 @@ build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	appendStringInfo(viewsql, " FROM %s m", mrel);
 	if (q->havingQual)
 		appendStringInfo(viewsql, " WHERE %s", final_sql(b, q->havingQual));
+	if (b->opts->emit_final)
+	{
+		/* only windows the watermark has closed */
+		Interval   *size;
+		Node	   *w = list_nth(b->group_exprs, b->window);
+
+		(void) ssp_find_window(b->stream, list_make1(w), &size);
+		appendStringInfo(viewsql, " %s m.%s + %s::interval <= "
+						 "(SELECT c.watermark FROM ssp.continuous_views c WHERE c.mrel = %s::regclass)",
+						 q->havingQual ? "AND" : "WHERE",
+						 quote_identifier(list_nth(b->group_cols, b->window)),
+						 quote_literal_cstr(DatumGetCString(DirectFunctionCall1(interval_out, PointerGetDatum(size)))),
+						 quote_literal_cstr(mrel));
+	}
 }
 
 /* build_append_only: the same for a view without aggregates. */
@@ -710,13 +808,16 @@ build_append_only(Build *b, List *names, const char *mrel, const char *view,
  */
 static void
 record_view(Oid viewoid, Oid mreloid, Oid stream, const char *topic,
-			const char *apply_sql, SspViewOptions *opts)
+			const char *apply_sql, Build *b)
 {
+	SspViewOptions *opts = b->opts;
 	ObjectAddress viewaddr,
 				mreladdr,
 				streamaddr;
-	Datum		args[9];
-	Oid			argtypes[9] = {OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID};
+	Datum		args[14];
+	char		nulls[14] = "              ";
+	Oid			argtypes[14] = {OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
+	TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 
 	ObjectAddressSet(viewaddr, RelationRelationId, viewoid);
 	ObjectAddressSet(mreladdr, RelationRelationId, mreloid);
@@ -734,9 +835,17 @@ record_view(Oid viewoid, Oid mreloid, Oid stream, const char *topic,
 	args[6] = Int32GetDatum(opts->commit_interval_ms);
 	args[7] = Int32GetDatum(opts->batch_size);
 	args[8] = CStringGetTextDatum(opts->on_error);
-	if (SPI_execute_with_args("INSERT INTO ssp.continuous_views (view, mrel, stream, topic, apply_sql, start, commit_interval_ms, batch_size, on_error) "
-							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-							  9, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
+	args[9] = b->late_sql ? CStringGetTextDatum(b->late_sql) : (Datum) 0;
+	nulls[9] = b->late_sql ? ' ' : 'n';
+	args[10] = b->retention_sql ? CStringGetTextDatum(b->retention_sql) : (Datum) 0;
+	nulls[10] = b->retention_sql ? ' ' : 'n';
+	args[11] = CStringGetTextDatum(opts->grace ? opts->grace : "0");
+	args[12] = CStringGetTextDatum(opts->idle_timeout ? opts->idle_timeout : "1 minute");
+	args[13] = CStringGetTextDatum(opts->emit_final ? "final" : "changes");
+	if (SPI_execute_with_args("INSERT INTO ssp.continuous_views (view, mrel, stream, topic, apply_sql, start, "
+							  "commit_interval_ms, batch_size, on_error, late_sql, retention_sql, grace, idle_timeout, emit) "
+							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::interval, $13::interval, $14)",
+							  14, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "ssp: could not record the continuous view");
 }
 
@@ -798,6 +907,9 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	memset(&b, 0, sizeof(b));
 	b.query = q;
 	b.dpcontext = deparse_context_for("b", stream);
+	b.stream = s;
+	b.opts = &opts;
+	b.window = -1;
 	initStringInfo(&create);
 	initStringInfo(&viewsql);
 	initStringInfo(&apply);
@@ -806,6 +918,11 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	else
 		build_append_only(&b, names, mrel, view, &create, &viewsql, &apply);
 	AtEOXact_GUC(true, save_nestlevel);
+	if (b.window < 0 && (opts.grace || opts.retention || opts.idle_timeout || opts.emit_final))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("options ssp.grace, ssp.retention, ssp.idle_timeout and ssp.emit need a window"),
+				 errhint("Group by a window over the event time, as in GROUP BY ssp.tumble(ts, '1 minute').")));
 
 	elog(DEBUG1, "ssp: continuous view %s: %s; %s; %s", view, create.data, viewsql.data, apply.data);
 
@@ -817,7 +934,7 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 
 	viewoid = RangeVarGetRelid(stmt->view, NoLock, false);
 	record_view(viewoid, get_relname_relid(psprintf("%s_mrel", stmt->view->relname), nspid),
-				stream, s->topic, apply.data, &opts);
+				stream, s->topic, apply.data, &b);
 	SPI_finish();
 
 	ssp_store_start_offsets(viewoid, stream, s->topic, opts.start);

@@ -9,6 +9,7 @@
 #ifndef SSP_VIEW_H
 #define SSP_VIEW_H
 
+#include "datatype/timestamp.h"
 #include "nodes/parsenodes.h"
 
 #define SSP_DEFAULT_COMMIT_INTERVAL_MS 100
@@ -35,6 +36,12 @@ typedef struct SspView
 	SspOnError	on_error;
 	bool		paused;
 	int			generation;
+	/* windowed views (window.c) */
+	char	   *late_sql;		/* NULL: not windowed */
+	char	   *retention_sql;	/* NULL: keep every window */
+	Interval   *grace;
+	int64		idle_ms;
+	TimestampTz watermark;		/* as last committed; DT_NOBEGIN: none */
 } SspView;
 
 /* view.c */

@@ -32,6 +32,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+#include "window.h"
 
 #include "ssp.h"
 #include "batch.h"
@@ -48,6 +49,7 @@ typedef struct Worker
 	SspWorkerSlot *slot;
 	int			nparts;
 	int64	   *next;			/* per partition: next offset, -1: oldest */
+	SspEventTime et;			/* per partition: event times (windows) */
 	int64	   *eof;			/* per partition: end seen, -1: none */
 	bool	   *lost;			/* per partition: next offset deleted */
 	SspMessage *msgs;
@@ -62,6 +64,37 @@ worker_exit(int code, Datum arg)
 	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 	slot->pid = 0;
 	LWLockRelease(ssp_shared->lock);
+}
+
+/* grow_partitions: room for n partitions, the new ones unread. */
+static void
+grow_partitions(Worker *w, int n, MemoryContext cxt)
+{
+	int			p;
+
+	if (w->next == NULL)
+	{
+		w->next = MemoryContextAlloc(cxt, sizeof(int64) * n);
+		w->et.maxev = MemoryContextAlloc(cxt, sizeof(TimestampTz) * n);
+		w->et.seen_at = MemoryContextAlloc(cxt, sizeof(TimestampTz) * n);
+		w->et.lagging = MemoryContextAlloc(cxt, sizeof(bool) * n);
+	}
+	else
+	{
+		w->next = repalloc(w->next, sizeof(int64) * n);
+		w->et.maxev = repalloc(w->et.maxev, sizeof(TimestampTz) * n);
+		w->et.seen_at = repalloc(w->et.seen_at, sizeof(TimestampTz) * n);
+		w->et.lagging = repalloc(w->et.lagging, sizeof(bool) * n);
+	}
+	for (p = w->nparts; p < n; p++)
+	{
+		w->next[p] = -1;
+		w->et.maxev[p] = DT_NOBEGIN;
+		w->et.seen_at[p] = DT_NOBEGIN;
+		w->et.lagging[p] = true;
+	}
+	w->nparts = n;
+	w->et.nparts = n;
 }
 
 /* load: the view, its stream and its stored offsets, in a transaction. */
@@ -98,28 +131,30 @@ load(Worker *w, Oid viewoid, MemoryContext cxt)
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "ssp: SPI_connect failed");
-		if (SPI_execute_with_args("SELECT partition, next_offset FROM ssp.offsets WHERE view = $1::regclass",
+		if (SPI_execute_with_args("SELECT partition, next_offset, max_event_time, last_event_at "
+								  "FROM ssp.offsets WHERE view = $1::regclass",
 								  1, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "ssp: could not read ssp.offsets");
 		w->nparts = 0;
-		w->next = MemoryContextAlloc(cxt, sizeof(int64) * 1);
+		grow_partitions(w, 1, cxt);
+		w->nparts = w->et.nparts = 0;
 		for (i = 0; i < SPI_processed; i++)
 		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
 			bool		isnull;
-			int			p = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-			int64		o = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+			int			p = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+			Datum		d;
 
 			if (p >= w->nparts)
-			{
-				int			q;
-
-				w->next = repalloc(w->next, sizeof(int64) * (p + 1));
-				for (q = w->nparts; q <= p; q++)
-					w->next[q] = -1;
-				w->nparts = p + 1;
-			}
-			w->next[p] = o;
+				grow_partitions(w, p + 1, cxt);
+			w->next[p] = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+			d = SPI_getbinval(tup, desc, 3, &isnull);
+			w->et.maxev[p] = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
+			d = SPI_getbinval(tup, desc, 4, &isnull);
+			w->et.seen_at[p] = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
 		}
+		w->et.watermark = w->view->watermark;
 		SPI_finish();
 	}
 	PopActiveSnapshot();
@@ -167,14 +202,7 @@ connect_topic(Worker *w, MemoryContext cxt)
 		MemoryContextSwitchTo(old);
 	}
 	if (n > w->nparts)
-	{
-		int			p;
-
-		w->next = repalloc(w->next, sizeof(int64) * n);
-		for (p = w->nparts; p < n; p++)
-			w->next[p] = -1;
-	}
-	w->nparts = Max(n, w->nparts);
+		grow_partitions(w, n, cxt);
 	w->eof = MemoryContextAlloc(cxt, sizeof(int64) * Max(w->nparts, 1));
 	memset(w->eof, 0xff, sizeof(int64) * Max(w->nparts, 1));	/* all -1 */
 	w->lost = MemoryContextAllocZero(cxt, sizeof(bool) * Max(w->nparts, 1));
@@ -329,9 +357,18 @@ run(Worker *w, Oid viewoid)
 				next[p] = w->msgs[i].offset + 1;
 		}
 
+		/* which partitions still have messages beyond this batch */
+		{
+			int64	   *after = palloc(sizeof(int64) * w->nparts);
+
+			for (p = 0; p < w->nparts; p++)
+				after[p] = next[p] >= 0 ? next[p] : w->next[p];
+			ssp_kafka_lagging(w->kafka, w->nparts, after, w->et.lagging);
+			pfree(after);
+		}
 		pgstat_report_activity(STATE_RUNNING, "applying a batch");
 		if (!ssp_apply_batch(w->view, w->stream, w->msgs, n, w->nparts, next,
-							 &applied, &dead))
+							 &w->et, &applied, &dead))
 		{
 			ssp_kafka_release(w->kafka);
 			return;				/* dropped, paused or reset */

@@ -1,0 +1,111 @@
+-- Windows on event time: ssp.tumble, watermarks per partition, grace,
+-- late events, emit final, retention.
+\getenv brokers SSP_BROKERS
+\getenv run SSP_RUN_ID
+SET timezone = 'UTC';
+CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+
+-- the function
+SELECT ssp.tumble('2024-05-01 12:34:56+00', '1 minute'),
+       ssp.tumble('2024-05-01 12:34:56+00', '15 minutes'),
+       ssp.tumble('2024-05-01 12:34:56+00', '1 hour', '2000-01-01 00:30+00');
+-- a day in Paris, across the change to summer time (2024-03-31)
+SELECT d, ssp.tumble(d, '1 day', '2000-01-01 00:00 Europe/Paris') AS paris_day
+FROM (VALUES ('2024-03-30 12:00+00'::timestamptz), ('2024-03-31 12:00+00'), ('2024-04-01 12:00+00')) v(d);
+SELECT ssp.tumble(now(), '1 month');
+SELECT ssp.tumble(now(), '-1 minute');
+
+\set topic win_ :run
+CREATE FOREIGN TABLE ev (id int, region text, ts timestamptz, step int,
+    p int OPTIONS (meta 'partition'), kts timestamptz OPTIONS (meta 'timestamp'))
+  SERVER kafka OPTIONS (topic :'topic', timestamp 'ts');
+CREATE FOREIGN TABLE ev_kafka_time (id int, kts timestamptz OPTIONS (meta 'timestamp'))
+  SERVER kafka OPTIONS (topic :'topic');
+
+-- refused
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT ssp.tumble(kts, '1 minute') AS w, count(*) FROM ev GROUP BY w;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT ssp.tumble(ts, (step || ' minutes')::interval) AS w, count(*) FROM ev GROUP BY w;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT ssp.tumble(ts, '1 minute') AS a, ssp.tumble(ts, '1 hour') AS b, count(*) FROM ev GROUP BY a, b;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT ssp.tumble(ts, '1 month') AS w, count(*) FROM ev GROUP BY w;
+CREATE VIEW r WITH (ssp.continuous, ssp.grace = '1 minute') AS SELECT region, count(*) FROM ev GROUP BY region;
+CREATE VIEW r WITH (ssp.continuous, ssp.emit = 'final') AS SELECT id FROM ev;
+CREATE VIEW r WITH (ssp.continuous, ssp.grace = '-1 minute') AS
+  SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM ev GROUP BY w;
+CREATE VIEW r WITH (ssp.continuous, ssp.emit = 'sometimes') AS
+  SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM ev GROUP BY w;
+CREATE VIEW r WITH (ssp.continuous, ssp.sliding = '1 day') AS SELECT count(*) FROM ev;
+-- the Kafka timestamp is the event time of a stream without option timestamp
+CREATE VIEW by_kafka_time WITH (ssp.continuous) AS
+  SELECT ssp.tumble(kts, '1 hour') AS w, count(*) FROM ev_kafka_time GROUP BY w;
+DROP VIEW by_kafka_time;
+
+-- windowed views: grace 10 s, one-minute windows
+CREATE VIEW per_minute WITH (ssp.continuous, ssp.grace = '10 s', ssp.commit_interval = '300ms') AS
+  SELECT region, ssp.tumble(ts, '1 minute') AS window_start,
+         ssp.tumble(ts, '1 minute') + interval '1 minute' AS window_end, count(*), max(id)
+  FROM ev GROUP BY region, window_start;
+CREATE VIEW closed WITH (ssp.continuous, ssp.grace = '10 s', ssp.emit = 'final', ssp.commit_interval = '300ms') AS
+  SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM ev GROUP BY w;
+CREATE VIEW recent WITH (ssp.continuous, ssp.grace = '10 s', ssp.retention = '1 minute', ssp.commit_interval = '300ms') AS
+  SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM ev GROUP BY w;
+
+-- events in steps, each one INSERT (one batch), out of order across two
+-- partitions; ev_all keeps a plain copy
+CREATE TABLE ev_all (id int, region text, ts timestamptz, step int, p int);
+CREATE FUNCTION produce(s int, evs text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('INSERT INTO ev (id, region, ts, step, p) SELECT id, region, ts::timestamptz, %s, p FROM (VALUES %s) v(id, region, ts, p)', s, evs);
+  EXECUTE format('INSERT INTO ev_all SELECT id, region, ts::timestamptz, %s, p FROM (VALUES %s) v(id, region, ts, p)', s, evs);
+END $$;
+SELECT produce(1, $$(1, 'a', '2024-01-01 00:00:10', 0), (2, 'a', '2024-01-01 00:00:20', 1)$$);
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent');
+SELECT produce(2, $$(3, 'b', '2024-01-01 00:01:05', 0), (4, 'b', '2024-01-01 00:01:30', 0), (5, 'a', '2024-01-01 00:00:50', 1)$$);
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent');
+SELECT produce(3, $$(6, 'a', '2024-01-01 00:02:40', 1)$$);
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent');
+SELECT view, watermark, late_events FROM ssp.views ORDER BY view::text;
+-- late: windows 00:00 end at 00:01, before the watermark 00:01:20
+SELECT produce(4, $$(7, 'a', '2024-01-01 00:00:30', 0), (8, 'b', '2024-01-01 00:01:59', 0), (9, 'a', '2024-01-01 00:00:59', 1)$$);
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent');
+SELECT produce(5, $$(10, 'c', '2024-01-01 00:03:00', 0), (11, 'c', '2024-01-01 00:03:05', 1)$$);
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent');
+SELECT produce(6, $$(12, 'b', '2024-01-01 00:02:10', 0), (13, 'b', '2024-01-01 00:01:10', 0)$$);
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent');
+SELECT view, watermark, late_events, processed FROM ssp.views ORDER BY view::text;
+
+-- the same rules as a plain query: the watermark before each step is the
+-- smallest, over the partitions, of the latest event time of the earlier
+-- steps, less the grace; an event is late if its window ended by then
+CREATE VIEW expected_late AS
+WITH steps AS (SELECT DISTINCT step FROM ev_all),
+     marks AS (
+       SELECT s.step, (SELECT min(m) FROM (SELECT max(e.ts) AS m FROM ev_all e
+                                           WHERE e.step < s.step GROUP BY e.p) x) - interval '10 s' AS w
+       FROM steps s)
+SELECT e.*, ssp.tumble(e.ts, '1 minute') + interval '1 minute' <= m.w AS late
+FROM ev_all e JOIN marks m USING (step);
+SELECT id, ts, step, late FROM expected_late WHERE late ORDER BY id;
+(SELECT * FROM per_minute EXCEPT ALL
+ SELECT region, ssp.tumble(ts, '1 minute'), ssp.tumble(ts, '1 minute') + interval '1 minute', count(*), max(id)
+ FROM expected_late WHERE late IS NOT TRUE GROUP BY 1, 2)
+UNION ALL
+(SELECT region, ssp.tumble(ts, '1 minute'), ssp.tumble(ts, '1 minute') + interval '1 minute', count(*), max(id)
+ FROM expected_late WHERE late IS NOT TRUE GROUP BY 1, 2
+ EXCEPT ALL SELECT * FROM per_minute);
+SELECT * FROM per_minute ORDER BY window_start, region;
+-- emit final: only the windows the watermark (00:02:50) has closed
+SELECT * FROM closed ORDER BY w;
+-- retention: windows that ended a minute before the watermark are gone
+SELECT * FROM recent ORDER BY w;
+-- reset replays with a fresh watermark
+SELECT ssp.reset('per_minute');
+SELECT ssp.wait('per_minute');
+SELECT view, watermark, late_events FROM ssp.views WHERE view = 'per_minute'::regclass;
+SELECT sum(count) FROM per_minute;
+
+DROP VIEW expected_late;
+DROP SERVER kafka CASCADE;

@@ -35,7 +35,7 @@ CREATE VIEW r WITH (ssp.continuous, ssp.commit_interval = '2 hours') AS SELECT r
 CREATE VIEW r WITH (ssp.continuous, ssp.commit_interval = 'soon') AS SELECT region FROM orders;
 CREATE VIEW r WITH (ssp.continuous, ssp.on_error = 'ignore') AS SELECT region FROM orders;
 CREATE VIEW r WITH (ssp.continuous, ssp.start = 'yesterday at noon') AS SELECT region FROM orders;
-CREATE VIEW r WITH (ssp.continuous, ssp.grace = '1 minute') AS SELECT region FROM orders;
+CREATE VIEW r WITH (ssp.continuous, ssp.parallelism = 2) AS SELECT region FROM orders;
 CREATE VIEW r WITH (ssp.continuous, ssp.colour = 'blue') AS SELECT region FROM orders;
 CREATE VIEW r WITH (ssp.continuous, security_barrier) AS SELECT region FROM orders;
 

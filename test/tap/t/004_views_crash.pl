@@ -1,7 +1,8 @@
 # Exactly once across crashes: while messages are produced, view workers
-# are killed with SIGKILL several times and Postgres is stopped with
-# -m immediate; the views end exactly equal to their queries over the
-# messages: nothing lost, nothing counted twice.
+# (grouped, append-only, and windowed with grace and retention) are killed
+# with SIGKILL several times and Postgres is stopped with -m immediate; the
+# views end exactly equal to their queries over the messages: nothing lost,
+# nothing counted twice.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -13,13 +14,18 @@ my $broker = SspTest::start_broker(topics => ['orders:16']);
 my $node = SspTest::new_node('crash');
 $node->safe_psql('postgres', qq{
 	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$broker->{bootstrap}');
-	CREATE FOREIGN TABLE orders (order_id bigint, region text, amount numeric)
-	  SERVER kafka OPTIONS (topic 'orders');
+	CREATE FOREIGN TABLE orders (order_id bigint, region text, amount numeric, ts timestamptz,
+	    p int OPTIONS (meta 'partition'))
+	  SERVER kafka OPTIONS (topic 'orders', timestamp 'ts');
 	-- small batches: many commits, so that kills land between and inside them
 	CREATE VIEW by_region WITH (ssp.continuous, ssp.batch_size = 500, ssp.commit_interval = '5ms') AS
 	  SELECT region, count(*) AS n, sum(amount) AS total FROM orders GROUP BY region;
 	CREATE VIEW copy WITH (ssp.continuous, ssp.batch_size = 700, ssp.commit_interval = '5ms') AS
 	  SELECT order_id, region, amount FROM orders;
+	CREATE VIEW per_minute WITH (ssp.continuous, ssp.batch_size = 600, ssp.commit_interval = '5ms',
+	    ssp.grace = '1 hour', ssp.retention = '10 minutes') AS
+	  SELECT region, ssp.tumble(ts, '1 minute') AS w, count(*) AS n, sum(amount) AS total
+	  FROM orders GROUP BY region, w;
 });
 
 sub worker_pids
@@ -32,13 +38,13 @@ sub worker_pids
 sub wait_workers
 {
 	$node->poll_query_until('postgres',
-		'SELECT count(*) = 2 FROM ssp.views WHERE worker_pid IS NOT NULL')
+		'SELECT count(*) = 3 FROM ssp.views WHERE worker_pid IS NOT NULL')
 	  or die 'workers did not start';
 }
 
 my $kills = 0;
-my $gen = "SELECT g, 'r' || g % 11, g % 1000";
-$node->safe_psql('postgres', 'CREATE TABLE t (LIKE orders)');
+my $gen = "SELECT g, 'r' || g % 11, g % 1000, timestamptz '2024-01-01' + g * interval '1 s'";
+$node->safe_psql('postgres', 'CREATE TABLE t (order_id bigint, region text, amount numeric, ts timestamptz)');
 for my $chunk (0 .. 39)
 {
 	my $from = $chunk * 2500 + 1;
@@ -51,9 +57,9 @@ for my $chunk (0 .. 39)
 		# SIGKILL a worker mid-stream (Postgres then restarts every backend)
 		wait_workers();
 		my @pids = worker_pids();
-		kill 'KILL', $pids[$kills % 2];
+		kill 'KILL', $pids[$kills % 3];
 		$kills++;
-		note "killed worker $pids[($kills - 1) % 2]";
+		note "killed worker $pids[($kills - 1) % 3]";
 		$node->poll_query_until('postgres', 'SELECT 1', '1') or die 'server did not come back';
 	}
 	elsif ($chunk == 21)
@@ -64,10 +70,10 @@ for my $chunk (0 .. 39)
 }
 wait_workers();
 my @after = worker_pids();
-is(scalar(@after), 2, 'both workers run again after the kills and the crash');
+is(scalar(@after), 3, 'every worker runs again after the kills and the crash');
 ok($kills >= 4, "workers were killed $kills times");
 
-SspTest::wait_views($node, 'postgres', 'by_region', 'copy');
+SspTest::wait_views($node, 'postgres', 'by_region', 'copy', 'per_minute');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM t'), '100000', '100,000 messages produced');
 is(SspTest::differences($node, 'postgres', 'SELECT * FROM by_region',
 		'SELECT region, count(*), sum(amount) FROM t GROUP BY region'),
@@ -75,6 +81,19 @@ is(SspTest::differences($node, 'postgres', 'SELECT * FROM by_region',
 is(SspTest::differences($node, 'postgres', 'SELECT * FROM copy',
 		'SELECT order_id, region, amount FROM t'),
 	'0', 'append-only view exact after crashes: nothing lost, nothing doubled');
+
+# the windowed view: watermark = slowest partition's latest event - grace;
+# no event is late; windows that ended 10 minutes before it are deleted
+my $w = $node->safe_psql('postgres', "SELECT watermark FROM ssp.views WHERE view = 'per_minute'::regclass");
+is($w, $node->safe_psql('postgres',
+		"SELECT min(m) - interval '1 hour' FROM (SELECT max(ts) AS m FROM orders GROUP BY p) x"),
+	'watermark is the slowest partition less the grace');
+is($node->safe_psql('postgres', "SELECT late_events FROM ssp.views WHERE view = 'per_minute'::regclass"),
+	'0', 'no late events');
+is(SspTest::differences($node, 'postgres', 'SELECT * FROM per_minute',
+		"SELECT region, ssp.tumble(ts, '1 minute') AS w, count(*), sum(amount) FROM t GROUP BY 1, 2
+		 HAVING ssp.tumble(ts, '1 minute') + interval '1 minute' >= '$w'::timestamptz - interval '10 minutes'"),
+	'0', 'windowed view with grace and retention exact after crashes');
 is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), '100000', 'counts add up');
 
 $node->stop;

@@ -100,6 +100,21 @@ RETURNS timestamptz
 AS 'MODULE_PATHNAME', 'ssp_tumble'
 LANGUAGE C STABLE PARALLEL SAFE;
 
+-- Hopping windows: as a GROUP BY key of a continuous view, each event goes
+-- into every window of the given size, every slide, that holds it.
+CREATE FUNCTION hop(ts timestamptz, size interval, slide interval, origin text DEFAULT NULL)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'ssp_hop'
+LANGUAGE C STABLE PARALLEL SAFE;
+
+-- The starts of the hopping windows that hold ts (for plain queries).
+CREATE FUNCTION hop_windows(ts timestamptz, size interval, slide interval, origin text DEFAULT NULL)
+RETURNS SETOF timestamptz
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 60 AS
+$$ SELECT w FROM pg_catalog.generate_series(ssp.tumble(ts, slide, origin) - size + slide,
+                                            ssp.tumble(ts, slide, origin), slide) AS w
+   WHERE w OPERATOR(pg_catalog.+) size OPERATOR(pg_catalog.>) ts $$;
+
 -- stddev over numeric: the square root at the scale of the variance, as
 -- Postgres's own stddev computes it
 CREATE FUNCTION numeric_sqrt_scaled(numeric) RETURNS numeric

@@ -12,6 +12,8 @@ SELECT ssp.tumble('2024-05-01 12:34:56+00', '1 minute'),
 -- a day in Paris, across the change to summer time (2024-03-31)
 SELECT d, ssp.tumble(d, '1 day', '2000-01-01 00:00 Europe/Paris') AS paris_day
 FROM (VALUES ('2024-03-30 12:00+00'::timestamptz), ('2024-03-31 12:00+00'), ('2024-04-01 12:00+00')) v(d);
+SELECT w FROM ssp.hop_windows('2024-05-01 12:34:56+00', '1 hour', '15 minutes') w;
+SELECT ssp.hop(now(), '1 hour', '10 minutes');
 SELECT ssp.tumble(now(), '1 month');
 SELECT ssp.tumble(now(), '-1 minute');
 
@@ -31,6 +33,10 @@ CREATE VIEW r WITH (ssp.continuous) AS
   SELECT ssp.tumble(ts, '1 minute') AS a, ssp.tumble(ts, '1 hour') AS b, count(*) FROM ev GROUP BY a, b;
 CREATE VIEW r WITH (ssp.continuous) AS
   SELECT ssp.tumble(ts, '1 month') AS w, count(*) FROM ev GROUP BY w;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT ssp.hop(ts, '1 hour', '7 minutes') AS w, count(*) FROM ev GROUP BY w;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT ssp.hop(ts, '1 hour', '10 minutes') AS w, ssp.tumble(ts, '1 hour') AS t, count(*) FROM ev GROUP BY w, t;
 CREATE VIEW r WITH (ssp.continuous, ssp.grace = '1 minute') AS SELECT region, count(*) FROM ev GROUP BY region;
 CREATE VIEW r WITH (ssp.continuous, ssp.emit = 'final') AS SELECT id FROM ev;
 CREATE VIEW r WITH (ssp.continuous, ssp.grace = '-1 minute') AS
@@ -53,6 +59,10 @@ CREATE VIEW closed WITH (ssp.continuous, ssp.grace = '10 s', ssp.emit = 'final',
 CREATE VIEW recent WITH (ssp.continuous, ssp.grace = '10 s', ssp.retention = '1 minute', ssp.commit_interval = '300ms') AS
   SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM ev GROUP BY w;
 
+-- hopping: two-minute windows every minute; each event is in two windows
+CREATE VIEW hopping WITH (ssp.continuous, ssp.grace = '10 s', ssp.commit_interval = '300ms') AS
+  SELECT ssp.hop(ts, '2 minutes', '1 minute') AS w, count(*), max(id) FROM ev GROUP BY w;
+
 -- events in steps, each one INSERT (one batch), out of order across two
 -- partitions; ev_all keeps a plain copy
 CREATE TABLE ev_all (id int, region text, ts timestamptz, step int, p int);
@@ -62,19 +72,19 @@ BEGIN
   EXECUTE format('INSERT INTO ev_all SELECT id, region, ts::timestamptz, %s, p FROM (VALUES %s) v(id, region, ts, p)', s, evs);
 END $$;
 SELECT produce(1, $$(1, 'a', '2024-01-01 00:00:10', 0), (2, 'a', '2024-01-01 00:00:20', 1)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping');
 SELECT produce(2, $$(3, 'b', '2024-01-01 00:01:05', 0), (4, 'b', '2024-01-01 00:01:30', 0), (5, 'a', '2024-01-01 00:00:50', 1)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping');
 SELECT produce(3, $$(6, 'a', '2024-01-01 00:02:40', 1)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping');
 SELECT view, watermark, late_events FROM ssp.views ORDER BY view::text;
 -- late: windows 00:00 end at 00:01, before the watermark 00:01:20
 SELECT produce(4, $$(7, 'a', '2024-01-01 00:00:30', 0), (8, 'b', '2024-01-01 00:01:59', 0), (9, 'a', '2024-01-01 00:00:59', 1)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping');
 SELECT produce(5, $$(10, 'c', '2024-01-01 00:03:00', 0), (11, 'c', '2024-01-01 00:03:05', 1)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping');
 SELECT produce(6, $$(12, 'b', '2024-01-01 00:02:10', 0), (13, 'b', '2024-01-01 00:01:10', 0)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping');
 SELECT view, watermark, late_events, processed FROM ssp.views ORDER BY view::text;
 
 -- the same rules as a plain query: the watermark before each step is the
@@ -97,6 +107,21 @@ UNION ALL
  FROM expected_late WHERE late IS NOT TRUE GROUP BY 1, 2
  EXCEPT ALL SELECT * FROM per_minute);
 SELECT * FROM per_minute ORDER BY window_start, region;
+-- hopping windows: every window of each event that was open when it came
+WITH marks AS (
+       SELECT s.step, (SELECT min(m) FROM (SELECT max(e.ts) AS m FROM ev_all e
+                                           WHERE e.step < s.step GROUP BY e.p) x) - interval '10 s' AS w
+       FROM (SELECT DISTINCT step FROM ev_all) s),
+     pairs AS (
+       SELECT e.id, hw, m.w AS mark FROM ev_all e JOIN marks m USING (step),
+              ssp.hop_windows(e.ts, '2 minutes', '1 minute') hw),
+     expected AS (
+       SELECT hw AS w, count(*), max(id) FROM pairs
+       WHERE hw + interval '2 minutes' > COALESCE(mark, '-infinity') GROUP BY hw)
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM hopping EXCEPT ALL SELECT * FROM expected)
+   UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM hopping)) d;
+SELECT * FROM hopping ORDER BY w;
 -- emit final: only the windows the watermark (00:02:50) has closed
 SELECT * FROM closed ORDER BY w;
 -- retention: windows that ended a minute before the watermark are gone

@@ -90,7 +90,11 @@ typedef struct Build
 	SspViewOptions *opts;
 	/* a windowed view: the window key and what it adds */
 	int			window;			/* index in group_exprs, or -1 */
+	SspWindowSpec spec;
+	char	   *window_start;	/* SQL over the batch: a window's start */
 	char	   *window_end;		/* SQL over the batch: the window's end */
+	char	   *window_from;	/* extra FROM for hopping windows */
+	char	   *sizesql;
 	char	   *late_sql;
 	char	   *retention_sql;
 } Build;
@@ -611,32 +615,59 @@ target_names(Query *q, List *aliases)
 	return names;
 }
 
+static char *
+interval_sql(Interval *iv)
+{
+	return psprintf("%s::interval",
+					quote_literal_cstr(DatumGetCString(DirectFunctionCall1(interval_out,
+																		   PointerGetDatum(iv)))));
+}
+
 /*
- * find_window: if a group key is ssp.tumble() over the event time, make
- * the view windowed: the SQL of the window's end over the batch, the
- * statement that counts late events, and the one that applies retention.
+ * find_window: if a group key is ssp.tumble() or ssp.hop() over the event
+ * time, make the view windowed: the SQL of a window's start and end over
+ * the batch (for ssp.hop, each event joins every window that holds it), the
+ * statement that counts late events (for ssp.hop, events whose every
+ * window is closed), and the one that applies retention.
  */
 static void
 find_window(Build *b, const char *mrel)
 {
-	Interval   *size;
-	char	   *sizesql;
+	SspWindowSpec *w = &b->spec;
 	char	   *quals;
+	char	   *last_end;
 
-	b->window = ssp_find_window(b->stream, b->group_exprs, &size);
+	ssp_find_window(b->stream, b->group_exprs, w);
+	b->window = w->index;
 	if (b->window < 0)
 		return;
-	sizesql = psprintf("%s::interval",
-					   quote_literal_cstr(DatumGetCString(DirectFunctionCall1(interval_out,
-																			  PointerGetDatum(size)))));
-	b->window_end = psprintf("(%s + %s)", deparse(b, list_nth(b->group_exprs, b->window)), sizesql);
+	b->sizesql = interval_sql(w->size);
+	if (w->hop)
+	{
+		char	   *ts = deparse(b, w->ts);
+		char	   *origin = w->origin ? deparse(b, w->origin) : "NULL";
+
+		b->window_from = psprintf(" CROSS JOIN LATERAL ssp.hop_windows(%s, %s, %s, %s) AS hw(w)",
+								  ts, b->sizesql, interval_sql(w->slide), origin);
+		b->window_start = "hw.w";
+		/* the last window that holds an event starts at its slide */
+		last_end = psprintf("(ssp.tumble(%s, %s, %s) + %s)", ts, interval_sql(w->slide),
+							origin, b->sizesql);
+	}
+	else
+	{
+		b->window_from = "";
+		b->window_start = deparse(b, list_nth(b->group_exprs, b->window));
+		last_end = psprintf("(%s + %s)", b->window_start, b->sizesql);
+	}
+	b->window_end = psprintf("(%s + %s)", b->window_start, b->sizesql);
 	quals = b->query->jointree->quals ? deparse(b, b->query->jointree->quals) : "true";
 	b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM ssp_batch b WHERE (%s) AND NOT %s > COALESCE($1, '-infinity')",
-						   quals, b->window_end);
+						   quals, last_end);
 	if (b->opts->retention)
 		b->retention_sql = psprintf("DELETE FROM %s m WHERE m.%s + %s < $1 - %s::interval",
 									mrel, quote_identifier(list_nth(b->group_cols, b->window)),
-									sizesql, quote_literal_cstr(b->opts->retention));
+									b->sizesql, quote_literal_cstr(b->opts->retention));
 }
 
 /*
@@ -686,7 +717,8 @@ build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 						 format_type_with_typemod(exprType(e), exprTypmod(e)));
 		appendStringInfo(&cols, "%s%s", i ? ", " : "", col);
 		appendStringInfo(&keys, "%s%s", i ? ", " : "", col);
-		appendStringInfo(&sel, "%s%s", i ? ", " : "", deparse(b, e));
+		appendStringInfo(&sel, "%s%s", i ? ", " : "",
+						 i == b->window ? b->window_start : deparse(b, e));
 		i++;
 	}
 	if (b->group_exprs == NIL)
@@ -721,7 +753,8 @@ build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 						 quote_identifier(list_nth(b->group_cols, b->window)));
 
 	/* the apply statement: reduce the batch to its groups, merge them */
-	appendStringInfo(apply, "INSERT INTO %s AS m (%s) SELECT %s FROM ssp_batch b", mrel, cols.data, sel.data);
+	appendStringInfo(apply, "INSERT INTO %s AS m (%s) SELECT %s FROM ssp_batch b%s",
+					 mrel, cols.data, sel.data, b->window >= 0 ? b->window_from : "");
 	if (q->jointree->quals && b->window_end)
 		appendStringInfo(apply, " WHERE (%s) AND %s > COALESCE($1, '-infinity')",
 						 deparse(b, q->jointree->quals), b->window_end);
@@ -758,16 +791,11 @@ build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	if (b->opts->emit_final)
 	{
 		/* only windows the watermark has closed */
-		Interval   *size;
-		Node	   *w = list_nth(b->group_exprs, b->window);
-
-		(void) ssp_find_window(b->stream, list_make1(w), &size);
-		appendStringInfo(viewsql, " %s m.%s + %s::interval <= "
+		appendStringInfo(viewsql, " %s m.%s + %s <= "
 						 "(SELECT c.watermark FROM ssp.continuous_views c WHERE c.mrel = %s::regclass)",
 						 q->havingQual ? "AND" : "WHERE",
 						 quote_identifier(list_nth(b->group_cols, b->window)),
-						 quote_literal_cstr(DatumGetCString(DirectFunctionCall1(interval_out, PointerGetDatum(size)))),
-						 quote_literal_cstr(mrel));
+						 b->sizesql, quote_literal_cstr(mrel));
 	}
 }
 

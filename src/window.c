@@ -31,6 +31,7 @@
 #include "window.h"
 
 PG_FUNCTION_INFO_V1(ssp_tumble);
+PG_FUNCTION_INFO_V1(ssp_hop);
 
 /*
  * split_zone: if origin ends with a time zone name ("2000-01-01 00:00
@@ -100,70 +101,104 @@ ssp_tumble(PG_FUNCTION_ARGS)
 												   Int32GetDatum(-1)));
 }
 
-static bool
-is_tumble(Node *node)
+/*
+ * ssp.hop(ts, size, slide [, origin]): only a GROUP BY key of a continuous
+ * view, where each event goes into every window that holds it; in a query,
+ * FROM ..., ssp.hop_windows(ts, size, slide) lists those windows.
+ */
+Datum
+ssp_hop(PG_FUNCTION_ARGS)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("ssp.hop() can only be a GROUP BY key of a continuous view"),
+			 errhint("In a query, list the windows of an event with FROM ..., ssp.hop_windows(ts, size, slide).")));
+	PG_RETURN_NULL();
+}
+
+/* window_function: "tumble" or "hop" if node calls ssp's, else NULL. */
+static const char *
+window_function(Node *node)
 {
 	FuncExpr   *f;
 	char	   *name;
 
 	if (!IsA(node, FuncExpr))
-		return false;
+		return NULL;
 	f = (FuncExpr *) node;
 	name = get_func_name(f->funcid);
-	return name && strcmp(name, "tumble") == 0 &&
-		get_func_namespace(f->funcid) == get_namespace_oid("ssp", false);
+	if (name == NULL || get_func_namespace(f->funcid) != get_namespace_oid("ssp", false))
+		return NULL;
+	if (strcmp(name, "tumble") == 0 || strcmp(name, "hop") == 0)
+		return name;
+	return NULL;
+}
+
+static int64
+interval_us(Interval *iv)
+{
+	return iv->time + (int64) iv->day * USECS_PER_DAY;
 }
 
 /*
- * ssp_find_window: the window of a query, from its group keys: the index
- * of the key that is ssp.tumble() (or -1 if none) and its size.  Errors if
- * the window is not over the stream's event time or its size and origin
- * are not constants.
+ * ssp_find_window: the window of a query, from its group keys, into spec
+ * (index -1 if none).  Errors if the window is not over the stream's event
+ * time, its size, slide and origin are not constants, or there are two.
  */
-int
-ssp_find_window(SspStream *stream, List *group_exprs, Interval **size)
+void
+ssp_find_window(SspStream *stream, List *group_exprs, SspWindowSpec *spec)
 {
 	ListCell   *lc;
-	int			i = 0;
-	int			found = -1;
+	int			i = -1;
 
+	memset(spec, 0, sizeof(*spec));
+	spec->index = -1;
 	foreach(lc, group_exprs)
 	{
 		Node	   *e = lfirst(lc);
+		const char *fn = window_function(e);
 		FuncExpr   *f;
-		Node	   *ts;
 		int			j;
+		int			nconst;
 		bool		ok = false;
 
-		if (!is_tumble(e))
-		{
-			i++;
+		i++;
+		if (fn == NULL)
 			continue;
-		}
-		if (found >= 0)
+		if (spec->index >= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("a continuous view can group by one window only")));
 		f = (FuncExpr *) e;
-		ts = linitial(f->args);
+		spec->index = i;
+		spec->hop = strcmp(fn, "hop") == 0;
+		spec->ts = linitial(f->args);
+		nconst = spec->hop ? 3 : 2;
 		for (j = 1; j < list_length(f->args); j++)
-			if (!IsA(list_nth(f->args, j), Const))
+			if (!IsA(list_nth(f->args, j), Const) || ((Const *) list_nth(f->args, j))->constisnull)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("the size and origin of ssp.tumble() must be constants")));
-		if (((Const *) lsecond(f->args))->constisnull)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("window size must not be NULL")));
-		*size = DatumGetIntervalP(((Const *) lsecond(f->args))->constvalue);
-		(void) DirectFunctionCall2(ssp_tumble, TimestampTzGetDatum(0), PointerGetDatum(*size));
+						 errmsg("the size, slide and origin of a window must be constants")));
+		spec->size = DatumGetIntervalP(((Const *) lsecond(f->args))->constvalue);
+		(void) DirectFunctionCall2(ssp_tumble, TimestampTzGetDatum(0), PointerGetDatum(spec->size));
+		if (spec->hop)
+		{
+			spec->slide = DatumGetIntervalP(((Const *) lthird(f->args))->constvalue);
+			(void) DirectFunctionCall2(ssp_tumble, TimestampTzGetDatum(0), PointerGetDatum(spec->slide));
+			if (interval_us(spec->size) % interval_us(spec->slide) != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("the size of a hopping window must be a multiple of its slide")));
+		}
+		if (list_length(f->args) > nconst)
+			spec->origin = list_nth(f->args, nconst);
 
-		if (IsA(ts, Var))
+		if (IsA(spec->ts, Var))
 		{
 			SspColumn  *col = NULL;
 
 			for (j = 0; j < stream->ncolumns; j++)
-				if (stream->columns[j].attnum == ((Var *) ts)->varattno)
+				if (stream->columns[j].attnum == ((Var *) spec->ts)->varattno)
 					col = &stream->columns[j];
 			ok = col && (stream->timestamp_attnum > 0 ?
 						 col->attnum == stream->timestamp_attnum :
@@ -178,10 +213,7 @@ ssp_find_window(SspStream *stream, List *group_exprs, Interval **size)
 										get_attname(stream->relid, stream->timestamp_attnum, false)) :
 							   "It has no option timestamp, so its event time is the Kafka timestamp, in a column with OPTIONS (meta 'timestamp')."),
 					 errhint("Windows close as event time passes; they need the time the watermark follows.")));
-		found = i;
-		i++;
 	}
-	return found;
 }
 
 /*

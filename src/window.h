@@ -12,7 +12,18 @@
 
 #include "ssp.h"
 
-extern int	ssp_find_window(SspStream *stream, List *group_exprs, Interval **size);
+/* The window of a continuous view (ssp_find_window). */
+typedef struct SspWindowSpec
+{
+	int			index;			/* group key that is the window; -1: none */
+	bool		hop;			/* ssp.hop rather than ssp.tumble */
+	Interval   *size;
+	Interval   *slide;			/* hop only */
+	Node	   *ts;				/* the event time argument */
+	Node	   *origin;			/* the origin argument, or NULL */
+} SspWindowSpec;
+
+extern void ssp_find_window(SspStream *stream, List *group_exprs, SspWindowSpec *spec);
 extern TimestampTz ssp_watermark(const TimestampTz *maxev, const TimestampTz *seen_at,
 								 const bool *lagging, int nparts, TimestampTz previous,
 								 int64 idle_ms, Interval *grace);

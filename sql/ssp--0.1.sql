@@ -115,6 +115,14 @@ $$ SELECT w FROM pg_catalog.generate_series(ssp.tumble(ts, slide, origin) - size
                                             ssp.tumble(ts, slide, origin), slide) AS w
    WHERE w OPERATOR(pg_catalog.+) size OPERATOR(pg_catalog.>) ts $$;
 
+-- Sliding windows merge the float8 transition arrays of their steps.
+CREATE AGGREGATE float8_combine_agg(double precision[]) (
+    SFUNC = pg_catalog.float8_combine,
+    STYPE = double precision[],
+    INITCOND = '{0,0,0}',
+    PARALLEL = SAFE
+);
+
 -- stddev over numeric: the square root at the scale of the variance, as
 -- Postgres's own stddev computes it
 CREATE FUNCTION numeric_sqrt_scaled(numeric) RETURNS numeric

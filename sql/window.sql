@@ -43,7 +43,12 @@ CREATE VIEW r WITH (ssp.continuous, ssp.grace = '-1 minute') AS
   SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM ev GROUP BY w;
 CREATE VIEW r WITH (ssp.continuous, ssp.emit = 'sometimes') AS
   SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM ev GROUP BY w;
-CREATE VIEW r WITH (ssp.continuous, ssp.sliding = '1 day') AS SELECT count(*) FROM ev;
+CREATE VIEW r WITH (ssp.continuous, ssp.sliding = '1 day') AS SELECT id FROM ev;
+CREATE VIEW r WITH (ssp.continuous, ssp.step = '1 second') AS SELECT count(*) FROM ev;
+CREATE VIEW r WITH (ssp.continuous, ssp.sliding = '1 day') AS
+  SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM ev GROUP BY w;
+CREATE FOREIGN TABLE ev_no_time (id int) SERVER kafka OPTIONS (topic :'topic');
+CREATE VIEW r WITH (ssp.continuous, ssp.sliding = '1 day') AS SELECT count(*) FROM ev_no_time;
 -- the Kafka timestamp is the event time of a stream without option timestamp
 CREATE VIEW by_kafka_time WITH (ssp.continuous) AS
   SELECT ssp.tumble(kts, '1 hour') AS w, count(*) FROM ev_kafka_time GROUP BY w;
@@ -133,4 +138,37 @@ SELECT view, watermark, late_events FROM ssp.views WHERE view = 'per_minute'::re
 SELECT sum(count) FROM per_minute;
 
 DROP VIEW expected_late;
+
+-- sliding: the last 20 seconds, moving every second, relative to now
+\set topic win_sliding_ :run
+CREATE FOREIGN TABLE sl (region text, amount numeric, ts timestamptz)
+  SERVER kafka OPTIONS (topic :'topic', timestamp 'ts');
+CREATE VIEW last_20s WITH (ssp.continuous, ssp.sliding = '20 seconds', ssp.step = '1 second') AS
+  SELECT region, count(*), sum(amount), avg(amount), min(amount), max(amount), stddev(amount),
+         round(var_samp(amount::float8)::numeric, 6) AS vf
+  FROM sl GROUP BY region;
+CREATE VIEW last_20s_all WITH (ssp.continuous, ssp.sliding = '20 seconds') AS
+  SELECT count(*) AS n, sum(amount) AS total FROM sl HAVING count(*) > 0;
+INSERT INTO sl SELECT 'r' || g % 2, g, now() - interval '16 seconds' FROM generate_series(1, 10) g;
+INSERT INTO sl SELECT 'r' || g % 2, g * 10, now() - interval '4 seconds' FROM generate_series(1, 10) g;
+INSERT INTO sl VALUES ('r0', 1000, now() - interval '1 hour');   -- already out of range: late
+SELECT ssp.wait('last_20s'), ssp.wait('last_20s_all');
+CREATE VIEW sl_expected AS
+  SELECT region, count(*), sum(amount), avg(amount), min(amount), max(amount), stddev(amount),
+         round(var_samp(amount::float8)::numeric, 6) AS vf
+  FROM sl WHERE ts > now() - interval '20 seconds' GROUP BY region;
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM last_20s EXCEPT ALL SELECT * FROM sl_expected)
+   UNION ALL (SELECT * FROM sl_expected EXCEPT ALL SELECT * FROM last_20s)) d;
+SELECT region, count, sum FROM last_20s ORDER BY region;
+SELECT * FROM last_20s_all;
+SELECT late_events FROM ssp.views WHERE view = 'last_20s'::regclass;
+-- ten seconds later the older events have left the range
+SELECT pg_sleep(10);
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM last_20s EXCEPT ALL SELECT * FROM sl_expected)
+   UNION ALL (SELECT * FROM sl_expected EXCEPT ALL SELECT * FROM last_20s)) d;
+SELECT region, count, sum FROM last_20s ORDER BY region;
+SELECT * FROM last_20s_all;
+DROP VIEW sl_expected;
 DROP SERVER kafka CASCADE;

@@ -376,8 +376,9 @@ store_progress(BatchState *bs, int nparts, const int64 *next, TimestampTz waterm
 							  "WHERE view = $1::regclass",
 							  8, argtypes, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not update ssp.continuous_views");
-	if (bs->view->retention_sql && watermark != DT_NOBEGIN &&
-		SPI_execute_with_args(bs->view->retention_sql, 1, &argtypes[2], &args[2], NULL,
+	/* with no watermark yet, $1 is NULL and nothing is deleted */
+	if (bs->view->retention_sql &&
+		SPI_execute_with_args(bs->view->retention_sql, 1, &argtypes[2], &args[2], nulls + 2,
 							  false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "ssp: could not delete windows past retention");
 }

@@ -65,6 +65,9 @@ typedef struct SspViewOptions
 	char	   *retention;
 	char	   *idle_timeout;
 	bool		emit_final;
+	/* sliding windows */
+	char	   *sliding;
+	char	   *step;
 } SspViewOptions;
 
 /* What one aggregate of the query becomes. */
@@ -74,6 +77,7 @@ typedef struct AggPlan
 	List	   *types;			/* their SQL types */
 	List	   *partials;		/* per column: the partial aggregate over a batch */
 	List	   *merges;			/* per column: merge of m.col and excluded.col */
+	List	   *readaggs;		/* per column: the aggregate that merges many */
 	char	   *final;			/* the finished value, over m.cols */
 } AggPlan;
 
@@ -95,6 +99,9 @@ typedef struct Build
 	char	   *window_end;		/* SQL over the batch: the window's end */
 	char	   *window_from;	/* extra FROM for hopping windows */
 	char	   *sizesql;
+	/* a sliding view: steps of event time, combined when read */
+	char	   *step_expr;		/* SQL over the batch: an event's step */
+	char	   *in_range;		/* SQL: a step m._step still in the range */
 	char	   *late_sql;
 	char	   *retention_sql;
 } Build;
@@ -163,7 +170,7 @@ static SspViewOptions
 parse_options(ViewStmt *stmt)
 {
 	SspViewOptions opts = {pstrdup("earliest"), SSP_DEFAULT_COMMIT_INTERVAL_MS,
-	SSP_DEFAULT_BATCH_SIZE, pstrdup("dead_letter"), NULL, NULL, NULL, false};
+	SSP_DEFAULT_BATCH_SIZE, pstrdup("dead_letter"), NULL, NULL, NULL, false, NULL, NULL};
 	ListCell   *lc;
 
 	foreach(lc, stmt->options)
@@ -217,18 +224,31 @@ parse_options(ViewStmt *stmt)
 						 errhint("Valid values are changes and final.")));
 			opts.emit_final = strcmp(v, "final") == 0;
 		}
-		else if (strcmp(n, "sliding") == 0 || strcmp(n, "step") == 0 ||
-				 strcmp(n, "parallelism") == 0)
+		else if (strcmp(n, "sliding") == 0)
+			opts.sliding = interval_option(def, true);
+		else if (strcmp(n, "step") == 0)
+			opts.step = interval_option(def, true);
+		else if (strcmp(n, "parallelism") == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("option \"ssp.%s\" is not supported yet", n),
-					 errdetail("Sliding windows and parallel workers are not implemented in this version.")));
+					 errdetail("Parallel workers are not implemented in this version.")));
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unrecognized continuous view option \"ssp.%s\"", n),
-					 errhint("Valid options are ssp.start, ssp.commit_interval, ssp.batch_size, ssp.on_error, ssp.grace, ssp.retention, ssp.idle_timeout and ssp.emit.")));
+					 errhint("Valid options are ssp.start, ssp.commit_interval, ssp.batch_size, ssp.on_error, ssp.grace, ssp.retention, ssp.idle_timeout, ssp.emit, ssp.sliding and ssp.step.")));
 	}
+	if (opts.step && !opts.sliding)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ssp.step needs ssp.sliding")));
+	if (opts.sliding && !opts.step)
+		opts.step = DatumGetCString(DirectFunctionCall1(interval_out,
+														DirectFunctionCall2(interval_div,
+																			DirectFunctionCall3(interval_in, CStringGetDatum(opts.sliding),
+																								ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)),
+																			Float8GetDatum(60.0))));
 	return opts;
 }
 
@@ -306,11 +326,12 @@ aggname(Aggref *agg)
 }
 
 /* COL: add a state column to AggPlan p: name, SQL type, partial, merge */
-#define COL(name, type, partial, merge) \
+#define COL(name, type, partial, merge, readagg) \
 	(p->cols = lappend(p->cols, (name)), \
 	 p->types = lappend(p->types, (type)), \
 	 p->partials = lappend(p->partials, (partial)), \
-	 p->merges = lappend(p->merges, (merge)))
+	 p->merges = lappend(p->merges, (merge)), \
+	 p->readaggs = lappend(p->readaggs, (readagg)))
 #define SUM_MERGE(c) psprintf("COALESCE(m.%s + excluded.%s, m.%s, excluded.%s)", c, c, c, c)
 
 /* check_agg: refuse an aggregate that cannot be kept as mergeable state. */
@@ -364,7 +385,7 @@ plan_variance(AggPlan *p, const char *name, const char *arg, const char *filter,
 					 "COALESCE(pg_catalog.sum((%s)::double precision)%s, 0), "
 					 "COALESCE(pg_catalog.var_pop((%s)::double precision)%s * pg_catalog.count(%s)%s, 0)]",
 					 arg, filter, arg, filter, arg, filter, arg, filter),
-			psprintf("pg_catalog.float8_combine(m.%s, excluded.%s)", c1, c1));
+			psprintf("pg_catalog.float8_combine(m.%s, excluded.%s)", c1, c1), "ssp.float8_combine_agg");
 		p->final = psprintf("pg_catalog.float8_%s_%s(m.%s)", sd ? "stddev" : "var",
 							pop ? "pop" : "samp", c1);
 	}
@@ -372,10 +393,10 @@ plan_variance(AggPlan *p, const char *name, const char *arg, const char *filter,
 	{
 		/* n, sum and sum of squares, finished as numeric_var does */
 		COL(c2, "bigint", psprintf("pg_catalog.count(%s)%s", arg, filter),
-			psprintf("m.%s + excluded.%s", c2, c2));
-		COL(c1, "numeric", psprintf("pg_catalog.sum((%s)::numeric)%s", arg, filter), SUM_MERGE(c1));
+			psprintf("m.%s + excluded.%s", c2, c2), "pg_catalog.sum");
+		COL(c1, "numeric", psprintf("pg_catalog.sum((%s)::numeric)%s", arg, filter), SUM_MERGE(c1), "pg_catalog.sum");
 		COL(c3, "numeric", psprintf("pg_catalog.sum((%s)::numeric * (%s)::numeric)%s", arg, arg, filter),
-			SUM_MERGE(c3));
+			SUM_MERGE(c3), "pg_catalog.sum");
 		{
 			char	   *var = psprintf("(m.%s::numeric * m.%s - m.%s * m.%s) / (m.%s::numeric * %s)",
 									   c2, c3, c1, c1, c2,
@@ -416,19 +437,19 @@ plan_agg(Build *b, Aggref *agg, int n)
 	if (strcmp(name, "count") == 0)
 	{
 		COL(c1, "bigint", psprintf("pg_catalog.count(%s)%s", arg ? arg : "*", filter),
-			psprintf("m.%s + excluded.%s", c1, c1));
+			psprintf("m.%s + excluded.%s", c1, c1), "pg_catalog.sum");
 		p->final = psprintf("m.%s", c1);
 	}
 	else if (strcmp(name, "sum") == 0)
 	{
-		COL(c1, aggtype, psprintf("pg_catalog.sum(%s)%s", arg, filter), SUM_MERGE(c1));
+		COL(c1, aggtype, psprintf("pg_catalog.sum(%s)%s", arg, filter), SUM_MERGE(c1), "pg_catalog.sum");
 		p->final = psprintf("m.%s", c1);
 	}
 	else if (strcmp(name, "min") == 0 || strcmp(name, "max") == 0)
 	{
 		/* LEAST and GREATEST order as min and max do, and skip NULLs */
 		COL(c1, aggtype, psprintf("pg_catalog.%s(%s)%s", name, arg, filter),
-			psprintf("%s(m.%s, excluded.%s)", name[1] == 'i' ? "LEAST" : "GREATEST", c1, c1));
+			psprintf("%s(m.%s, excluded.%s)", name[1] == 'i' ? "LEAST" : "GREATEST", c1, c1), name[1] == 'i' ? "pg_catalog.min" : "pg_catalog.max");
 		p->final = psprintf("m.%s", c1);
 	}
 	else if (strcmp(name, "bool_and") == 0 || strcmp(name, "every") == 0 ||
@@ -438,16 +459,16 @@ plan_agg(Build *b, Aggref *agg, int n)
 
 		COL(c1, "boolean", psprintf("pg_catalog.%s(%s)%s", isand ? "bool_and" : "bool_or", arg, filter),
 			psprintf("CASE WHEN m.%s IS NULL THEN excluded.%s WHEN excluded.%s IS NULL THEN m.%s ELSE m.%s %s excluded.%s END",
-					 c1, c1, c1, c1, c1, isand ? "AND" : "OR", c1));
+					 c1, c1, c1, c1, c1, isand ? "AND" : "OR", c1), isand ? "pg_catalog.bool_and" : "pg_catalog.bool_or");
 		p->final = psprintf("m.%s", c1);
 	}
 	else if (strcmp(name, "avg") == 0 && (isfloat || isexact))
 	{
 		COL(c1, isfloat ? "double precision" : "numeric",
 			psprintf("pg_catalog.sum((%s)::%s)%s", arg, isfloat ? "double precision" : "numeric", filter),
-			SUM_MERGE(c1));
+			SUM_MERGE(c1), "pg_catalog.sum");
 		COL(c2, "bigint", psprintf("pg_catalog.count(%s)%s", arg, filter),
-			psprintf("m.%s + excluded.%s", c2, c2));
+			psprintf("m.%s + excluded.%s", c2, c2), "pg_catalog.sum");
 		p->final = psprintf("(m.%s / NULLIF(m.%s, 0)::%s)", c1, c2,
 							isfloat ? "double precision" : "numeric");
 	}
@@ -671,6 +692,90 @@ find_window(Build *b, const char *mrel)
 }
 
 /*
+ * find_sliding: for ssp.sliding, the hidden step key (ssp.tumble of the
+ * event time by ssp.step), the late count (events already out of the range)
+ * and the deletion of steps that left it.
+ */
+static void
+find_sliding(Build *b, const char *mrel)
+{
+	SspStream  *s = b->stream;
+	AttrNumber	evatt = s->timestamp_attnum;
+	char	   *step = quote_literal_cstr(b->opts->step);
+	char	   *sliding = quote_literal_cstr(b->opts->sliding);
+	char	   *quals;
+	int			i;
+
+	if (b->window >= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.sliding cannot be combined with ssp.tumble or ssp.hop")));
+	for (i = 0; evatt == 0 && i < s->ncolumns; i++)
+		if (s->columns[i].source == SSP_SRC_TIMESTAMP)
+			evatt = s->columns[i].attnum;
+	if (evatt == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a sliding window needs the event time of stream \"%s\"", s->relname),
+				 errhint("Give the stream option timestamp, or a column with OPTIONS (meta 'timestamp').")));
+	b->step_expr = psprintf("ssp.tumble(b.%s, %s::interval)",
+							quote_identifier(get_attname(s->relid, evatt, false)), step);
+	b->in_range = psprintf("m._step + %s::interval > pg_catalog.now() - %s::interval", step, sliding);
+	quals = b->query->jointree->quals ? deparse(b, b->query->jointree->quals) : "true";
+	b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM ssp_batch b WHERE (%s) AND NOT "
+						   "%s + %s::interval > pg_catalog.now() - %s::interval",
+						   quals, b->step_expr, step, sliding);
+	b->retention_sql = psprintf("DELETE FROM %s m WHERE NOT (%s)", mrel, b->in_range);
+}
+
+/*
+ * sliding_view: the view of a sliding window: the states of the steps in
+ * range merged per group, then finished.
+ */
+static void
+sliding_view(Build *b, List *names, const char *mrel, const char *view, StringInfo viewsql)
+{
+	StringInfoData keys;
+	StringInfoData merged;
+	ListCell   *lc;
+	int			i = 0;
+
+	initStringInfo(&keys);
+	initStringInfo(&merged);
+	foreach(lc, b->group_cols)
+		appendStringInfo(&keys, "%sm.%s", keys.len ? ", " : "", quote_identifier(lfirst(lc)));
+	if (b->group_cols == NIL)
+		appendStringInfoString(&keys, "m._g0");
+	foreach(lc, b->plans)
+	{
+		AggPlan    *p = lfirst(lc);
+		ListCell   *c,
+				   *t,
+				   *r;
+
+		forthree(c, p->cols, t, p->types, r, p->readaggs)
+			appendStringInfo(&merged, ", %s(m.%s)::%s AS %s", (char *) lfirst(r),
+							 (char *) lfirst(c), (char *) lfirst(t), (char *) lfirst(c));
+	}
+	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT ", view);
+	foreach(lc, b->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resjunk)
+			continue;
+		appendStringInfo(viewsql, "%s%s AS %s", i ? ", " : "",
+						 final_sql(b, (Node *) tle->expr),
+						 quote_identifier(list_nth(names, i)));
+		i++;
+	}
+	appendStringInfo(viewsql, " FROM (SELECT %s%s FROM %s m WHERE %s GROUP BY %s) m",
+					 keys.data, merged.data, mrel, b->in_range, keys.data);
+	if (b->query->havingQual)
+		appendStringInfo(viewsql, " WHERE %s", final_sql(b, b->query->havingQual));
+}
+
+/*
  * build_aggregating: the mrel, view and apply SQL of a view with GROUP BY
  * or aggregates.
  */
@@ -701,6 +806,8 @@ build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	collect_aggs((Node *) q->targetList, b);
 	collect_aggs(q->havingQual, b);
 	find_window(b, mrel);
+	if (b->opts->sliding)
+		find_sliding(b, mrel);
 
 	initStringInfo(&cols);
 	initStringInfo(&sel);
@@ -721,13 +828,22 @@ build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 						 i == b->window ? b->window_start : deparse(b, e));
 		i++;
 	}
+	if (b->step_expr)
+	{
+		appendStringInfo(create, "%s_step timestamp with time zone", i ? ", " : "");
+		appendStringInfo(&cols, "%s_step", i ? ", " : "");
+		appendStringInfo(&keys, "%s_step", i ? ", " : "");
+		appendStringInfo(&sel, "%s%s", i ? ", " : "", b->step_expr);
+	}
 	if (b->group_exprs == NIL)
 	{
 		/* one group: a constant key, so ON CONFLICT has something to match */
-		appendStringInfoString(create, "_g0 boolean NOT NULL DEFAULT true");
-		appendStringInfoString(&cols, "_g0");
-		appendStringInfoString(&keys, "_g0");
-		appendStringInfoString(&sel, "true");
+		const char *sep = b->step_expr ? ", " : "";
+
+		appendStringInfo(create, "%s_g0 boolean NOT NULL DEFAULT true", sep);
+		appendStringInfo(&cols, "%s_g0", sep);
+		appendStringInfo(&keys, "%s_g0", sep);
+		appendStringInfo(&sel, "%strue", sep);
 		i = 1;
 	}
 	foreach(lc, b->plans)
@@ -755,21 +871,32 @@ build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	/* the apply statement: reduce the batch to its groups, merge them */
 	appendStringInfo(apply, "INSERT INTO %s AS m (%s) SELECT %s FROM ssp_batch b%s",
 					 mrel, cols.data, sel.data, b->window >= 0 ? b->window_from : "");
-	if (q->jointree->quals && b->window_end)
-		appendStringInfo(apply, " WHERE (%s) AND %s > COALESCE($1, '-infinity')",
-						 deparse(b, q->jointree->quals), b->window_end);
-	else if (q->jointree->quals)
-		appendStringInfo(apply, " WHERE %s", deparse(b, q->jointree->quals));
-	else if (b->window_end)
-		appendStringInfo(apply, " WHERE %s > COALESCE($1, '-infinity')", b->window_end);
-	if (b->group_exprs != NIL)
 	{
-		appendStringInfoString(apply, " GROUP BY ");
-		for (i = 1; i <= list_length(b->group_exprs); i++)
-			appendStringInfo(apply, "%s%d", i > 1 ? ", " : "", i);
+		/* the view's WHERE; open windows only; steps still in range only */
+		List	   *conds = NIL;
+		int			ngroup = list_length(b->group_exprs) + (b->step_expr ? 1 : 0);
+
+		if (q->jointree->quals)
+			conds = lappend(conds, psprintf("(%s)", deparse(b, q->jointree->quals)));
+		if (b->window_end)
+			conds = lappend(conds, psprintf("%s > COALESCE($1, '-infinity')", b->window_end));
+		if (b->step_expr)
+			conds = lappend(conds, psprintf("%s + %s::interval > pg_catalog.now() - %s::interval",
+											b->step_expr, quote_literal_cstr(b->opts->step),
+											quote_literal_cstr(b->opts->sliding)));
+		for (i = 0; i < list_length(conds); i++)
+			appendStringInfo(apply, " %s %s", i ? "AND" : "WHERE", (char *) list_nth(conds, i));
+		for (i = 1; i <= ngroup; i++)
+			appendStringInfo(apply, "%s%d", i > 1 ? ", " : " GROUP BY ", i);
 	}
 	appendStringInfo(apply, " ON CONFLICT (%s) DO %s", keys.data,
 					 set.len ? psprintf("UPDATE SET %s", set.data) : "NOTHING");
+
+	if (b->step_expr)
+	{
+		sliding_view(b, names, mrel, view, viewsql);
+		return;
+	}
 
 	/* the view: finish each output column, apply HAVING */
 	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT ", view);
@@ -946,6 +1073,11 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	else
 		build_append_only(&b, names, mrel, view, &create, &viewsql, &apply);
 	AtEOXact_GUC(true, save_nestlevel);
+	if (opts.sliding && !b.step_expr)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.sliding needs aggregates"),
+				 errdetail("A sliding window combines aggregates over the last stretch of time; a view without them just keeps its rows.")));
 	if (b.window < 0 && (opts.grace || opts.retention || opts.idle_timeout || opts.emit_final))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

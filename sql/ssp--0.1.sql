@@ -107,6 +107,13 @@ RETURNS timestamptz
 AS 'MODULE_PATHNAME', 'ssp_hop'
 LANGUAGE C STABLE PARALLEL SAFE;
 
+-- Session windows: as a GROUP BY key of a continuous view, the start of a
+-- burst of events of the group with no silence longer than gap.
+CREATE FUNCTION session(ts timestamptz, gap interval)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'ssp_session'
+LANGUAGE C STABLE PARALLEL SAFE;
+
 -- The starts of the hopping windows that hold ts (for plain queries).
 CREATE FUNCTION hop_windows(ts timestamptz, size interval, slide interval, origin text DEFAULT NULL)
 RETURNS SETOF timestamptz

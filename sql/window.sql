@@ -139,6 +139,52 @@ SELECT sum(count) FROM per_minute;
 
 DROP VIEW expected_late;
 
+-- sessions: bursts of activity per user, closed after 10 minutes of silence
+\set topic win_sessions_ :run
+CREATE FOREIGN TABLE clicks (usr text, page int, ts timestamptz, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', timestamp 'ts');
+CREATE VIEW sessions WITH (ssp.continuous, ssp.commit_interval = '300ms') AS
+  SELECT usr, ssp.session(ts, '10 minutes') AS session_start, max(ts) AS session_end,
+         count(*) AS clicks, sum(page) AS pages
+  FROM clicks GROUP BY usr, session_start;
+CREATE VIEW closed_sessions WITH (ssp.continuous, ssp.emit = 'final', ssp.commit_interval = '300ms') AS
+  SELECT usr, ssp.session(ts, '10 minutes') AS session_start, count(*) AS clicks
+  FROM clicks GROUP BY usr, session_start;
+SELECT ssp.session(now(), '1 minute');
+CREATE TABLE clicks_all (usr text, page int, ts timestamptz);
+CREATE FUNCTION click(evs text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE format('INSERT INTO clicks SELECT usr, page, ts::timestamptz, 0 FROM (VALUES %s) v(usr, page, ts)', evs);
+  EXECUTE format('INSERT INTO clicks_all SELECT usr, page, ts::timestamptz FROM (VALUES %s) v(usr, page, ts)', evs);
+END $$;
+SELECT click($$('u1', 1, '2024-01-01 00:00'), ('u1', 2, '2024-01-01 00:05'), ('u2', 1, '2024-01-01 00:01')$$);
+SELECT ssp.wait('sessions'), ssp.wait('closed_sessions');
+SELECT click($$('u1', 3, '2024-01-01 00:22'), ('u2', 2, '2024-01-01 00:08')$$);
+SELECT ssp.wait('sessions'), ssp.wait('closed_sessions');
+SELECT * FROM sessions ORDER BY usr, session_start;
+-- a late click at 00:14 bridges u1's two sessions into one
+SELECT click($$('u1', 4, '2024-01-01 00:14')$$);
+SELECT ssp.wait('sessions'), ssp.wait('closed_sessions');
+SELECT * FROM sessions ORDER BY usr, session_start;
+-- time moves on; a click at 00:40 is then too late for any open session
+SELECT click($$('u2', 3, '2024-01-01 01:00'), ('u3', 1, '2024-01-01 01:02')$$);
+SELECT ssp.wait('sessions'), ssp.wait('closed_sessions');
+SELECT click($$('u1', 5, '2024-01-01 00:40'), ('u3', 2, '2024-01-01 01:05')$$);
+SELECT ssp.wait('sessions'), ssp.wait('closed_sessions');
+SELECT view, watermark, late_events FROM ssp.views WHERE view::text LIKE '%sessions' ORDER BY 1;
+-- the same as gaps and islands over the clicks that were not late
+WITH c AS (SELECT * FROM clicks_all WHERE NOT (usr = 'u1' AND page = 5)),
+     g AS (SELECT c.*, CASE WHEN ts - lag(ts) OVER (PARTITION BY usr ORDER BY ts) <= interval '10 minutes'
+                       THEN 0 ELSE 1 END AS new FROM c),
+     i AS (SELECT g.*, sum(new) OVER (PARTITION BY usr ORDER BY ts) AS sid FROM g),
+     expected AS (SELECT usr, min(ts), max(ts), count(*), sum(page) FROM i GROUP BY usr, sid)
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM sessions EXCEPT ALL SELECT * FROM expected)
+   UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM sessions)) d;
+SELECT * FROM sessions ORDER BY usr, session_start;
+-- emit final: sessions that ended 10 minutes before the watermark (01:05)
+SELECT * FROM closed_sessions ORDER BY usr, session_start;
+
 -- sliding: the last 20 seconds, moving every second, relative to now
 \set topic win_sliding_ :run
 CREATE FOREIGN TABLE sl (region text, amount numeric, ts timestamptz)

@@ -663,6 +663,20 @@ find_window(Build *b, const char *mrel)
 	if (b->window < 0)
 		return;
 	b->sizesql = interval_sql(w->size);
+	if (w->session)
+	{
+		/* an event is late once no open session could take it */
+		char	   *ts = deparse(b, w->ts);
+
+		quals = b->query->jointree->quals ? deparse(b, b->query->jointree->quals) : "true";
+		b->window_start = ts;
+		b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM ssp_batch b WHERE (%s) AND NOT %s + %s > COALESCE($1, '-infinity')",
+							   quals, ts, b->sizesql);
+		if (b->opts->retention)
+			b->retention_sql = psprintf("DELETE FROM %s m WHERE m._session_end + %s < $1 - %s::interval",
+										mrel, b->sizesql, quote_literal_cstr(b->opts->retention));
+		return;
+	}
 	if (w->hop)
 	{
 		char	   *ts = deparse(b, w->ts);
@@ -776,6 +790,152 @@ sliding_view(Build *b, List *names, const char *mrel, const char *view, StringIn
 }
 
 /*
+ * aggregating_view: the view users query: finish each output column, apply
+ * HAVING, and for ssp.emit = 'final' show closed windows only.
+ */
+static void
+aggregating_view(Build *b, List *names, const char *mrel, const char *view,
+				 StringInfo viewsql)
+{
+	Query	   *q = b->query;
+	ListCell   *lc;
+	int			i = 0;
+
+	if (b->step_expr)
+	{
+		sliding_view(b, names, mrel, view, viewsql);
+		return;
+	}
+
+	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT ", view);
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resjunk)
+			continue;
+		appendStringInfo(viewsql, "%s%s AS %s", i ? ", " : "",
+						 final_sql(b, (Node *) tle->expr),
+						 quote_identifier(list_nth(names, i)));
+		i++;
+	}
+	appendStringInfo(viewsql, " FROM %s m", mrel);
+	if (q->havingQual)
+		appendStringInfo(viewsql, " WHERE %s", final_sql(b, q->havingQual));
+	if (b->opts->emit_final)
+	{
+		/* only windows the watermark has closed */
+		appendStringInfo(viewsql, " %s m.%s + %s <= "
+						 "(SELECT c.watermark FROM ssp.continuous_views c WHERE c.mrel = %s::regclass)",
+						 q->havingQual ? "AND" : "WHERE",
+						 b->spec.session ? "_session_end" :
+						 quote_identifier(list_nth(b->group_cols, b->window)),
+						 b->sizesql, quote_literal_cstr(mrel));
+	}
+}
+
+/*
+ * build_session: the mrel and apply statement of a view grouped by
+ * ssp.session().  A session is a row: the other group keys, its start (the
+ * key), its last event time (_session_end) and the aggregate states.  A
+ * batch is cut into sessions per group (gaps and islands over event time);
+ * each is merged with the stored sessions it touches (within the gap),
+ * which it may bridge: those are deleted and the islands of all of them are
+ * inserted with their states merged.
+ */
+static void
+build_session(Build *b, const char *mrel, StringInfo create, StringInfo apply)
+{
+	Query	   *q = b->query;
+	StringInfoData keys;		/* _k1, ... the other group keys */
+	StringInfoData keysel;		/* their expressions AS _k1, ... */
+	StringInfoData mkeys;		/* their columns in the mrel */
+	StringInfoData match;		/* stored session of the same group */
+	StringInfoData partials,
+				merged,
+				statecols,
+				mstates;
+	char	   *gap = b->sizesql;
+	char	   *ts = b->window_start;
+	const char *wcol = quote_identifier(list_nth(b->group_cols, b->window));
+	ListCell   *lc;
+	int			i = 0;
+	int			n = 0;
+
+	initStringInfo(&keys);
+	initStringInfo(&keysel);
+	initStringInfo(&mkeys);
+	initStringInfo(&match);
+	initStringInfo(&partials);
+	initStringInfo(&merged);
+	initStringInfo(&statecols);
+	initStringInfo(&mstates);
+	appendStringInfo(create, "CREATE TABLE %s (", mrel);
+	foreach(lc, b->group_exprs)
+	{
+		Node	   *e = lfirst(lc);
+		const char *col = quote_identifier(list_nth(b->group_cols, i));
+
+		appendStringInfo(create, "%s %s, ", col,
+						 format_type_with_typemod(exprType(e), exprTypmod(e)));
+		if (i != b->window)
+		{
+			n++;
+			appendStringInfo(&keys, "_k%d, ", n);
+			appendStringInfo(&keysel, "%s AS _k%d, ", deparse(b, e), n);
+			appendStringInfo(&mkeys, "%s, ", col);
+			appendStringInfo(&match, "m.%s IS NOT DISTINCT FROM s._k%d AND ", col, n);
+		}
+		i++;
+	}
+	appendStringInfoString(create, "_session_end timestamp with time zone");
+	foreach(lc, b->plans)
+	{
+		AggPlan    *p = lfirst(lc);
+		ListCell   *c,
+				   *t,
+				   *pa,
+				   *r;
+
+		forfour(c, p->cols, t, p->types, pa, p->partials, r, p->readaggs)
+		{
+			appendStringInfo(create, ", %s %s", (char *) lfirst(c), (char *) lfirst(t));
+			appendStringInfo(&partials, ", %s AS %s", (char *) lfirst(pa), (char *) lfirst(c));
+			appendStringInfo(&merged, ", %s(%s)::%s", (char *) lfirst(r), (char *) lfirst(c), (char *) lfirst(t));
+			appendStringInfo(&statecols, ", %s", (char *) lfirst(c));
+			appendStringInfo(&mstates, ", m.%s", (char *) lfirst(c));
+		}
+	}
+	appendStringInfo(create, ");\nCREATE INDEX ON %s (%s%s)", mrel, mkeys.data, wcol);
+
+	/* the batch's events of open sessions, cut into sessions per group */
+	appendStringInfo(apply,
+					 "WITH e AS (SELECT %s%s AS _ts, b.* FROM ssp_batch b WHERE (%s) AND %s + %s > COALESCE($1, '-infinity')), "
+					 "c AS (SELECT e.*, CASE WHEN _ts - pg_catalog.lag(_ts) OVER (PARTITION BY %s true ORDER BY _ts) <= %s "
+					 "THEN 0 ELSE 1 END AS _new FROM e), "
+					 "n AS (SELECT c.*, pg_catalog.sum(_new) OVER (PARTITION BY %s true ORDER BY _ts ROWS UNBOUNDED PRECEDING) AS _sid FROM c), "
+					 "s AS (SELECT %s pg_catalog.min(_ts) AS _s, pg_catalog.max(_ts) AS _e%s FROM n b GROUP BY %s _sid), ",
+					 keysel.data, ts, q->jointree->quals ? deparse(b, q->jointree->quals) : "true", ts, gap,
+					 keys.data, gap, keys.data, keys.data, partials.data, keys.data);
+	/* the stored sessions they touch, taken out */
+	appendStringInfo(apply,
+					 "t AS (DELETE FROM %s m USING s WHERE %s m.%s - %s <= s._e AND m._session_end + %s >= s._s "
+					 "RETURNING %s m.%s AS _s, m._session_end AS _e%s), ",
+					 mrel, match.data, wcol, gap, gap, mkeys.data, wcol, mstates.data);
+	/* all of them, as islands: a new one where the gap is passed */
+	appendStringInfo(apply,
+					 "a AS (SELECT %s _s, _e%s FROM s UNION ALL SELECT * FROM t), "
+					 "g AS (SELECT a.*, CASE WHEN _s <= pg_catalog.max(_e) OVER (PARTITION BY %s true ORDER BY _s "
+					 "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) + %s THEN 0 ELSE 1 END AS _new FROM a), "
+					 "i AS (SELECT g.*, pg_catalog.sum(_new) OVER (PARTITION BY %s true ORDER BY _s ROWS UNBOUNDED PRECEDING) AS _iid FROM g) ",
+					 keys.data, statecols.data, keys.data, gap, keys.data);
+	appendStringInfo(apply,
+					 "INSERT INTO %s (%s%s, _session_end%s) "
+					 "SELECT %s pg_catalog.min(_s), pg_catalog.max(_e)%s FROM i GROUP BY %s _iid",
+					 mrel, mkeys.data, wcol, statecols.data, keys.data, merged.data, keys.data);
+}
+
+/*
  * build_aggregating: the mrel, view and apply SQL of a view with GROUP BY
  * or aggregates.
  */
@@ -808,6 +968,12 @@ build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	find_window(b, mrel);
 	if (b->opts->sliding)
 		find_sliding(b, mrel);
+	if (b->window >= 0 && b->spec.session)
+	{
+		build_session(b, mrel, create, apply);
+		aggregating_view(b, names, mrel, view, viewsql);
+		return;
+	}
 
 	initStringInfo(&cols);
 	initStringInfo(&sel);
@@ -892,38 +1058,7 @@ build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	appendStringInfo(apply, " ON CONFLICT (%s) DO %s", keys.data,
 					 set.len ? psprintf("UPDATE SET %s", set.data) : "NOTHING");
 
-	if (b->step_expr)
-	{
-		sliding_view(b, names, mrel, view, viewsql);
-		return;
-	}
-
-	/* the view: finish each output column, apply HAVING */
-	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT ", view);
-	i = 0;
-	foreach(lc, q->targetList)
-	{
-		TargetEntry *tle = lfirst(lc);
-
-		if (tle->resjunk)
-			continue;
-		appendStringInfo(viewsql, "%s%s AS %s", i ? ", " : "",
-						 final_sql(b, (Node *) tle->expr),
-						 quote_identifier(list_nth(names, i)));
-		i++;
-	}
-	appendStringInfo(viewsql, " FROM %s m", mrel);
-	if (q->havingQual)
-		appendStringInfo(viewsql, " WHERE %s", final_sql(b, q->havingQual));
-	if (b->opts->emit_final)
-	{
-		/* only windows the watermark has closed */
-		appendStringInfo(viewsql, " %s m.%s + %s <= "
-						 "(SELECT c.watermark FROM ssp.continuous_views c WHERE c.mrel = %s::regclass)",
-						 q->havingQual ? "AND" : "WHERE",
-						 quote_identifier(list_nth(b->group_cols, b->window)),
-						 b->sizesql, quote_literal_cstr(mrel));
-	}
+	aggregating_view(b, names, mrel, view, viewsql);
 }
 
 /* build_append_only: the same for a view without aggregates. */

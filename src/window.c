@@ -32,6 +32,7 @@
 
 PG_FUNCTION_INFO_V1(ssp_tumble);
 PG_FUNCTION_INFO_V1(ssp_hop);
+PG_FUNCTION_INFO_V1(ssp_session);
 
 /*
  * split_zone: if origin ends with a time zone name ("2000-01-01 00:00
@@ -116,7 +117,20 @@ ssp_hop(PG_FUNCTION_ARGS)
 	PG_RETURN_NULL();
 }
 
-/* window_function: "tumble" or "hop" if node calls ssp's, else NULL. */
+/*
+ * ssp.session(ts, gap): only a GROUP BY key of a continuous view: the start
+ * of the burst of events (per group) with no silence longer than gap.
+ */
+Datum
+ssp_session(PG_FUNCTION_ARGS)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("ssp.session() can only be a GROUP BY key of a continuous view")));
+	PG_RETURN_NULL();
+}
+
+/* window_function: "tumble", "hop" or "session" if node calls ssp's. */
 static const char *
 window_function(Node *node)
 {
@@ -129,7 +143,8 @@ window_function(Node *node)
 	name = get_func_name(f->funcid);
 	if (name == NULL || get_func_namespace(f->funcid) != get_namespace_oid("ssp", false))
 		return NULL;
-	if (strcmp(name, "tumble") == 0 || strcmp(name, "hop") == 0)
+	if (strcmp(name, "tumble") == 0 || strcmp(name, "hop") == 0 ||
+		strcmp(name, "session") == 0)
 		return name;
 	return NULL;
 }
@@ -172,6 +187,7 @@ ssp_find_window(SspStream *stream, List *group_exprs, SspWindowSpec *spec)
 		f = (FuncExpr *) e;
 		spec->index = i;
 		spec->hop = strcmp(fn, "hop") == 0;
+		spec->session = strcmp(fn, "session") == 0;
 		spec->ts = linitial(f->args);
 		nconst = spec->hop ? 3 : 2;
 		for (j = 1; j < list_length(f->args); j++)

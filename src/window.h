@@ -17,6 +17,7 @@ typedef struct SspWindowSpec
 {
 	int			index;			/* group key that is the window; -1: none */
 	bool		hop;			/* ssp.hop rather than ssp.tumble */
+	bool		session;		/* ssp.session: size is the gap */
 	Interval   *size;
 	Interval   *slide;			/* hop only */
 	Node	   *ts;				/* the event time argument */

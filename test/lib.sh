@@ -55,10 +55,17 @@ ssp_setup() {
         chown -R "$SSP_USER:" "$work"
         chmod 755 "$work"
         ssp_log "running as user $SSP_USER in $work"
-        exec runuser -u "$SSP_USER" -- env SSP_INNER=1 SSP_WORK="$work" \
+        local status=0
+        runuser -u "$SSP_USER" -- env SSP_INNER=1 SSP_WORK="$work" \
             SSP_TEST_BROKERS="${SSP_TEST_BROKERS:-}" KAFKA_BROKERS="${KAFKA_BROKERS:-}" \
             SSP_BENCH_RUNS="${SSP_BENCH_RUNS:-}" SSP_REGRESS="${SSP_REGRESS:-}" SSP_TAP="${SSP_TAP:-}" SSP_DEMO_SECONDS="${SSP_DEMO_SECONDS:-}" \
-            PATH="$PATH" bash "$work/src/${0#"$SSP_SRC"/}" "$@"
+            PATH="$PATH" bash "$work/src/${0#"$SSP_SRC"/}" "$@" || status=$?
+        # what the run wrote for the tree (SSP_COPY_BACK: a folder), back in it
+        if [ -n "${SSP_COPY_BACK:-}" ] && [ -d "$work/src/$SSP_COPY_BACK" ]; then
+            mkdir -p "$SSP_SRC/$SSP_COPY_BACK"
+            cp -r "$work/src/$SSP_COPY_BACK/." "$SSP_SRC/$SSP_COPY_BACK/"
+        fi
+        exit $status
     fi
     SSP_WORK=${SSP_WORK:-$(mktemp -d "/tmp/ssp-$(basename "$0" .sh).XXXXXX")}
     export SSP_WORK

@@ -4,12 +4,13 @@
 # test/bench/results/NAME.txt and to the terminal; main runs the workloads
 # named as arguments, or all of them.  Workloads:
 #   json_parsers   Postgres's jsonapi against cJSON (test/bench/json_parsers.c)
+#   windows        what a hopping window costs against a tumbling one
 # Settings: SSP_BENCH_MESSAGES (default 1000000), SSP_BENCH_RUNS (default 5).
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../lib.sh
 source "$(dirname "$0")/../lib.sh"
 
-BENCH_WORKLOADS=(json_parsers)
+BENCH_WORKLOADS=(json_parsers windows)
 BENCH_DIR=test/bench  # main runs in $SSP_SRC
 BENCH_RESULTS=$BENCH_DIR/results
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
@@ -75,9 +76,85 @@ bench_json_parsers_run() {
     "$@"
 }
 
+# bench_start_postgres: a throwaway Postgres with ssp, and the test broker
+# with topic "events" of 16 partitions; sets PGHOST, PGPORT, SSP_BROKERS.
+bench_start_postgres() {
+    [ -n "${BENCH_PG:-}" ] && return 0
+    ssp_build
+    ssp_start_broker "$SSP_WORK/bench-broker" --topic events:16
+    BENCH_PG=$SSP_WORK/bench-pg
+    initdb -D "$BENCH_PG" -A trust >/dev/null
+    cat >>"$BENCH_PG/postgresql.conf" <<CONF
+shared_preload_libraries = 'ssp'
+max_worker_processes = 32
+port = ${SSP_BENCH_PORT:-54331}
+unix_socket_directories = '$SSP_WORK'
+listen_addresses = ''
+CONF
+    pg_ctl -D "$BENCH_PG" -l "$SSP_WORK/bench-pg.log" -w start >/dev/null
+    export PGHOST=$SSP_WORK PGPORT=${SSP_BENCH_PORT:-54331} PGDATABASE=postgres
+    trap 'pg_ctl -D "$BENCH_PG" -m immediate stop >/dev/null 2>&1; ssp_cleanup' EXIT
+    psql -q -v ON_ERROR_STOP=1 -v brokers="$SSP_BROKERS" <<'SQL'
+CREATE EXTENSION ssp;
+CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+CREATE FOREIGN TABLE events (id bigint, region text, amount numeric, ts timestamptz)
+  SERVER kafka OPTIONS (topic 'events', timestamp 'ts');
+SQL
+}
+
+# bench_view_seconds NAME DEFINITION: seconds for a new view to catch up.
+bench_view_seconds() {
+    psql -X -q -At -v ON_ERROR_STOP=1 <<SQL
+CREATE VIEW $1 WITH (ssp.continuous, ssp.grace = '1 day') AS $2;
+SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+SELECT ssp.wait('$1', '600 s') \g /dev/null
+SELECT round((extract(epoch FROM clock_timestamp()) - :t0)::numeric, 3);
+DROP VIEW $1;
+SQL
+}
+
+# bench_windows: catch-up time of the same aggregate over 100,000 events as
+# a tumbling one-hour window and as one-hour windows every minute (each
+# event in 60 windows), in the same run.
+bench_windows() {
+    local n=${SSP_BENCH_EVENTS:-100000} r=${SSP_BENCH_RUNS:-5}
+    bench_start_postgres
+    ssp_log "windows: producing $n events"
+    psql -X -q -c "INSERT INTO events SELECT g, 'r' || g % 5, g % 100, timestamptz '2024-01-01' + g * interval '1 s' FROM generate_series(1, $n) g"
+    bench_report windows bench_windows_run "$n" "$r"
+}
+
+bench_windows_run() {
+    local n=$1 r=$2 i t h
+    local -a tumble=() hop=()
+    echo "workload: $n events (one a second), 5 regions, 16 partitions; catch-up from the earliest offset"
+    echo "tumbling: SELECT region, ssp.tumble(ts, '1 hour') AS w, count(*), sum(amount) ... GROUP BY region, w"
+    echo "hopping:  SELECT region, ssp.hop(ts, '1 hour', '1 minute') AS w, count(*), sum(amount) ... GROUP BY region, w"
+    echo
+    for i in $(seq "$r"); do
+        t=$(bench_view_seconds bench_tumble "SELECT region, ssp.tumble(ts, '1 hour') AS w, count(*), sum(amount) FROM events GROUP BY region, w")
+        h=$(bench_view_seconds bench_hop "SELECT region, ssp.hop(ts, '1 hour', '1 minute') AS w, count(*), sum(amount) FROM events GROUP BY region, w")
+        echo "  run $i: tumbling ${t} s, hopping ${h} s"
+        tumble+=("$t")
+        hop+=("$h")
+    done
+    t=$(printf '%s\n' "${tumble[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    h=$(printf '%s\n' "${hop[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    echo
+    echo "median tumbling: $t s ($(awk -v n="$n" -v t="$t" 'BEGIN {printf "%d", n / t}') events/s)"
+    echo "median hopping:  $h s ($(awk -v n="$n" -v t="$h" 'BEGIN {printf "%d", n / t}') events/s)"
+    echo "hopping / tumbling time: $(awk -v a="$h" -v b="$t" 'BEGIN {printf "%.2f", a / b}') (each event is in 60 hopping windows)"
+    echo "RESULT windows tumbling_s=$t hopping_s=$h"
+}
+
 # main [WORKLOAD...]: run the workloads named, or all of them.
 main() {
     local w
+    # as root: packages, then the rest as the unprivileged user (Postgres)
+    if [ "$(id -u)" -eq 0 ] && [ -z "${SSP_INNER:-}" ]; then
+        bench_need_packages libcjson-dev
+    fi
+    SSP_COPY_BACK=test/bench/results ssp_setup "$@"
     cd "$SSP_SRC"
     [ $# -gt 0 ] || set -- "${BENCH_WORKLOADS[@]}"
     for w in "$@"; do

@@ -6,9 +6,10 @@
  *
  * JSON goes through Postgres's own parser (common/jsonapi.h) with semantic
  * actions that pick out only the fields the stream's columns name.  Measured
- * against cJSON (test/bench/json_parsers.c, figures in README.md) it is about
- * as fast (0.95x), and it keeps numbers exact, where cJSON turns every number
- * into a double and loses bigints over 2^53 and numeric digits; so jsonapi.
+ * against cJSON (test/bench/json_parsers.c, figures in README.md) it is a
+ * little slower (0.85-0.95x), but it keeps numbers exact, where cJSON turns
+ * every number into a double and loses bigints over 2^53 and numeric
+ * digits; so jsonapi.
  *
  * A message that cannot be decoded raises an error whose context names the
  * stream, topic, partition, offset and column.  ssp_decode_message_lenient

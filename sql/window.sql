@@ -139,6 +139,21 @@ SELECT sum(count) FROM per_minute;
 
 DROP VIEW expected_late;
 
+-- a quiet partition stops holding the watermark after ssp.idle_timeout
+\set topic win_idle_ :run
+CREATE FOREIGN TABLE idle_ev (ts timestamptz, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', timestamp 'ts');
+CREATE VIEW idle_w WITH (ssp.continuous, ssp.idle_timeout = '1 second', ssp.commit_interval = '100ms') AS
+  SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM idle_ev GROUP BY w;
+CREATE VIEW busy_w WITH (ssp.continuous, ssp.commit_interval = '100ms') AS
+  SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM idle_ev GROUP BY w;
+INSERT INTO idle_ev VALUES ('2024-01-01 00:00', 0), ('2024-01-01 00:00', 1);
+SELECT ssp.wait('idle_w'), ssp.wait('busy_w');
+SELECT pg_sleep(1.5);
+INSERT INTO idle_ev VALUES ('2024-01-01 00:10', 0);
+SELECT ssp.wait('idle_w'), ssp.wait('busy_w');
+SELECT view, watermark FROM ssp.views WHERE view IN ('idle_w'::regclass, 'busy_w'::regclass) ORDER BY 1;
+
 -- sessions: bursts of activity per user, closed after 10 minutes of silence
 \set topic win_sessions_ :run
 CREATE FOREIGN TABLE clicks (usr text, page int, ts timestamptz, p int OPTIONS (meta 'partition'))

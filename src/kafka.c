@@ -861,11 +861,13 @@ ssp_kafka_release(SspKafka *kafka)
 }
 
 /*
- * ssp_kafka_lag: messages not yet consumed, from the watermarks the client
- * last saw (no broker request); -1 if it has seen none.
+ * ssp_kafka_lag: messages not yet consumed past next[], from the
+ * watermarks the client last saw (no broker request); -1 if it has seen
+ * none.  If lagging is not NULL, it says per partition whether messages
+ * may wait there: true too when the client does not know the end yet.
  */
 int64
-ssp_kafka_lag(SspKafka *kafka, int nparts, const int64 *next)
+ssp_kafka_lag(SspKafka *kafka, int nparts, const int64 *next, bool *lagging)
 {
 	int64		lag = 0;
 	bool		known = false;
@@ -878,9 +880,15 @@ ssp_kafka_lag(SspKafka *kafka, int nparts, const int64 *next)
 
 		if (rd_kafka_get_watermark_offsets(kafka->rk, kafka->topic, p, &low, &high) != RD_KAFKA_RESP_ERR_NO_ERROR ||
 			high < 0)
+		{
+			if (lagging)
+				lagging[p] = true;
 			continue;
+		}
 		known = true;
 		lag += Max(0, high - Max(next[p], low));
+		if (lagging)
+			lagging[p] = high > Max(next[p], low);
 	}
 	return known ? lag : -1;
 }
@@ -890,26 +898,4 @@ const char *
 ssp_kafka_trouble(SspKafka *kafka)
 {
 	return kafka->trouble ? kafka->last_error : NULL;
-}
-
-/*
- * ssp_kafka_lagging: per partition, whether messages may wait beyond
- * next[p]: true when the client does not know the partition's end yet.
- */
-void
-ssp_kafka_lagging(SspKafka *kafka, int nparts, const int64 *next, bool *lagging)
-{
-	int			p;
-
-	for (p = 0; p < nparts; p++)
-	{
-		int64		low,
-					high;
-
-		if (rd_kafka_get_watermark_offsets(kafka->rk, kafka->topic, p, &low, &high) != RD_KAFKA_RESP_ERR_NO_ERROR ||
-			high < 0)
-			lagging[p] = true;
-		else
-			lagging[p] = high > Max(next[p], low);
-	}
 }

@@ -169,9 +169,8 @@ extern void ssp_kafka_assign_at(SspKafka *kafka, int nparts, const int64 *offset
 extern int	ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max,
 								 int64 *eof, bool *lost, int nparts);
 extern void ssp_kafka_release(SspKafka *kafka);
-extern int64 ssp_kafka_lag(SspKafka *kafka, int nparts, const int64 *next);
-extern void ssp_kafka_lagging(SspKafka *kafka, int nparts, const int64 *next,
-							  bool *lagging);
+extern int64 ssp_kafka_lag(SspKafka *kafka, int nparts, const int64 *next,
+						   bool *lagging);
 extern const char *ssp_kafka_trouble(SspKafka *kafka);
 
 /* utility.c */

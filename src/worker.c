@@ -214,7 +214,7 @@ static void
 report_status(Worker *w)
 {
 	const char *trouble = ssp_kafka_trouble(w->kafka);
-	int64		lag = ssp_kafka_lag(w->kafka, w->nparts, w->next);
+	int64		lag = ssp_kafka_lag(w->kafka, w->nparts, w->next, NULL);
 
 	if (trouble)
 	{
@@ -363,7 +363,7 @@ run(Worker *w, Oid viewoid)
 
 			for (p = 0; p < w->nparts; p++)
 				after[p] = next[p] >= 0 ? next[p] : w->next[p];
-			ssp_kafka_lagging(w->kafka, w->nparts, after, w->et.lagging);
+			(void) ssp_kafka_lag(w->kafka, w->nparts, after, w->et.lagging);
 			pfree(after);
 		}
 		pgstat_report_activity(STATE_RUNNING, "applying a batch");

@@ -24,7 +24,7 @@ CREATE VIEW r WITH (ssp.continuous) AS SELECT percentile_cont(0.5) WITHIN GROUP 
 CREATE VIEW r WITH (ssp.continuous) AS SELECT array_agg(amount ORDER BY amount) FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT avg(ts - ts) FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT generate_series(1, qty) FROM orders;
-CREATE VIEW r WITH (ssp.continuous) AS SELECT c.segment, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id GROUP BY 1;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT c.segment, count(*) FROM customers c LEFT JOIN orders o ON c.id = o.customer_id GROUP BY 1;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT segment FROM customers;
 CREATE OR REPLACE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders;
 CREATE TEMP VIEW r WITH (ssp.continuous) AS SELECT region FROM orders;
@@ -184,6 +184,7 @@ SELECT region, count(*), sum(amount / qty) FROM dl_lenient
   WHERE id IS NOT NULL AND qty <> 0 GROUP BY region ORDER BY region;
 SELECT * FROM dl_count;
 DROP SERVER kafka CASCADE;
+DROP TABLE customers;
 DROP ROLE ssp_reader;
 REVOKE CREATE ON SCHEMA public FROM ssp_owner;
 DROP ROLE ssp_owner;

@@ -42,6 +42,7 @@
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
 #include "parser/parse_type.h"
+#include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -86,6 +87,7 @@ typedef struct Build
 {
 	Query	   *query;
 	List	   *dpcontext;		/* deparse context: the stream as "b" */
+	char	   *from;			/* FROM clause over the batch and joined tables */
 	List	   *group_exprs;	/* Node */
 	List	   *group_cols;		/* char * column names in the mrel */
 	List	   *aggs;			/* Aggref, in order of first appearance */
@@ -269,6 +271,7 @@ check_query(Query *q)
 	RangeTblEntry *rte;
 	ListCell   *lc;
 	int			nstreams = 0;
+	Oid			stream = InvalidOid;
 
 	if (q->commandType != CMD_SELECT || q->utilityStmt)
 		refuse("anything but a SELECT", "A continuous view is defined by a query.");
@@ -297,19 +300,24 @@ check_query(Query *q)
 	{
 		rte = lfirst(lc);
 		if (rte->rtekind == RTE_RELATION && ssp_is_stream(rte->relid))
+		{
 			nstreams++;
+			stream = rte->relid;
+		}
+		else if (rte->rtekind == RTE_SUBQUERY || rte->rtekind == RTE_FUNCTION ||
+				 rte->rtekind == RTE_VALUES || rte->rtekind == RTE_TABLEFUNC)
+			refuse("subqueries, functions or VALUES in FROM", "A continuous view joins its stream with tables and views only.");
+		if (rte->tablesample)
+			refuse("TABLESAMPLE", "A continuous view reads every row.");
 	}
 	if (nstreams == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a continuous view must read a stream"),
 				 errdetail("A stream is a foreign table of a server of foreign-data wrapper ssp_kafka.")));
-	if (list_length(q->rtable) != 1 || list_length(q->jointree->fromlist) != 1)
-		refuse("joins or more than one relation", "Joins are not supported yet: a continuous view reads exactly one stream.");
-	rte = linitial(q->rtable);
-	if (rte->tablesample)
-		refuse("TABLESAMPLE", "A stream cannot be sampled.");
-	return rte->relid;
+	if (nstreams > 1)
+		refuse("more than one stream", "Joins of two streams are not supported yet; join a stream with tables.");
+	return stream;
 }
 
 /* deparse: an expression of the query as SQL over the batch "b". */
@@ -670,8 +678,10 @@ find_window(Build *b, const char *mrel)
 
 		quals = b->query->jointree->quals ? deparse(b, b->query->jointree->quals) : "true";
 		b->window_start = ts;
-		b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM ssp_batch b WHERE (%s) AND NOT %s + %s > COALESCE($1, '-infinity')",
-							   quals, ts, b->sizesql);
+		if (list_length(b->query->rtable) > 1)
+			refuse("a join with a session window", "Session windows read the stream alone for now.");
+		b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM %s WHERE (%s) AND NOT %s + %s > COALESCE($1, '-infinity')",
+							   b->from, quals, ts, b->sizesql);
 		if (b->opts->retention)
 			b->retention_sql = psprintf("DELETE FROM %s m WHERE m._session_end + %s < $1 - %s::interval",
 										mrel, b->sizesql, quote_literal_cstr(b->opts->retention));
@@ -697,8 +707,8 @@ find_window(Build *b, const char *mrel)
 	}
 	b->window_end = psprintf("(%s + %s)", b->window_start, b->sizesql);
 	quals = b->query->jointree->quals ? deparse(b, b->query->jointree->quals) : "true";
-	b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM ssp_batch b WHERE (%s) AND NOT %s > COALESCE($1, '-infinity')",
-						   quals, last_end);
+	b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM %s WHERE (%s) AND NOT %s > COALESCE($1, '-infinity')",
+						   b->from, quals, last_end);
 	if (b->opts->retention)
 		b->retention_sql = psprintf("DELETE FROM %s m WHERE m.%s + %s < $1 - %s::interval",
 									mrel, quote_identifier(list_nth(b->group_cols, b->window)),
@@ -736,9 +746,9 @@ find_sliding(Build *b, const char *mrel)
 							quote_identifier(get_attname(s->relid, evatt, false)), step);
 	b->in_range = psprintf("m._step + %s::interval > pg_catalog.now() - %s::interval", step, sliding);
 	quals = b->query->jointree->quals ? deparse(b, b->query->jointree->quals) : "true";
-	b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM ssp_batch b WHERE (%s) AND NOT "
+	b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM %s WHERE (%s) AND NOT "
 						   "%s + %s::interval > pg_catalog.now() - %s::interval",
-						   quals, b->step_expr, step, sliding);
+						   b->from, quals, b->step_expr, step, sliding);
 	b->retention_sql = psprintf("DELETE FROM %s m WHERE NOT (%s)", mrel, b->in_range);
 }
 
@@ -1035,8 +1045,8 @@ build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 						 quote_identifier(list_nth(b->group_cols, b->window)));
 
 	/* the apply statement: reduce the batch to its groups, merge them */
-	appendStringInfo(apply, "INSERT INTO %s AS m (%s) SELECT %s FROM ssp_batch b%s",
-					 mrel, cols.data, sel.data, b->window >= 0 ? b->window_from : "");
+	appendStringInfo(apply, "INSERT INTO %s AS m (%s) SELECT %s FROM %s%s",
+					 mrel, cols.data, sel.data, b->from, b->window >= 0 ? b->window_from : "");
 	{
 		/* the view's WHERE; open windows only; steps still in range only */
 		List	   *conds = NIL;
@@ -1086,7 +1096,7 @@ build_append_only(Build *b, List *names, const char *mrel, const char *view,
 		i++;
 	}
 	appendStringInfoString(create, ")");
-	appendStringInfo(apply, "INSERT INTO %s SELECT %s FROM ssp_batch b", mrel, sel.data);
+	appendStringInfo(apply, "INSERT INTO %s SELECT %s FROM %s", mrel, sel.data, b->from);
 	if (b->query->jointree->quals)
 		appendStringInfo(apply, " WHERE %s", deparse(b, b->query->jointree->quals));
 	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT * FROM %s", view, mrel);
@@ -1101,6 +1111,7 @@ record_view(Oid viewoid, Oid mreloid, Oid stream, const char *topic,
 			const char *apply_sql, Build *b)
 {
 	SspViewOptions *opts = b->opts;
+	ListCell   *lc;
 	ObjectAddress viewaddr,
 				mreladdr,
 				streamaddr;
@@ -1112,9 +1123,19 @@ record_view(Oid viewoid, Oid mreloid, Oid stream, const char *topic,
 	ObjectAddressSet(viewaddr, RelationRelationId, viewoid);
 	ObjectAddressSet(mreladdr, RelationRelationId, mreloid);
 	ObjectAddressSet(streamaddr, RelationRelationId, stream);
-	/* the mrel is part of the view; the view reads the stream */
+	/* the mrel is part of the view; the view reads the stream and tables */
 	recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
 	recordDependencyOn(&viewaddr, &streamaddr, DEPENDENCY_NORMAL);
+	foreach(lc, b->query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		ObjectAddress reladdr;
+
+		if (rte->rtekind != RTE_RELATION || rte->relid == stream)
+			continue;
+		ObjectAddressSet(reladdr, RelationRelationId, rte->relid);
+		recordDependencyOn(&viewaddr, &reladdr, DEPENDENCY_NORMAL);
+	}
 
 	args[0] = ObjectIdGetDatum(viewoid);
 	args[1] = ObjectIdGetDatum(mreloid);
@@ -1137,6 +1158,119 @@ record_view(Oid viewoid, Oid mreloid, Oid stream, const char *topic,
 							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::interval, $13::interval, $14)",
 							  14, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "ssp: could not record the continuous view");
+}
+
+static bool
+is_stream_rte(Query *q, int rtindex)
+{
+	RangeTblEntry *rte = rt_fetch(rtindex, q->rtable);
+
+	return rte->rtekind == RTE_RELATION && ssp_is_stream(rte->relid);
+}
+
+/* join_has_stream: is the stream under this part of the join tree? */
+static bool
+join_has_stream(Query *q, Node *node)
+{
+	if (IsA(node, RangeTblRef))
+		return is_stream_rte(q, ((RangeTblRef *) node)->rtindex);
+	if (IsA(node, JoinExpr))
+		return join_has_stream(q, ((JoinExpr *) node)->larg) ||
+			join_has_stream(q, ((JoinExpr *) node)->rarg);
+	return false;
+}
+
+/*
+ * from_sql: a FROM item of the query as SQL, the stream being the batch
+ * "b"; joins must keep every stream row on their stream side.
+ */
+static char *
+from_sql(Build *b, List *names, Node *node)
+{
+	Query	   *q = b->query;
+
+	if (IsA(node, RangeTblRef))
+	{
+		int			rtindex = ((RangeTblRef *) node)->rtindex;
+		RangeTblEntry *rte = rt_fetch(rtindex, q->rtable);
+
+		if (is_stream_rte(q, rtindex))
+			return "ssp_batch b";
+		return psprintf("%s %s",
+						quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),
+												   get_rel_name(rte->relid)),
+						quote_identifier(list_nth(names, rtindex - 1)));
+	}
+	if (IsA(node, JoinExpr))
+	{
+		JoinExpr   *j = (JoinExpr *) node;
+		const char *kind;
+
+		if (j->usingClause || j->isNatural)
+			refuse("JOIN ... USING or NATURAL JOIN", "Write the join condition with ON.");
+		if (j->jointype == JOIN_INNER)
+			kind = j->quals ? "JOIN" : "CROSS JOIN";
+		else if (j->jointype == JOIN_LEFT && join_has_stream(q, j->larg))
+			kind = "LEFT JOIN";
+		else if (j->jointype == JOIN_RIGHT && join_has_stream(q, j->rarg))
+			kind = "RIGHT JOIN";
+		else
+			refuse("an outer join that keeps table rows without the stream",
+				   "Rows of a table with no matching event would have to be taken back when one comes; use an inner join, or a left join with the stream on the left.");
+		return psprintf("(%s %s %s%s%s)", from_sql(b, names, j->larg), kind,
+						from_sql(b, names, j->rarg), j->quals ? " ON " : "",
+						j->quals ? deparse(b, j->quals) : "");
+	}
+	elog(ERROR, "ssp: unexpected FROM item %d", (int) nodeTag(node));
+	return NULL;
+}
+
+/*
+ * setup_deparse: name the stream "b", set up the deparse context over
+ * every relation of the query, and write its FROM clause.
+ */
+static void
+setup_deparse(Build *b, Oid stream)
+{
+	Query	   *q = b->query;
+	ListCell   *lc;
+	Bitmapset  *rels = NULL;
+	List	   *names;
+	PlannedStmt *ps;
+	StringInfoData from;
+	int			i = 0;
+
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		i++;
+		if (rte->rtekind == RTE_RELATION && rte->relid == stream)
+		{
+			rte->alias = makeAlias("b", NIL);
+			rte->eref->aliasname = "b";
+		}
+		else if (strcmp(rte->eref->aliasname, "b") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the name \"b\" is kept for the stream in a continuous view"),
+					 errhint("Give the other relation another alias.")));
+		rels = bms_add_member(rels, i);
+	}
+	if (list_length(q->rtable) == 1)
+	{
+		b->dpcontext = deparse_context_for("b", stream);
+		b->from = "ssp_batch b";
+		return;
+	}
+	ps = makeNode(PlannedStmt);
+	ps->rtable = q->rtable;
+	names = select_rtable_names_for_explain(q->rtable, rels);
+	b->dpcontext = deparse_context_for_plan_tree(ps, names);
+	initStringInfo(&from);
+	foreach(lc, q->jointree->fromlist)
+		appendStringInfo(&from, "%s%s", from.len ? ", " : "", from_sql(b, names, lfirst(lc)));
+	b->from = from.data;
 }
 
 /*
@@ -1196,7 +1330,7 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	memset(&b, 0, sizeof(b));
 	b.query = q;
-	b.dpcontext = deparse_context_for("b", stream);
+	setup_deparse(&b, stream);
 	b.stream = s;
 	b.opts = &opts;
 	b.window = -1;

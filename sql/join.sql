@@ -1,0 +1,83 @@
+-- Joins of a stream with tables and views, read in each batch's snapshot.
+\getenv brokers SSP_BROKERS
+\getenv run SSP_RUN_ID
+CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+\set topic join_orders_ :run
+CREATE FOREIGN TABLE orders (order_id bigint, customer_id bigint, amount numeric,
+    p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic');
+\set topic join_payments_ :run
+CREATE FOREIGN TABLE payments (order_id bigint, amount numeric) SERVER kafka OPTIONS (topic :'topic');
+CREATE TABLE customers (id bigint PRIMARY KEY, name text, segment text);
+CREATE TABLE segments (segment text PRIMARY KEY, manager text);
+INSERT INTO customers SELECT g, 'c' || g, CASE WHEN g % 3 = 0 THEN 'retail' WHEN g % 3 = 1 THEN 'pro' END
+  FROM generate_series(1, 50) g;
+INSERT INTO segments VALUES ('retail', 'Ada'), ('pro', 'Grace');
+CREATE VIEW big_customers AS SELECT id FROM customers WHERE id > 40;
+
+-- refused
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o JOIN payments p ON p.order_id = o.order_id;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT c.segment, count(*) FROM customers c LEFT JOIN orders o ON o.customer_id = c.id GROUP BY 1;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT c.segment, count(*) FROM orders o FULL JOIN customers c ON o.customer_id = c.id GROUP BY 1;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o NATURAL JOIN segments s;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o JOIN (SELECT * FROM customers) c ON c.id = o.customer_id;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o JOIN customers b ON b.id = o.customer_id;
+
+-- enrichment: inner and left joins, several tables, a view, a comma join
+CREATE VIEW revenue_by_segment WITH (ssp.continuous) AS
+  SELECT c.segment, s.manager, count(*) AS orders, sum(o.amount) AS revenue
+  FROM orders o JOIN customers c ON c.id = o.customer_id
+       JOIN segments s ON s.segment = c.segment
+  GROUP BY c.segment, s.manager;
+CREATE VIEW orders_named WITH (ssp.continuous) AS
+  SELECT o.order_id, c.name, c.segment
+  FROM orders o LEFT JOIN customers c ON c.id = o.customer_id;
+CREATE VIEW big_customer_orders WITH (ssp.continuous) AS
+  SELECT count(*) AS n, sum(o.amount) AS total
+  FROM orders o, big_customers bc WHERE bc.id = o.customer_id;
+-- a join with another continuous view
+CREATE VIEW segment_totals WITH (ssp.continuous) AS
+  SELECT o.customer_id, count(*) AS n FROM orders o GROUP BY o.customer_id;
+\d+ revenue_by_segment
+SELECT apply_sql FROM ssp.continuous_views WHERE view = 'orders_named'::regclass;
+
+INSERT INTO orders (order_id, customer_id, amount)
+  SELECT g, g % 60, g FROM generate_series(1, 600) g;
+SELECT ssp.wait('revenue_by_segment'), ssp.wait('orders_named'), ssp.wait('big_customer_orders');
+CREATE TEMP TABLE all_orders AS SELECT * FROM orders;
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM revenue_by_segment
+    EXCEPT ALL SELECT c.segment, s.manager, count(*), sum(o.amount)
+    FROM all_orders o JOIN customers c ON c.id = o.customer_id JOIN segments s ON s.segment = c.segment
+    GROUP BY 1, 2)
+   UNION ALL
+   (SELECT c.segment, s.manager, count(*), sum(o.amount)
+    FROM all_orders o JOIN customers c ON c.id = o.customer_id JOIN segments s ON s.segment = c.segment
+    GROUP BY 1, 2 EXCEPT ALL SELECT * FROM revenue_by_segment)) d;
+SELECT * FROM revenue_by_segment ORDER BY segment;
+SELECT count(*), count(name), count(segment) FROM orders_named;
+SELECT * FROM big_customer_orders;
+
+-- the table as of each batch: changing it later does not rewrite the past
+UPDATE customers SET segment = 'pro' WHERE segment = 'retail';
+INSERT INTO orders (order_id, customer_id, amount) VALUES (601, 3, 1000);
+SELECT ssp.wait('revenue_by_segment');
+SELECT * FROM revenue_by_segment ORDER BY segment;
+
+-- a view that reads another continuous view, kept in its own batches
+CREATE VIEW frequent WITH (ssp.continuous) AS
+  SELECT count(*) AS orders_of_frequent_customers
+  FROM orders o JOIN segment_totals t ON t.customer_id = o.customer_id AND t.n >= 10;
+INSERT INTO orders (order_id, customer_id, amount) VALUES (602, 5, 1), (603, 59, 1);
+SELECT ssp.wait('segment_totals'), ssp.wait('frequent');
+SELECT * FROM frequent;
+
+-- dropping a joined table needs CASCADE
+DROP TABLE segments;
+DROP SERVER kafka CASCADE;

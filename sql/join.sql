@@ -78,6 +78,48 @@ INSERT INTO orders (order_id, customer_id, amount) VALUES (602, 5, 1), (603, 59,
 SELECT ssp.wait('segment_totals'), ssp.wait('frequent');
 SELECT * FROM frequent;
 
+-- a table kept from a compacted topic: the latest row per key, and a null
+-- message (a tombstone) deletes its key
+\set topic join_customers_ :run
+CREATE FOREIGN TABLE customer_updates (id bigint OPTIONS (meta 'key'), name text, segment text,
+    p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'json');
+CREATE FOREIGN TABLE customer_raw (k text OPTIONS (meta 'key'), v text, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'text');
+CREATE VIEW r WITH (ssp.continuous, ssp.primary_key = 'id') AS
+  SELECT segment, count(*) FROM customer_updates GROUP BY segment;
+CREATE VIEW r WITH (ssp.continuous, ssp.primary_key = 'nope') AS SELECT id, name FROM customer_updates;
+CREATE VIEW customers_live WITH (ssp.continuous, ssp.primary_key = 'id') AS
+  SELECT id, name, segment FROM customer_updates;
+CREATE VIEW pros_live WITH (ssp.continuous, ssp.primary_key = 'id') AS
+  SELECT id, upper(name) AS name FROM customer_updates WHERE segment = 'pro';
+INSERT INTO customer_raw VALUES
+  ('1', '{"name": "Ann", "segment": "pro"}', 0),
+  ('2', '{"name": "Bob", "segment": "retail"}', 0),
+  ('3', '{"name": "Cy", "segment": "pro"}', 0),
+  ('1', '{"name": "Ann B.", "segment": "pro"}', 0),
+  (NULL, '{"name": "no key"}', 0);
+SELECT ssp.wait('customers_live'), ssp.wait('pros_live');
+SELECT * FROM customers_live ORDER BY id;
+SELECT * FROM pros_live ORDER BY id;
+-- Bob leaves; Cy moves to retail; Ann's record is deleted, then comes back
+INSERT INTO customer_raw VALUES ('2', NULL, 0), ('3', '{"name": "Cy", "segment": "retail"}', 0);
+INSERT INTO customer_raw VALUES ('1', NULL, 0);
+SELECT ssp.wait('customers_live'), ssp.wait('pros_live');
+SELECT * FROM customers_live ORDER BY id;
+SELECT * FROM pros_live ORDER BY id;
+INSERT INTO customer_raw VALUES ('1', '{"name": "Ann C.", "segment": "pro"}', 0);
+SELECT ssp.wait('customers_live'), ssp.wait('pros_live');
+SELECT * FROM customers_live ORDER BY id;
+SELECT view, "offset", error FROM ssp.dead_letters WHERE view = 'customers_live'::regclass;
+-- usable in joins like any table
+CREATE VIEW revenue_by_live_segment WITH (ssp.continuous) AS
+  SELECT c.segment, count(*) AS orders FROM orders o JOIN customers_live c ON c.id = o.customer_id
+  GROUP BY c.segment;
+INSERT INTO orders (order_id, customer_id, amount) VALUES (700, 1, 1), (701, 3, 1), (702, 2, 1);
+SELECT ssp.wait('revenue_by_live_segment');
+SELECT * FROM revenue_by_live_segment ORDER BY segment;
+
 -- dropping a joined table needs CASCADE
 DROP TABLE segments;
 DROP SERVER kafka CASCADE;

@@ -56,6 +56,27 @@ typedef struct BatchState
 	bool	   *touched;		/* partitions with messages applied */
 } BatchState;
 
+/* hidden columns of ssp_batch after the stream's own */
+#define SSP_BATCH_EXTRA 3
+
+/*
+ * batch_tupdesc: the columns of ssp_batch: the stream's, then
+ * _ssp_partition, _ssp_offset and _ssp_tombstone (a null message value).
+ */
+static TupleDesc
+batch_tupdesc(TupleDesc stream)
+{
+	TupleDesc	desc = CreateTemplateTupleDesc(stream->natts + SSP_BATCH_EXTRA);
+	int			i;
+
+	for (i = 0; i < stream->natts; i++)
+		TupleDescCopyEntry(desc, i + 1, stream, i + 1);
+	TupleDescInitEntry(desc, stream->natts + 1, "_ssp_partition", INT4OID, -1, 0);
+	TupleDescInitEntry(desc, stream->natts + 2, "_ssp_offset", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, stream->natts + 3, "_ssp_tombstone", BOOLOID, -1, 0);
+	return desc;
+}
+
 /* Is this error about a message's data, rather than about the system? */
 static bool
 is_data_error(int sqlerrcode)
@@ -92,6 +113,11 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 		MemoryContext old = MemoryContextSwitchTo(rowcxt);
 
 		ssp_decode_message(bs->stream, &bs->msgs[i], bs->values, bs->nulls);
+		/* the hidden columns: where the message is, and if it is a tombstone */
+		bs->values[bs->stream->natts] = Int32GetDatum(bs->msgs[i].partition);
+		bs->values[bs->stream->natts + 1] = Int64GetDatum(bs->msgs[i].offset);
+		bs->values[bs->stream->natts + 2] = BoolGetDatum(bs->msgs[i].value == NULL);
+		memset(bs->nulls + bs->stream->natts, false, SSP_BATCH_EXTRA);
 		if (bs->et && bs->msgs[i].partition < bs->et->nparts)
 		{
 			TimestampTz t = ssp_event_time(bs->stream, &bs->msgs[i], bs->values, bs->nulls);
@@ -105,8 +131,8 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 	MemoryContextDelete(rowcxt);
 
 	enr->md.name = "ssp_batch";
-	enr->md.reliddesc = bs->stream->relid;
-	enr->md.tupdesc = NULL;
+	enr->md.reliddesc = InvalidOid;
+	enr->md.tupdesc = bs->tupdesc;
 	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
 	enr->md.enrtuples = hi - lo;
 	enr->reldata = ts;
@@ -415,10 +441,10 @@ ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs, int n,
 		bs.stream = stream;
 		bs.msgs = msgs;
 		rel = RelationIdGetRelation(stream->relid);
-		bs.tupdesc = CreateTupleDescCopy(RelationGetDescr(rel));
+		bs.tupdesc = batch_tupdesc(RelationGetDescr(rel));
 		RelationClose(rel);
-		bs.values = palloc(sizeof(Datum) * stream->natts);
-		bs.nulls = palloc(sizeof(bool) * stream->natts);
+		bs.values = palloc(sizeof(Datum) * (stream->natts + SSP_BATCH_EXTRA));
+		bs.nulls = palloc(sizeof(bool) * (stream->natts + SSP_BATCH_EXTRA));
 		bs.et = view->late_sql ? et : NULL;
 		bs.maxev = palloc(sizeof(TimestampTz) * Max(nparts, 1));
 		bs.touched = palloc0(sizeof(bool) * Max(nparts, 1));

@@ -63,6 +63,13 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
 
+	/*
+	 * CREATE FOREIGN TABLE applies each column's options as an ALTER
+	 * subcommand; the stream is whole, and checked, only after the last.
+	 */
+	if (context == PROCESS_UTILITY_SUBCOMMAND)
+		return;
+
 	switch (nodeTag(parsetree))
 	{
 		case T_CreateForeignTableStmt:

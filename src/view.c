@@ -49,6 +49,7 @@
 #include "utils/regproc.h"
 #include "utils/ruleutils.h"
 #include "utils/timestamp.h"
+#include "utils/varlena.h"
 
 #include "ssp.h"
 #include "view.h"
@@ -69,6 +70,8 @@ typedef struct SspViewOptions
 	/* sliding windows */
 	char	   *sliding;
 	char	   *step;
+	/* tables from compacted topics */
+	List	   *primary_key;	/* column names */
 } SspViewOptions;
 
 /* What one aggregate of the query becomes. */
@@ -172,7 +175,7 @@ static SspViewOptions
 parse_options(ViewStmt *stmt)
 {
 	SspViewOptions opts = {pstrdup("earliest"), SSP_DEFAULT_COMMIT_INTERVAL_MS,
-	SSP_DEFAULT_BATCH_SIZE, pstrdup("dead_letter"), NULL, NULL, NULL, false, NULL, NULL};
+	SSP_DEFAULT_BATCH_SIZE, pstrdup("dead_letter"), NULL, NULL, NULL, false, NULL, NULL, NIL};
 	ListCell   *lc;
 
 	foreach(lc, stmt->options)
@@ -230,6 +233,14 @@ parse_options(ViewStmt *stmt)
 			opts.sliding = interval_option(def, true);
 		else if (strcmp(n, "step") == 0)
 			opts.step = interval_option(def, true);
+		else if (strcmp(n, "primary_key") == 0)
+		{
+			if (!SplitIdentifierString(pstrdup(defGetString(def)), ',', &opts.primary_key) ||
+				opts.primary_key == NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid column list \"%s\" for ssp.primary_key", defGetString(def))));
+		}
 		else if (strcmp(n, "parallelism") == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -239,7 +250,7 @@ parse_options(ViewStmt *stmt)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unrecognized continuous view option \"ssp.%s\"", n),
-					 errhint("Valid options are ssp.start, ssp.commit_interval, ssp.batch_size, ssp.on_error, ssp.grace, ssp.retention, ssp.idle_timeout, ssp.emit, ssp.sliding and ssp.step.")));
+					 errhint("Valid options are ssp.start, ssp.commit_interval, ssp.batch_size, ssp.on_error, ssp.grace, ssp.retention, ssp.idle_timeout, ssp.emit, ssp.sliding, ssp.step and ssp.primary_key.")));
 	}
 	if (opts.step && !opts.sliding)
 		ereport(ERROR,
@@ -1071,6 +1082,94 @@ build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	aggregating_view(b, names, mrel, view, viewsql);
 }
 
+/*
+ * build_keyed: a view without aggregates but with ssp.primary_key, kept
+ * from a compacted topic: per key, the latest message of the batch (in
+ * offset order) is upserted if it is a row that passes the WHERE, and
+ * deletes the key if it is a tombstone (a null value) or does not pass.
+ */
+static void
+build_keyed(Build *b, List *names, const char *mrel, StringInfo create, StringInfo apply)
+{
+	StringInfoData sel,
+				cols,
+				pk,
+				pkexprs,
+				match,
+				set;
+	ListCell   *lc;
+	int			i = 0;
+
+	initStringInfo(&sel);
+	initStringInfo(&cols);
+	initStringInfo(&pk);
+	initStringInfo(&pkexprs);
+	initStringInfo(&match);
+	initStringInfo(&set);
+	foreach(lc, b->opts->primary_key)
+	{
+		char	   *name = lfirst(lc);
+		bool		found = false;
+		ListCell   *tc;
+		int			j = 0;
+
+		foreach(tc, b->query->targetList)
+		{
+			TargetEntry *tle = lfirst(tc);
+
+			if (tle->resjunk)
+				continue;
+			if (strcmp(list_nth(names, j), name) == 0)
+			{
+				appendStringInfo(&pkexprs, "%s%s", pkexprs.len ? ", " : "", deparse(b, (Node *) tle->expr));
+				found = true;
+			}
+			j++;
+		}
+		if (!found)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("ssp.primary_key names \"%s\", which is not a column of the view", name)));
+		appendStringInfo(&pk, "%s%s", pk.len ? ", " : "", quote_identifier(name));
+		appendStringInfo(&match, " AND m.%s = l.%s", quote_identifier(name), quote_identifier(name));
+	}
+	appendStringInfo(create, "CREATE TABLE %s (", mrel);
+	foreach(lc, b->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Node	   *e = (Node *) tle->expr;
+		const char *col;
+
+		if (tle->resjunk)
+			continue;
+		col = quote_identifier(list_nth(names, i));
+		appendStringInfo(create, "%s %s, ", col, format_type_with_typemod(exprType(e), exprTypmod(e)));
+		appendStringInfo(&sel, "%s AS %s, ", deparse(b, e), col);
+		appendStringInfo(&cols, "%s%s", i ? ", " : "", col);
+		{
+			ListCell   *kc;
+			bool		is_key = false;
+
+			foreach(kc, b->opts->primary_key)
+				if (strcmp(lfirst(kc), list_nth(names, i)) == 0)
+					is_key = true;
+			if (!is_key)
+				appendStringInfo(&set, "%s%s = excluded.%s", set.len ? ", " : "", col, col);
+		}
+		i++;
+	}
+	appendStringInfo(create, "PRIMARY KEY (%s))", pk.data);
+	appendStringInfo(apply,
+					 "WITH l AS (SELECT DISTINCT ON (%s) %sNOT b._ssp_tombstone AND (%s) IS TRUE AS _ssp_keep "
+					 "FROM %s ORDER BY %s, b._ssp_partition DESC, b._ssp_offset DESC), "
+					 "d AS (DELETE FROM %s m USING l WHERE NOT l._ssp_keep%s) "
+					 "INSERT INTO %s AS m (%s) SELECT %s FROM l WHERE l._ssp_keep ON CONFLICT (%s) DO %s",
+					 pkexprs.data, sel.data,
+					 b->query->jointree->quals ? deparse(b, b->query->jointree->quals) : "true",
+					 b->from, pkexprs.data, mrel, match.data, mrel, cols.data, cols.data, pk.data,
+					 set.len ? psprintf("UPDATE SET %s", set.data) : "NOTHING");
+}
+
 /* build_append_only: the same for a view without aggregates. */
 static void
 build_append_only(Build *b, List *names, const char *mrel, const char *view,
@@ -1080,6 +1179,12 @@ build_append_only(Build *b, List *names, const char *mrel, const char *view,
 	int			i = 0;
 	StringInfoData sel;
 
+	if (b->opts->primary_key)
+	{
+		build_keyed(b, names, mrel, create, apply);
+		appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT * FROM %s", view, mrel);
+		return;
+	}
 	initStringInfo(&sel);
 	appendStringInfo(create, "CREATE TABLE %s (", mrel);
 	foreach(lc, b->query->targetList)
@@ -1342,6 +1447,11 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	else
 		build_append_only(&b, names, mrel, view, &create, &viewsql, &apply);
 	AtEOXact_GUC(true, save_nestlevel);
+	if (opts.primary_key && (q->hasAggs || q->groupClause))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.primary_key applies to views without aggregates"),
+				 errdetail("It keeps the latest row per key, as a table kept from a compacted topic.")));
 	if (opts.sliding && !b.step_expr)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

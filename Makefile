@@ -19,6 +19,8 @@ OBJS = \
 	src/modify.o \
 	src/utility.o \
 	src/view.o \
+	src/aggregate.o \
+	src/viewsql.o \
 	src/catalog.o \
 	src/batch.o \
 	src/worker.o \

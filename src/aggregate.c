@@ -1,0 +1,314 @@
+/*-------------------------------------------------------------------------
+ *
+ * aggregate.c
+ *	  What each aggregate of a continuous view becomes: the state columns
+ *	  of the materialisation table, the partial aggregate over a batch, the
+ *	  merge with the stored state, the merge of many states (for sliding
+ *	  and session windows), and the finished value the view shows.
+ *
+ * Only aggregates whose state merges are taken: count, sum, avg (as sum
+ * and count), min, max, bool_and/or/every, and the stddev/variance family
+ * (n, sum and sum of squares in numeric for exact inputs, Postgres's own
+ * float8 transition arrays for floats).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/ruleutils.h"
+#include "utils/timestamp.h"
+
+#include "ssp.h"
+#include "build.h"
+#include "view.h"
+#include "window.h"
+
+/* COL: add a state column to AggPlan p: name, SQL type, partial, merge */
+#define COL(name, type, partial, merge, readagg) \
+	(p->cols = lappend(p->cols, (name)), \
+	 p->types = lappend(p->types, (type)), \
+	 p->partials = lappend(p->partials, (partial)), \
+	 p->merges = lappend(p->merges, (merge)), \
+	 p->readaggs = lappend(p->readaggs, (readagg)))
+#define SUM_MERGE(c) psprintf("COALESCE(m.%s + excluded.%s, m.%s, excluded.%s)", c, c, c, c)
+
+static const char *
+aggname(Aggref *agg)
+{
+	return get_func_name(agg->aggfnoid);
+}
+
+/* check_agg: refuse an aggregate that cannot be kept as mergeable state. */
+static void
+check_agg(Aggref *agg)
+{
+	const char *name = aggname(agg);
+
+	if (get_func_namespace(agg->aggfnoid) != PG_CATALOG_NAMESPACE || agg->aggkind != AGGKIND_NORMAL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate function %s is not supported in a continuous view",
+						format_procedure(agg->aggfnoid)),
+				 errhint("%s", ssp_refuse_hint)));
+	if (agg->aggdistinct)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("DISTINCT inside aggregate %s is not supported in a continuous view", name),
+				 errdetail("Counting distinct values exactly needs every value seen so far."),
+				 errhint("Keep the values as a GROUP BY key and count the view's rows, or use an approximate count when hll support arrives.")));
+	if (agg->aggorder)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ORDER BY inside aggregate %s is not supported in a continuous view", name)));
+	if (list_length(agg->args) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate function %s is not supported in a continuous view",
+						format_procedure(agg->aggfnoid)),
+				 errhint("%s", ssp_refuse_hint)));
+}
+
+/*
+ * plan_variance: the stddev and variance family.  Floats keep Postgres's
+ * own (N, Sx, Sxx) transition array, merged by float8_combine; integers and
+ * numeric keep n, sum and sum of squares in numeric, finished as
+ * numeric_stddev_internal does, so the digits are Postgres's own.
+ */
+static void
+plan_variance(AggPlan *p, const char *name, const char *arg, const char *filter,
+			  bool isfloat, char *c1, char *c2, char *c3)
+{
+	bool		pop = strstr(name, "_pop") != NULL;
+	bool		sd = strncmp(name, "stddev", 6) == 0;
+
+	if (isfloat)
+	{
+		/* Postgres's own (N, Sx, Sxx) transition array and functions */
+		COL(c1, "double precision[]",
+			psprintf("ARRAY[pg_catalog.count(%s)%s::double precision, "
+					 "COALESCE(pg_catalog.sum((%s)::double precision)%s, 0), "
+					 "COALESCE(pg_catalog.var_pop((%s)::double precision)%s * pg_catalog.count(%s)%s, 0)]",
+					 arg, filter, arg, filter, arg, filter, arg, filter),
+			psprintf("pg_catalog.float8_combine(m.%s, excluded.%s)", c1, c1), "ssp.float8_combine_agg");
+		p->final = psprintf("pg_catalog.float8_%s_%s(m.%s)", sd ? "stddev" : "var",
+							pop ? "pop" : "samp", c1);
+	}
+	else
+	{
+		/* n, sum and sum of squares, finished as numeric_var does */
+		COL(c2, "bigint", psprintf("pg_catalog.count(%s)%s", arg, filter),
+			psprintf("m.%s + excluded.%s", c2, c2), "pg_catalog.sum");
+		COL(c1, "numeric", psprintf("pg_catalog.sum((%s)::numeric)%s", arg, filter), SUM_MERGE(c1), "pg_catalog.sum");
+		COL(c3, "numeric", psprintf("pg_catalog.sum((%s)::numeric * (%s)::numeric)%s", arg, arg, filter),
+			SUM_MERGE(c3), "pg_catalog.sum");
+		{
+			char	   *var = psprintf("(m.%s::numeric * m.%s - m.%s * m.%s) / (m.%s::numeric * %s)",
+									   c2, c3, c1, c1, c2,
+									   pop ? psprintf("m.%s", c2) : psprintf("(m.%s - 1)", c2));
+
+			p->final = psprintf("(CASE WHEN m.%s <= %d THEN NULL "
+								"WHEN m.%s::numeric * m.%s - m.%s * m.%s <= 0 THEN 0::numeric "
+								"ELSE %s(%s) END)",
+								c2, pop ? 0 : 1, c2, c3, c1, c1,
+								sd ? "ssp.numeric_sqrt_scaled" : "", var);
+		}
+	}
+}
+
+/* plan_agg: what an aggregate becomes; refuses unsupported ones. */
+static AggPlan *
+plan_agg(Build *b, Aggref *agg, int n)
+{
+	AggPlan    *p = palloc0(sizeof(AggPlan));
+	const char *name = aggname(agg);
+	Oid			argtype = agg->aggargtypes ? linitial_oid(agg->aggargtypes) : InvalidOid;
+	char	   *arg = NULL;
+	char	   *filter = "";
+	char	   *aggtype = format_type_with_typemod(agg->aggtype, -1);
+	bool		isfloat = argtype == FLOAT4OID || argtype == FLOAT8OID;
+	bool		isexact = argtype == INT2OID || argtype == INT4OID ||
+		argtype == INT8OID || argtype == NUMERICOID;
+	char	   *c1 = psprintf("_a%d", n);
+	char	   *c2 = psprintf("_a%d_n", n);
+	char	   *c3 = psprintf("_a%d_sq", n);
+
+	check_agg(agg);
+	if (agg->args)
+		arg = ssp_deparse(b, (Node *) ((TargetEntry *) linitial(agg->args))->expr);
+	if (agg->aggfilter)
+		filter = psprintf(" FILTER (WHERE %s)", ssp_deparse(b, (Node *) agg->aggfilter));
+
+	if (strcmp(name, "count") == 0)
+	{
+		COL(c1, "bigint", psprintf("pg_catalog.count(%s)%s", arg ? arg : "*", filter),
+			psprintf("m.%s + excluded.%s", c1, c1), "pg_catalog.sum");
+		p->final = psprintf("m.%s", c1);
+	}
+	else if (strcmp(name, "sum") == 0)
+	{
+		COL(c1, aggtype, psprintf("pg_catalog.sum(%s)%s", arg, filter), SUM_MERGE(c1), "pg_catalog.sum");
+		p->final = psprintf("m.%s", c1);
+	}
+	else if (strcmp(name, "min") == 0 || strcmp(name, "max") == 0)
+	{
+		/* LEAST and GREATEST order as min and max do, and skip NULLs */
+		COL(c1, aggtype, psprintf("pg_catalog.%s(%s)%s", name, arg, filter),
+			psprintf("%s(m.%s, excluded.%s)", name[1] == 'i' ? "LEAST" : "GREATEST", c1, c1), name[1] == 'i' ? "pg_catalog.min" : "pg_catalog.max");
+		p->final = psprintf("m.%s", c1);
+	}
+	else if (strcmp(name, "bool_and") == 0 || strcmp(name, "every") == 0 ||
+			 strcmp(name, "bool_or") == 0)
+	{
+		bool		isand = strcmp(name, "bool_or") != 0;
+
+		COL(c1, "boolean", psprintf("pg_catalog.%s(%s)%s", isand ? "bool_and" : "bool_or", arg, filter),
+			psprintf("CASE WHEN m.%s IS NULL THEN excluded.%s WHEN excluded.%s IS NULL THEN m.%s ELSE m.%s %s excluded.%s END",
+					 c1, c1, c1, c1, c1, isand ? "AND" : "OR", c1), isand ? "pg_catalog.bool_and" : "pg_catalog.bool_or");
+		p->final = psprintf("m.%s", c1);
+	}
+	else if (strcmp(name, "avg") == 0 && (isfloat || isexact))
+	{
+		COL(c1, isfloat ? "double precision" : "numeric",
+			psprintf("pg_catalog.sum((%s)::%s)%s", arg, isfloat ? "double precision" : "numeric", filter),
+			SUM_MERGE(c1), "pg_catalog.sum");
+		COL(c2, "bigint", psprintf("pg_catalog.count(%s)%s", arg, filter),
+			psprintf("m.%s + excluded.%s", c2, c2), "pg_catalog.sum");
+		p->final = psprintf("(m.%s / NULLIF(m.%s, 0)::%s)", c1, c2,
+							isfloat ? "double precision" : "numeric");
+	}
+	else if ((strncmp(name, "stddev", 6) == 0 || strncmp(name, "var", 3) == 0) &&
+			 (isfloat || isexact))
+		plan_variance(p, name, arg, filter, isfloat, c1, c2, c3);
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate function %s is not supported in a continuous view",
+						format_procedure(agg->aggfnoid)),
+				 errhint("%s", ssp_refuse_hint)));
+	return p;
+}
+
+bool
+ssp_collect_aggs(Node *node, Build *b)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		ListCell   *lc;
+
+		foreach(lc, b->aggs)
+			if (equal(lfirst(lc), node))
+				return false;
+		b->aggs = lappend(b->aggs, node);
+		b->plans = lappend(b->plans, plan_agg(b, (Aggref *) node, list_length(b->aggs)));
+		return false;
+	}
+	return expression_tree_walker(node, ssp_collect_aggs, b);
+}
+
+/*
+ * to_final: the expression with each aggregate and group key replaced by a
+ * Param that stands for its finished value (resolved in final_sql).
+ */
+static Node *
+to_final(Node *node, Build *b)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	if (node == NULL)
+		return NULL;
+	foreach(lc, b->group_exprs)
+	{
+		i++;
+		if (equal(lfirst(lc), node))
+		{
+			Param	   *p = makeNode(Param);
+
+			p->paramkind = PARAM_EXTERN;
+			p->paramid = 100000 + i;
+			p->paramtype = exprType(node);
+			p->paramtypmod = exprTypmod(node);
+			p->paramcollid = exprCollation(node);
+			p->location = -1;
+			return (Node *) p;
+		}
+	}
+	if (IsA(node, Aggref))
+	{
+		i = 0;
+		foreach(lc, b->aggs)
+		{
+			i++;
+			if (equal(lfirst(lc), node))
+			{
+				Param	   *p = makeNode(Param);
+
+				p->paramkind = PARAM_EXTERN;
+				p->paramid = i;
+				p->paramtype = exprType(node);
+				p->paramtypmod = -1;
+				p->paramcollid = exprCollation(node);
+				p->location = -1;
+				return (Node *) p;
+			}
+		}
+	}
+	return expression_tree_mutator(node, to_final, b);
+}
+
+/*
+ * final_sql: deparse an expression over finished values, replacing each
+ * $N outside quotes by the SQL of what it stands for.
+ */
+char *
+ssp_final_sql(Build *b, Node *expr)
+{
+	char	   *text = ssp_deparse(b, to_final(copyObject(expr), b));
+	StringInfoData out;
+	char	   *p;
+	char		quote = 0;
+
+	initStringInfo(&out);
+	for (p = text; *p; p++)
+	{
+		if (quote)
+		{
+			if (*p == quote)
+				quote = 0;
+			appendStringInfoChar(&out, *p);
+		}
+		else if (*p == '\'' || *p == '"')
+		{
+			quote = *p;
+			appendStringInfoChar(&out, *p);
+		}
+		else if (*p == '$' && isdigit((unsigned char) p[1]))
+		{
+			long		id = strtol(p + 1, &p, 10);
+
+			p--;
+			if (id > 100000)
+				appendStringInfo(&out, "m.%s",
+								 quote_identifier(list_nth(b->group_cols, id - 100001)));
+			else
+				appendStringInfoString(&out,
+									   ((AggPlan *) list_nth(b->plans, id - 1))->final);
+		}
+		else
+			appendStringInfoChar(&out, *p);
+	}
+	return out.data;
+}

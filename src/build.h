@@ -1,0 +1,91 @@
+/*-------------------------------------------------------------------------
+ *
+ * build.h
+ *	  What CREATE VIEW ... WITH (ssp.continuous) builds, shared by view.c
+ *	  (analysis and creation), aggregate.c (aggregate states) and viewsql.c
+ *	  (the SQL of each kind of view).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SSP_BUILD_H
+#define SSP_BUILD_H
+
+#include "nodes/parsenodes.h"
+
+#include "ssp.h"
+#include "window.h"
+
+/* Options of a continuous view (WITH (ssp.x = ...)). */
+typedef struct SspViewOptions
+{
+	char	   *start;
+	int			commit_interval_ms;
+	int			batch_size;
+	char	   *on_error;
+	/* windowed views */
+	char	   *grace;
+	char	   *retention;
+	char	   *idle_timeout;
+	bool		emit_final;
+	/* sliding windows */
+	char	   *sliding;
+	char	   *step;
+	/* tables from compacted topics */
+	List	   *primary_key;	/* column names */
+} SspViewOptions;
+
+/* What one aggregate of the query becomes. */
+typedef struct AggPlan
+{
+	List	   *cols;			/* state column names */
+	List	   *types;			/* their SQL types */
+	List	   *partials;		/* per column: the partial aggregate over a batch */
+	List	   *merges;			/* per column: merge of m.col and excluded.col */
+	List	   *readaggs;		/* per column: the aggregate that merges many */
+	char	   *final;			/* the finished value, over m.cols */
+} AggPlan;
+
+/* The parts of the SQL being built. */
+typedef struct Build
+{
+	Query	   *query;
+	List	   *dpcontext;		/* deparse context: the stream as "b" */
+	char	   *from;			/* FROM clause over the batch and joined tables */
+	List	   *group_exprs;	/* Node */
+	List	   *group_cols;		/* char * column names in the mrel */
+	List	   *aggs;			/* Aggref, in order of first appearance */
+	List	   *plans;			/* AggPlan, parallel to aggs */
+	SspStream  *stream;
+	SspViewOptions *opts;
+	/* a windowed view: the window key and what it adds */
+	int			window;			/* index in group_exprs, or -1 */
+	SspWindowSpec spec;
+	char	   *window_start;	/* SQL over the batch: a window's start */
+	char	   *window_end;		/* SQL over the batch: the window's end */
+	char	   *window_from;	/* extra FROM for hopping windows */
+	char	   *sizesql;
+	/* a sliding view: steps of event time, combined when read */
+	char	   *step_expr;		/* SQL over the batch: an event's step */
+	char	   *in_range;		/* SQL: a step m._step still in the range */
+	char	   *late_sql;
+	char	   *retention_sql;
+} Build;
+
+extern const char *const ssp_refuse_hint;
+
+/* view.c */
+extern void ssp_refuse(const char *what, const char *why) pg_attribute_noreturn();
+extern char *ssp_deparse(Build *b, Node *expr);
+
+/* aggregate.c */
+extern bool ssp_collect_aggs(Node *node, Build *b);
+extern char *ssp_final_sql(Build *b, Node *expr);
+
+/* viewsql.c */
+extern char *ssp_interval_sql(Interval *iv);
+extern void ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
+								  StringInfo create, StringInfo viewsql, StringInfo apply);
+extern void ssp_build_append_only(Build *b, List *names, const char *mrel, const char *view,
+								  StringInfo create, StringInfo viewsql, StringInfo apply);
+
+#endif							/* SSP_BUILD_H */

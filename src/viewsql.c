@@ -1,0 +1,588 @@
+/*-------------------------------------------------------------------------
+ *
+ * viewsql.c
+ *	  The SQL a continuous view becomes, by kind: the materialisation table,
+ *	  the apply statement run on each batch (ssp_batch, the stream as "b"),
+ *	  and the view users query.
+ *
+ *	- aggregating views: one row per group and window, merged with
+ *	  INSERT ... ON CONFLICT DO UPDATE; tumbling and hopping windows,
+ *	  sliding windows (steps merged at read time), session windows (merged
+ *	  by gaps and islands);
+ *	- views without aggregates: append-only, or keyed by ssp.primary_key
+ *	  (the latest row per key; tombstones delete).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/ruleutils.h"
+#include "utils/timestamp.h"
+
+#include "ssp.h"
+#include "build.h"
+#include "view.h"
+#include "window.h"
+
+char *
+ssp_interval_sql(Interval *iv)
+{
+	return psprintf("%s::interval",
+					quote_literal_cstr(DatumGetCString(DirectFunctionCall1(interval_out,
+																		   PointerGetDatum(iv)))));
+}
+
+/*
+ * find_window: if a group key is ssp.tumble() or ssp.hop() over the event
+ * time, make the view windowed: the SQL of a window's start and end over
+ * the batch (for ssp.hop, each event joins every window that holds it), the
+ * statement that counts late events (for ssp.hop, events whose every
+ * window is closed), and the one that applies retention.
+ */
+static void
+find_window(Build *b, const char *mrel)
+{
+	SspWindowSpec *w = &b->spec;
+	char	   *quals;
+	char	   *last_end;
+
+	ssp_find_window(b->stream, b->group_exprs, w);
+	b->window = w->index;
+	if (b->window < 0)
+		return;
+	b->sizesql = ssp_interval_sql(w->size);
+	if (w->session)
+	{
+		/* an event is late once no open session could take it */
+		char	   *ts = ssp_deparse(b, w->ts);
+
+		quals = b->query->jointree->quals ? ssp_deparse(b, b->query->jointree->quals) : "true";
+		b->window_start = ts;
+		if (list_length(b->query->rtable) > 1)
+			ssp_refuse("a join with a session window", "Session windows read the stream alone for now.");
+		b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM %s WHERE (%s) AND NOT %s + %s > COALESCE($1, '-infinity')",
+							   b->from, quals, ts, b->sizesql);
+		if (b->opts->retention)
+			b->retention_sql = psprintf("DELETE FROM %s m WHERE m._session_end + %s < $1 - %s::interval",
+										mrel, b->sizesql, quote_literal_cstr(b->opts->retention));
+		return;
+	}
+	if (w->hop)
+	{
+		char	   *ts = ssp_deparse(b, w->ts);
+		char	   *origin = w->origin ? ssp_deparse(b, w->origin) : "NULL";
+
+		b->window_from = psprintf(" CROSS JOIN LATERAL ssp.hop_windows(%s, %s, %s, %s) AS hw(w)",
+								  ts, b->sizesql, ssp_interval_sql(w->slide), origin);
+		b->window_start = "hw.w";
+		/* the last window that holds an event starts at its slide */
+		last_end = psprintf("(ssp.tumble(%s, %s, %s) + %s)", ts, ssp_interval_sql(w->slide),
+							origin, b->sizesql);
+	}
+	else
+	{
+		b->window_from = "";
+		b->window_start = ssp_deparse(b, list_nth(b->group_exprs, b->window));
+		last_end = psprintf("(%s + %s)", b->window_start, b->sizesql);
+	}
+	b->window_end = psprintf("(%s + %s)", b->window_start, b->sizesql);
+	quals = b->query->jointree->quals ? ssp_deparse(b, b->query->jointree->quals) : "true";
+	b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM %s WHERE (%s) AND NOT %s > COALESCE($1, '-infinity')",
+						   b->from, quals, last_end);
+	if (b->opts->retention)
+		b->retention_sql = psprintf("DELETE FROM %s m WHERE m.%s + %s < $1 - %s::interval",
+									mrel, quote_identifier(list_nth(b->group_cols, b->window)),
+									b->sizesql, quote_literal_cstr(b->opts->retention));
+}
+
+/*
+ * find_sliding: for ssp.sliding, the hidden step key (ssp.tumble of the
+ * event time by ssp.step), the late count (events already out of the range)
+ * and the deletion of steps that left it.
+ */
+static void
+find_sliding(Build *b, const char *mrel)
+{
+	SspStream  *s = b->stream;
+	AttrNumber	evatt = s->timestamp_attnum;
+	char	   *step = quote_literal_cstr(b->opts->step);
+	char	   *sliding = quote_literal_cstr(b->opts->sliding);
+	char	   *quals;
+	int			i;
+
+	if (b->window >= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.sliding cannot be combined with ssp.tumble or ssp.hop")));
+	for (i = 0; evatt == 0 && i < s->ncolumns; i++)
+		if (s->columns[i].source == SSP_SRC_TIMESTAMP)
+			evatt = s->columns[i].attnum;
+	if (evatt == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a sliding window needs the event time of stream \"%s\"", s->relname),
+				 errhint("Give the stream option timestamp, or a column with OPTIONS (meta 'timestamp').")));
+	b->step_expr = psprintf("ssp.tumble(b.%s, %s::interval)",
+							quote_identifier(get_attname(s->relid, evatt, false)), step);
+	b->in_range = psprintf("m._step + %s::interval > pg_catalog.now() - %s::interval", step, sliding);
+	quals = b->query->jointree->quals ? ssp_deparse(b, b->query->jointree->quals) : "true";
+	b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM %s WHERE (%s) AND NOT "
+						   "%s + %s::interval > pg_catalog.now() - %s::interval",
+						   b->from, quals, b->step_expr, step, sliding);
+	b->retention_sql = psprintf("DELETE FROM %s m WHERE NOT (%s)", mrel, b->in_range);
+}
+
+/*
+ * sliding_view: the view of a sliding window: the states of the steps in
+ * range merged per group, then finished.
+ */
+static void
+sliding_view(Build *b, List *names, const char *mrel, const char *view, StringInfo viewsql)
+{
+	StringInfoData keys;
+	StringInfoData merged;
+	ListCell   *lc;
+	int			i = 0;
+
+	initStringInfo(&keys);
+	initStringInfo(&merged);
+	foreach(lc, b->group_cols)
+		appendStringInfo(&keys, "%sm.%s", keys.len ? ", " : "", quote_identifier(lfirst(lc)));
+	if (b->group_cols == NIL)
+		appendStringInfoString(&keys, "m._g0");
+	foreach(lc, b->plans)
+	{
+		AggPlan    *p = lfirst(lc);
+		ListCell   *c,
+				   *t,
+				   *r;
+
+		forthree(c, p->cols, t, p->types, r, p->readaggs)
+			appendStringInfo(&merged, ", %s(m.%s)::%s AS %s", (char *) lfirst(r),
+							 (char *) lfirst(c), (char *) lfirst(t), (char *) lfirst(c));
+	}
+	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT ", view);
+	foreach(lc, b->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resjunk)
+			continue;
+		appendStringInfo(viewsql, "%s%s AS %s", i ? ", " : "",
+						 ssp_final_sql(b, (Node *) tle->expr),
+						 quote_identifier(list_nth(names, i)));
+		i++;
+	}
+	appendStringInfo(viewsql, " FROM (SELECT %s%s FROM %s m WHERE %s GROUP BY %s) m",
+					 keys.data, merged.data, mrel, b->in_range, keys.data);
+	if (b->query->havingQual)
+		appendStringInfo(viewsql, " WHERE %s", ssp_final_sql(b, b->query->havingQual));
+}
+
+/*
+ * aggregating_view: the view users query: finish each output column, apply
+ * HAVING, and for ssp.emit = 'final' show closed windows only.
+ */
+static void
+aggregating_view(Build *b, List *names, const char *mrel, const char *view,
+				 StringInfo viewsql)
+{
+	Query	   *q = b->query;
+	ListCell   *lc;
+	int			i = 0;
+
+	if (b->step_expr)
+	{
+		sliding_view(b, names, mrel, view, viewsql);
+		return;
+	}
+
+	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT ", view);
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resjunk)
+			continue;
+		appendStringInfo(viewsql, "%s%s AS %s", i ? ", " : "",
+						 ssp_final_sql(b, (Node *) tle->expr),
+						 quote_identifier(list_nth(names, i)));
+		i++;
+	}
+	appendStringInfo(viewsql, " FROM %s m", mrel);
+	if (q->havingQual)
+		appendStringInfo(viewsql, " WHERE %s", ssp_final_sql(b, q->havingQual));
+	if (b->opts->emit_final)
+	{
+		/* only windows the watermark has closed */
+		appendStringInfo(viewsql, " %s m.%s + %s <= "
+						 "(SELECT c.watermark FROM ssp.continuous_views c WHERE c.mrel = %s::regclass)",
+						 q->havingQual ? "AND" : "WHERE",
+						 b->spec.session ? "_session_end" :
+						 quote_identifier(list_nth(b->group_cols, b->window)),
+						 b->sizesql, quote_literal_cstr(mrel));
+	}
+}
+
+/*
+ * build_session: the mrel and apply statement of a view grouped by
+ * ssp.session().  A session is a row: the other group keys, its start (the
+ * key), its last event time (_session_end) and the aggregate states.  A
+ * batch is cut into sessions per group (gaps and islands over event time);
+ * each is merged with the stored sessions it touches (within the gap),
+ * which it may bridge: those are deleted and the islands of all of them are
+ * inserted with their states merged.
+ */
+static void
+build_session(Build *b, const char *mrel, StringInfo create, StringInfo apply)
+{
+	Query	   *q = b->query;
+	StringInfoData keys;		/* _k1, ... the other group keys */
+	StringInfoData keysel;		/* their expressions AS _k1, ... */
+	StringInfoData mkeys;		/* their columns in the mrel */
+	StringInfoData match;		/* stored session of the same group */
+	StringInfoData partials,
+				merged,
+				statecols,
+				mstates;
+	char	   *gap = b->sizesql;
+	char	   *ts = b->window_start;
+	const char *wcol = quote_identifier(list_nth(b->group_cols, b->window));
+	ListCell   *lc;
+	int			i = 0;
+	int			n = 0;
+
+	initStringInfo(&keys);
+	initStringInfo(&keysel);
+	initStringInfo(&mkeys);
+	initStringInfo(&match);
+	initStringInfo(&partials);
+	initStringInfo(&merged);
+	initStringInfo(&statecols);
+	initStringInfo(&mstates);
+	appendStringInfo(create, "CREATE TABLE %s (", mrel);
+	foreach(lc, b->group_exprs)
+	{
+		Node	   *e = lfirst(lc);
+		const char *col = quote_identifier(list_nth(b->group_cols, i));
+
+		appendStringInfo(create, "%s %s, ", col,
+						 format_type_with_typemod(exprType(e), exprTypmod(e)));
+		if (i != b->window)
+		{
+			n++;
+			appendStringInfo(&keys, "_k%d, ", n);
+			appendStringInfo(&keysel, "%s AS _k%d, ", ssp_deparse(b, e), n);
+			appendStringInfo(&mkeys, "%s, ", col);
+			appendStringInfo(&match, "m.%s IS NOT DISTINCT FROM s._k%d AND ", col, n);
+		}
+		i++;
+	}
+	appendStringInfoString(create, "_session_end timestamp with time zone");
+	foreach(lc, b->plans)
+	{
+		AggPlan    *p = lfirst(lc);
+		ListCell   *c,
+				   *t,
+				   *pa,
+				   *r;
+
+		forfour(c, p->cols, t, p->types, pa, p->partials, r, p->readaggs)
+		{
+			appendStringInfo(create, ", %s %s", (char *) lfirst(c), (char *) lfirst(t));
+			appendStringInfo(&partials, ", %s AS %s", (char *) lfirst(pa), (char *) lfirst(c));
+			appendStringInfo(&merged, ", %s(%s)::%s", (char *) lfirst(r), (char *) lfirst(c), (char *) lfirst(t));
+			appendStringInfo(&statecols, ", %s", (char *) lfirst(c));
+			appendStringInfo(&mstates, ", m.%s", (char *) lfirst(c));
+		}
+	}
+	appendStringInfo(create, ");\nCREATE INDEX ON %s (%s%s)", mrel, mkeys.data, wcol);
+
+	/* the batch's events of open sessions, cut into sessions per group */
+	appendStringInfo(apply,
+					 "WITH e AS (SELECT %s%s AS _ts, b.* FROM ssp_batch b WHERE (%s) AND %s + %s > COALESCE($1, '-infinity')), "
+					 "c AS (SELECT e.*, CASE WHEN _ts - pg_catalog.lag(_ts) OVER (PARTITION BY %s true ORDER BY _ts) <= %s "
+					 "THEN 0 ELSE 1 END AS _new FROM e), "
+					 "n AS (SELECT c.*, pg_catalog.sum(_new) OVER (PARTITION BY %s true ORDER BY _ts ROWS UNBOUNDED PRECEDING) AS _sid FROM c), "
+					 "s AS (SELECT %s pg_catalog.min(_ts) AS _s, pg_catalog.max(_ts) AS _e%s FROM n b GROUP BY %s _sid), ",
+					 keysel.data, ts, q->jointree->quals ? ssp_deparse(b, q->jointree->quals) : "true", ts, gap,
+					 keys.data, gap, keys.data, keys.data, partials.data, keys.data);
+	/* the stored sessions they touch, taken out */
+	appendStringInfo(apply,
+					 "t AS (DELETE FROM %s m USING s WHERE %s m.%s - %s <= s._e AND m._session_end + %s >= s._s "
+					 "RETURNING %s m.%s AS _s, m._session_end AS _e%s), ",
+					 mrel, match.data, wcol, gap, gap, mkeys.data, wcol, mstates.data);
+	/* all of them, as islands: a new one where the gap is passed */
+	appendStringInfo(apply,
+					 "a AS (SELECT %s _s, _e%s FROM s UNION ALL SELECT * FROM t), "
+					 "g AS (SELECT a.*, CASE WHEN _s <= pg_catalog.max(_e) OVER (PARTITION BY %s true ORDER BY _s "
+					 "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) + %s THEN 0 ELSE 1 END AS _new FROM a), "
+					 "i AS (SELECT g.*, pg_catalog.sum(_new) OVER (PARTITION BY %s true ORDER BY _s ROWS UNBOUNDED PRECEDING) AS _iid FROM g) ",
+					 keys.data, statecols.data, keys.data, gap, keys.data);
+	appendStringInfo(apply,
+					 "INSERT INTO %s (%s%s, _session_end%s) "
+					 "SELECT %s pg_catalog.min(_s), pg_catalog.max(_e)%s FROM i GROUP BY %s _iid",
+					 mrel, mkeys.data, wcol, statecols.data, keys.data, merged.data, keys.data);
+}
+
+/*
+ * build_aggregating: the mrel, view and apply SQL of a view with GROUP BY
+ * or aggregates.
+ */
+void
+ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
+				  StringInfo create, StringInfo viewsql, StringInfo apply)
+{
+	Query	   *q = b->query;
+	ListCell   *lc;
+	StringInfoData cols;
+	StringInfoData sel;
+	StringInfoData set;
+	StringInfoData keys;
+	int			i = 0;
+
+	/* group keys: named after the select-list entry that is the key, if any */
+	foreach(lc, q->groupClause)
+	{
+		SortGroupClause *sgc = lfirst(lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, q->targetList);
+		char	   *name = psprintf("_g%d", ++i);
+
+		b->group_exprs = lappend(b->group_exprs, tle->expr);
+		if (!tle->resjunk && tle->resname)
+			name = tle->resname;
+		b->group_cols = lappend(b->group_cols, name);
+	}
+	ssp_collect_aggs((Node *) q->targetList, b);
+	ssp_collect_aggs(q->havingQual, b);
+	find_window(b, mrel);
+	if (b->opts->sliding)
+		find_sliding(b, mrel);
+	if (b->window >= 0 && b->spec.session)
+	{
+		build_session(b, mrel, create, apply);
+		aggregating_view(b, names, mrel, view, viewsql);
+		return;
+	}
+
+	initStringInfo(&cols);
+	initStringInfo(&sel);
+	initStringInfo(&set);
+	initStringInfo(&keys);
+	appendStringInfo(create, "CREATE TABLE %s (", mrel);
+	i = 0;
+	foreach(lc, b->group_exprs)
+	{
+		Node	   *e = lfirst(lc);
+		const char *col = quote_identifier(list_nth(b->group_cols, i));
+
+		appendStringInfo(create, "%s%s %s", i ? ", " : "", col,
+						 format_type_with_typemod(exprType(e), exprTypmod(e)));
+		appendStringInfo(&cols, "%s%s", i ? ", " : "", col);
+		appendStringInfo(&keys, "%s%s", i ? ", " : "", col);
+		appendStringInfo(&sel, "%s%s", i ? ", " : "",
+						 i == b->window ? b->window_start : ssp_deparse(b, e));
+		i++;
+	}
+	if (b->step_expr)
+	{
+		appendStringInfo(create, "%s_step timestamp with time zone", i ? ", " : "");
+		appendStringInfo(&cols, "%s_step", i ? ", " : "");
+		appendStringInfo(&keys, "%s_step", i ? ", " : "");
+		appendStringInfo(&sel, "%s%s", i ? ", " : "", b->step_expr);
+	}
+	if (b->group_exprs == NIL)
+	{
+		/* one group: a constant key, so ON CONFLICT has something to match */
+		const char *sep = b->step_expr ? ", " : "";
+
+		appendStringInfo(create, "%s_g0 boolean NOT NULL DEFAULT true", sep);
+		appendStringInfo(&cols, "%s_g0", sep);
+		appendStringInfo(&keys, "%s_g0", sep);
+		appendStringInfo(&sel, "%strue", sep);
+		i = 1;
+	}
+	foreach(lc, b->plans)
+	{
+		AggPlan    *p = lfirst(lc);
+		ListCell   *c,
+				   *t,
+				   *pa,
+				   *m;
+
+		forfour(c, p->cols, t, p->types, pa, p->partials, m, p->merges)
+		{
+			appendStringInfo(create, ", %s %s", (char *) lfirst(c), (char *) lfirst(t));
+			appendStringInfo(&cols, ", %s", (char *) lfirst(c));
+			appendStringInfo(&sel, ", %s", (char *) lfirst(pa));
+			appendStringInfo(&set, "%s%s = %s", set.len ? ", " : "",
+							 (char *) lfirst(c), (char *) lfirst(m));
+		}
+	}
+	appendStringInfo(create, ");\nCREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT", mrel, keys.data);
+	if (b->window >= 0)
+		appendStringInfo(create, ";\nCREATE INDEX ON %s (%s)", mrel,
+						 quote_identifier(list_nth(b->group_cols, b->window)));
+
+	/* the apply statement: reduce the batch to its groups, merge them */
+	appendStringInfo(apply, "INSERT INTO %s AS m (%s) SELECT %s FROM %s%s",
+					 mrel, cols.data, sel.data, b->from, b->window >= 0 ? b->window_from : "");
+	{
+		/* the view's WHERE; open windows only; steps still in range only */
+		List	   *conds = NIL;
+		int			ngroup = list_length(b->group_exprs) + (b->step_expr ? 1 : 0);
+
+		if (q->jointree->quals)
+			conds = lappend(conds, psprintf("(%s)", ssp_deparse(b, q->jointree->quals)));
+		if (b->window_end)
+			conds = lappend(conds, psprintf("%s > COALESCE($1, '-infinity')", b->window_end));
+		if (b->step_expr)
+			conds = lappend(conds, psprintf("%s + %s::interval > pg_catalog.now() - %s::interval",
+											b->step_expr, quote_literal_cstr(b->opts->step),
+											quote_literal_cstr(b->opts->sliding)));
+		for (i = 0; i < list_length(conds); i++)
+			appendStringInfo(apply, " %s %s", i ? "AND" : "WHERE", (char *) list_nth(conds, i));
+		for (i = 1; i <= ngroup; i++)
+			appendStringInfo(apply, "%s%d", i > 1 ? ", " : " GROUP BY ", i);
+	}
+	appendStringInfo(apply, " ON CONFLICT (%s) DO %s", keys.data,
+					 set.len ? psprintf("UPDATE SET %s", set.data) : "NOTHING");
+
+	aggregating_view(b, names, mrel, view, viewsql);
+}
+
+/*
+ * build_keyed: a view without aggregates but with ssp.primary_key, kept
+ * from a compacted topic: per key, the latest message of the batch (in
+ * offset order) is upserted if it is a row that passes the WHERE, and
+ * deletes the key if it is a tombstone (a null value) or does not pass.
+ */
+static void
+build_keyed(Build *b, List *names, const char *mrel, StringInfo create, StringInfo apply)
+{
+	StringInfoData sel,
+				cols,
+				pk,
+				pkexprs,
+				match,
+				set;
+	ListCell   *lc;
+	int			i = 0;
+
+	initStringInfo(&sel);
+	initStringInfo(&cols);
+	initStringInfo(&pk);
+	initStringInfo(&pkexprs);
+	initStringInfo(&match);
+	initStringInfo(&set);
+	foreach(lc, b->opts->primary_key)
+	{
+		char	   *name = lfirst(lc);
+		bool		found = false;
+		ListCell   *tc;
+		int			j = 0;
+
+		foreach(tc, b->query->targetList)
+		{
+			TargetEntry *tle = lfirst(tc);
+
+			if (tle->resjunk)
+				continue;
+			if (strcmp(list_nth(names, j), name) == 0)
+			{
+				appendStringInfo(&pkexprs, "%s%s", pkexprs.len ? ", " : "", ssp_deparse(b, (Node *) tle->expr));
+				found = true;
+			}
+			j++;
+		}
+		if (!found)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("ssp.primary_key names \"%s\", which is not a column of the view", name)));
+		appendStringInfo(&pk, "%s%s", pk.len ? ", " : "", quote_identifier(name));
+		appendStringInfo(&match, " AND m.%s = l.%s", quote_identifier(name), quote_identifier(name));
+	}
+	appendStringInfo(create, "CREATE TABLE %s (", mrel);
+	foreach(lc, b->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Node	   *e = (Node *) tle->expr;
+		const char *col;
+
+		if (tle->resjunk)
+			continue;
+		col = quote_identifier(list_nth(names, i));
+		appendStringInfo(create, "%s %s, ", col, format_type_with_typemod(exprType(e), exprTypmod(e)));
+		appendStringInfo(&sel, "%s AS %s, ", ssp_deparse(b, e), col);
+		appendStringInfo(&cols, "%s%s", i ? ", " : "", col);
+		{
+			ListCell   *kc;
+			bool		is_key = false;
+
+			foreach(kc, b->opts->primary_key)
+				if (strcmp(lfirst(kc), list_nth(names, i)) == 0)
+					is_key = true;
+			if (!is_key)
+				appendStringInfo(&set, "%s%s = excluded.%s", set.len ? ", " : "", col, col);
+		}
+		i++;
+	}
+	appendStringInfo(create, "PRIMARY KEY (%s))", pk.data);
+	appendStringInfo(apply,
+					 "WITH l AS (SELECT DISTINCT ON (%s) %sNOT b._ssp_tombstone AND (%s) IS TRUE AS _ssp_keep "
+					 "FROM %s ORDER BY %s, b._ssp_partition DESC, b._ssp_offset DESC), "
+					 "d AS (DELETE FROM %s m USING l WHERE NOT l._ssp_keep%s) "
+					 "INSERT INTO %s AS m (%s) SELECT %s FROM l WHERE l._ssp_keep ON CONFLICT (%s) DO %s",
+					 pkexprs.data, sel.data,
+					 b->query->jointree->quals ? ssp_deparse(b, b->query->jointree->quals) : "true",
+					 b->from, pkexprs.data, mrel, match.data, mrel, cols.data, cols.data, pk.data,
+					 set.len ? psprintf("UPDATE SET %s", set.data) : "NOTHING");
+}
+
+/* build_append_only: the same for a view without aggregates. */
+void
+ssp_build_append_only(Build *b, List *names, const char *mrel, const char *view,
+				  StringInfo create, StringInfo viewsql, StringInfo apply)
+{
+	ListCell   *lc;
+	int			i = 0;
+	StringInfoData sel;
+
+	if (b->opts->primary_key)
+	{
+		build_keyed(b, names, mrel, create, apply);
+		appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT * FROM %s", view, mrel);
+		return;
+	}
+	initStringInfo(&sel);
+	appendStringInfo(create, "CREATE TABLE %s (", mrel);
+	foreach(lc, b->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Node	   *e = (Node *) tle->expr;
+
+		if (tle->resjunk)
+			continue;
+		appendStringInfo(create, "%s%s %s", i ? ", " : "",
+						 quote_identifier(list_nth(names, i)),
+						 format_type_with_typemod(exprType(e), exprTypmod(e)));
+		appendStringInfo(&sel, "%s%s", i ? ", " : "", ssp_deparse(b, e));
+		i++;
+	}
+	appendStringInfoString(create, ")");
+	appendStringInfo(apply, "INSERT INTO %s SELECT %s FROM %s", mrel, sel.data, b->from);
+	if (b->query->jointree->quals)
+		appendStringInfo(apply, " WHERE %s", ssp_deparse(b, b->query->jointree->quals));
+	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT * FROM %s", view, mrel);
+}

@@ -133,6 +133,16 @@ SELECT ssp.pause('big_orders');
 SELECT ssp.reset('big_orders');
 RESET ROLE;
 -- a view's worker runs as its owner: it reads only what the owner may
+CREATE FUNCTION wait_for_error(v regclass) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN 1..300 LOOP
+    IF (SELECT last_error FROM ssp.views WHERE view = v) IS NOT NULL THEN
+      RETURN true;
+    END IF;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+  RETURN false;
+END $$;
 CREATE ROLE ssp_owner;
 GRANT CREATE ON SCHEMA public TO ssp_owner;
 GRANT SELECT ON orders TO ssp_owner;
@@ -144,8 +154,24 @@ RESET ROLE;
 REVOKE SELECT ON orders FROM ssp_owner;
 INSERT INTO orders (order_id, region, amount, qty) VALUES (5005, 'r2', 1, 1);
 SELECT ssp.wait('owned', '2 s');
+SELECT wait_for_error('owned');
 SELECT last_error FROM ssp.views WHERE view = 'owned'::regclass;
 DROP VIEW owned;
+-- and it cannot become the worker's superuser session again
+GRANT SELECT ON orders TO ssp_owner;
+CREATE FUNCTION escalate(x bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+  RESET ROLE;
+  RETURN x;
+END $$;
+SET ROLE ssp_owner;
+CREATE VIEW sneaky WITH (ssp.continuous) AS SELECT escalate(order_id) AS id FROM orders;
+RESET ROLE;
+SELECT wait_for_error('sneaky');
+SELECT last_error FROM ssp.views WHERE view = 'sneaky'::regclass;
+DROP VIEW sneaky;
+DROP FUNCTION escalate(bigint);
+REVOKE SELECT ON orders FROM ssp_owner;
 -- functions on something that is not a continuous view
 SELECT ssp.wait('customers');
 SELECT ssp.pause('customers');

@@ -404,10 +404,12 @@ ssp_worker_main(Datum arg)
 	/*
 	 * Connect as the bootstrap superuser, then act as the view's owner for
 	 * everything, as REFRESH MATERIALIZED VIEW does: the owner need not be
-	 * able to log in, and can do no more than it may.
+	 * able to log in, can do no more than it may, and (a security-restricted
+	 * operation) cannot SET ROLE back to the session's superuser.
 	 */
 	BackgroundWorkerInitializeConnectionByOid(wargs.dboid, InvalidOid, 0);
-	SetUserIdAndSecContext(wargs.owner, SECURITY_LOCAL_USERID_CHANGE);
+	SetUserIdAndSecContext(wargs.owner,
+						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
 
 	memset(&w, 0, sizeof(w));
 	w.slot = ssp_worker_slot(wargs.dboid, viewoid, true);

@@ -29,6 +29,7 @@ CREATE TABLE continuous_views (
     stream regclass NOT NULL,
     topic text NOT NULL,
     apply_sql text NOT NULL,
+    columns smallint[],             -- stream columns the view reads (NULL: all)
     start text NOT NULL,
     commit_interval_ms int NOT NULL,
     batch_size int NOT NULL,

@@ -69,6 +69,7 @@ typedef struct Build
 	char	   *in_range;		/* SQL: a step m._step still in the range */
 	char	   *late_sql;
 	char	   *retention_sql;
+	char	   *columns;		/* int2[] literal of the stream columns read */
 } Build;
 
 extern const char *const ssp_refuse_hint;

@@ -14,6 +14,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
@@ -65,7 +66,7 @@ ssp_view_load(Oid view, bool missing_ok)
 		elog(ERROR, "ssp: SPI_connect failed");
 	if (SPI_execute_with_args("SELECT mrel::oid, stream::oid, topic, apply_sql, commit_interval_ms, "
 							  "batch_size, on_error, paused, generation, late_sql, retention_sql, grace, "
-							  "(extract(epoch FROM idle_timeout) * 1000)::bigint, watermark "
+							  "(extract(epoch FROM idle_timeout) * 1000)::bigint, watermark, columns "
 							  "FROM ssp.continuous_views WHERE view = $1::oid::regclass",
 							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
@@ -94,6 +95,22 @@ ssp_view_load(Oid view, bool missing_ok)
 		v->watermark = DatumGetTimestampTz(SPI_getbinval(tup, desc, 14, &isnull));
 		if (isnull)
 			v->watermark = DT_NOBEGIN;
+		{
+			Datum		d = SPI_getbinval(tup, desc, 15, &isnull);
+
+			if (!isnull)
+			{
+				Datum	   *elems;
+				int			nelems;
+				int			i;
+
+				v->some_columns = true;
+				deconstruct_array(DatumGetArrayTypeP(d), INT2OID, 2, true, TYPALIGN_SHORT,
+								  &elems, NULL, &nelems);
+				for (i = 0; i < nelems; i++)
+					v->columns = lappend_int(v->columns, DatumGetInt16(elems[i]));
+			}
+		}
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();

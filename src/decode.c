@@ -125,7 +125,7 @@ build_paths(SspStream *stream, SspSource source, MemoryContext cxt)
 		List	   *path = source == SSP_SRC_KEY ? list_make1(makeString(col->name)) : col->path;
 		ListCell   *lc;
 
-		if (col->source != source)
+		if (col->source != source || (stream->needed && !stream->needed[i]))
 			continue;
 		foreach(lc, path)
 			node = path_child(node, strVal(lfirst(lc)), true);
@@ -534,8 +534,12 @@ parse_csv(const char *data, size_t len, char ***fields, bool **quoted)
 
 /* Messages --------------------------------------------------------------- */
 
-/* SKIP: is column i left out when decoding only column "only"? */
-#define SKIP(i, only) ((only) >= 0 && (i) != (only))
+/*
+ * SKIP: is column i left out: when decoding only column "only", or when the
+ * stream's reader does not need it (it stays NULL, unconverted)?
+ */
+#define SKIP(i, only) (((only) >= 0 && (i) != (only)) || \
+					   (stream->needed && !stream->needed[i]))
 
 static void
 decode_value(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,

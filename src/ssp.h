@@ -76,6 +76,7 @@ typedef struct SspStream
 	int			nvalue;			/* columns decoded from the value */
 	int			nkey;			/* columns decoded from the key */
 	bool		has_rawkey;
+	bool	   *needed;			/* per column: decode it? NULL: all */
 	void	   *value_paths;	/* decode.c: JSON paths of the value columns */
 	void	   *key_paths;		/* decode.c: JSON paths of the key columns */
 } SspStream;

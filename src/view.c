@@ -350,10 +350,10 @@ record_view(Oid viewoid, Oid mreloid, Oid stream, const char *topic,
 	ObjectAddress viewaddr,
 				mreladdr,
 				streamaddr;
-	Datum		args[14];
-	char		nulls[14] = "              ";
-	Oid			argtypes[14] = {OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
-	TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[15];
+	char		nulls[15] = "               ";
+	Oid			argtypes[15] = {OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
+	TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 
 	ObjectAddressSet(viewaddr, RelationRelationId, viewoid);
 	ObjectAddressSet(mreladdr, RelationRelationId, mreloid);
@@ -388,10 +388,12 @@ record_view(Oid viewoid, Oid mreloid, Oid stream, const char *topic,
 	args[11] = CStringGetTextDatum(opts->grace ? opts->grace : "0");
 	args[12] = CStringGetTextDatum(opts->idle_timeout ? opts->idle_timeout : "1 minute");
 	args[13] = CStringGetTextDatum(opts->emit_final ? "final" : "changes");
+	args[14] = b->columns ? CStringGetTextDatum(b->columns) : (Datum) 0;
+	nulls[14] = b->columns ? ' ' : 'n';
 	if (SPI_execute_with_args("INSERT INTO ssp.continuous_views (view, mrel, stream, topic, apply_sql, start, "
-							  "commit_interval_ms, batch_size, on_error, late_sql, retention_sql, grace, idle_timeout, emit) "
-							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::interval, $13::interval, $14)",
-							  14, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
+							  "commit_interval_ms, batch_size, on_error, late_sql, retention_sql, grace, idle_timeout, emit, columns) "
+							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::interval, $13::interval, $14, $15::smallint[])",
+							  15, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "ssp: could not record the continuous view");
 }
 
@@ -509,6 +511,44 @@ setup_deparse(Build *b, Oid stream)
 }
 
 /*
+ * needed_columns: the stream columns the view reads, as an int2[] literal,
+ * or NULL for all (a whole-row reference).  Others are not decoded.
+ */
+static char *
+needed_columns(Build *b, Oid stream)
+{
+	Query	   *q = b->query;
+	Bitmapset  *attrs = NULL;
+	StringInfoData buf;
+	ListCell   *lc;
+	int			rtindex = 0;
+	int			i = 0;
+	int			x = -1;
+
+	foreach(lc, q->rtable)
+	{
+		i++;
+		if (((RangeTblEntry *) lfirst(lc))->rtekind == RTE_RELATION &&
+			((RangeTblEntry *) lfirst(lc))->relid == stream)
+			rtindex = i;
+	}
+	pull_varattnos((Node *) q->targetList, rtindex, &attrs);
+	pull_varattnos((Node *) q->jointree, rtindex, &attrs);
+	pull_varattnos(q->havingQual, rtindex, &attrs);
+	if (bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs))
+		return NULL;
+	/* the event time of a window moves the watermark */
+	if (b->late_sql && b->stream->timestamp_attnum > 0)
+		attrs = bms_add_member(attrs, b->stream->timestamp_attnum - FirstLowInvalidHeapAttributeNumber);
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	while ((x = bms_next_member(attrs, x)) >= 0)
+		appendStringInfo(&buf, "%s%d", buf.len > 1 ? "," : "", x + FirstLowInvalidHeapAttributeNumber);
+	appendStringInfoChar(&buf, '}');
+	return buf.data;
+}
+
+/*
  * ssp_create_continuous_view: carry out CREATE VIEW ... WITH
  * (ssp.continuous) in place of Postgres.  Needs a transaction; creates
  * objects as the current user.
@@ -601,6 +641,7 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	spi_exec(viewsql.data);
 	CommandCounterIncrement();
 
+	b.columns = needed_columns(&b, stream);
 	viewoid = RangeVarGetRelid(stmt->view, NoLock, false);
 	record_view(viewoid, get_relname_relid(psprintf("%s_mrel", stmt->view->relname), nspid),
 				stream, s->topic, apply.data, &b);

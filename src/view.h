@@ -42,6 +42,8 @@ typedef struct SspView
 	Interval   *grace;
 	int64		idle_ms;
 	TimestampTz watermark;		/* as last committed; DT_NOBEGIN: none */
+	bool		some_columns;	/* reads only the stream columns in columns */
+	List	   *columns;		/* int: stream attnums it reads */
 } SspView;
 
 /* view.c */

@@ -117,6 +117,16 @@ load(Worker *w, Oid viewoid, MemoryContext cxt)
 	else
 	{
 		w->stream = ssp_stream_open(w->view->stream);
+		if (w->view->some_columns)
+		{
+			int			i;
+
+			/* decode only what the view reads */
+			w->stream->needed = palloc0(sizeof(bool) * Max(w->stream->ncolumns, 1));
+			for (i = 0; i < w->stream->ncolumns; i++)
+				w->stream->needed[i] = list_member_int(w->view->columns,
+													   w->stream->columns[i].attnum);
+		}
 		if (pg_class_aclcheck(w->stream->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

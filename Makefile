@@ -48,6 +48,9 @@ include $(PGXS)
 
 all: test/broker/ssp_test_broker
 
+# PGXS does not track headers: every object depends on all of ours
+$(OBJS): $(wildcard src/*.h)
+
 test/broker/ssp_test_broker: test/broker/ssp_test_broker.c
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lrdkafka
 

@@ -10,6 +10,9 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -182,4 +185,37 @@ ssp_store_start_offsets(Oid view, Oid stream, const char *topic, const char *sta
 	ssp_kafka_close(kafka);
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
+}
+
+/*
+ * ssp_view_repair_dependencies: after pg_dump and restore the view and its
+ * materialisation table are plain objects again: make the table part of
+ * the view and the view depend on its stream, if they are not.  Needs a
+ * transaction.
+ */
+void
+ssp_view_repair_dependencies(SspView *v)
+{
+	ObjectAddress viewaddr,
+				mreladdr,
+				streamaddr;
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2] = {ObjectIdGetDatum(v->mrel), ObjectIdGetDatum(v->view)};
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (SPI_execute_with_args("SELECT 1 FROM pg_catalog.pg_depend WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+							  "AND objid = $1 AND refobjid = $2 AND deptype = 'i'",
+							  2, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read pg_depend");
+	if (SPI_processed == 0)
+	{
+		ObjectAddressSet(viewaddr, RelationRelationId, v->view);
+		ObjectAddressSet(mreladdr, RelationRelationId, v->mrel);
+		ObjectAddressSet(streamaddr, RelationRelationId, v->stream);
+		recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
+		recordDependencyOn(&viewaddr, &streamaddr, DEPENDENCY_NORMAL);
+		CommandCounterIncrement();
+	}
+	SPI_finish();
 }

@@ -56,5 +56,6 @@ extern void ssp_store_start_offsets(Oid view, Oid stream, const char *topic,
 									const char *start);
 extern SspOnError ssp_parse_on_error(const char *value);
 extern void ssp_check_start(const char *start);
+extern void ssp_view_repair_dependencies(SspView *v);
 
 #endif							/* SSP_VIEW_H */

@@ -116,6 +116,7 @@ load(Worker *w, Oid viewoid, MemoryContext cxt)
 		ok = false;
 	else
 	{
+		ssp_view_repair_dependencies(w->view);
 		w->stream = ssp_stream_open(w->view->stream);
 		if (w->view->some_columns)
 		{

@@ -13,6 +13,7 @@ OBJS = \
 	src/stream.o \
 	src/kafka.o \
 	src/decode.o \
+	src/jsonscan.o \
 	src/encode.o \
 	src/fdw.o \
 	src/scan.o \

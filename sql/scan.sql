@@ -63,6 +63,41 @@ SELECT * FROM csv_r;
 INSERT INTO csv_w VALUES ('1,"x"y', 1);
 SELECT * FROM csv_r WHERE p = 1;
 
+-- the fast scanner and Postgres's own JSON parser agree: on valid
+-- messages ssp decodes what jsonb reads, invalid ones are errors
+\set topic scan_grammar_ :run
+CREATE FOREIGN TABLE grammar_w (v text, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'text');
+CREATE FOREIGN TABLE grammar_r (a numeric, b text, c bool, o jsonb, n text OPTIONS (field 'o.x'),
+    raw text OPTIONS (meta 'key'), off bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic', format 'json', on_error 'null');
+CREATE TABLE grammar (v text);
+INSERT INTO grammar VALUES
+  ('{"a": 1}'), ('{"a": -0}'), ('{"a": 1.5e3}'), ('{"a": 2E-2, "b": "x"}'), ('{"a": 0.25}'),
+  (' {"a":1,"b":"y","c":true,"o":{"x":"in","z":[1,{"y":null}]}} '), (E'{\t"a"\n:\r7}'),
+  ('{"b": "tab\tescaped", "a": 3}'), ('{"b": "\u00e9t\u00e9"}'), ('{"o": {"x": "deep"}, "o": {"x": "last"}}'),
+  ('{"c": false, "b": null}'), ('{}'), ('{"a": 1, "a": 2}'), ('{"o": []}'), ('{"o": [[], {}, [1, [2]]]}'),
+  ('{"a": 01}'), ('{"a": 1.}'), ('{"a": -}'), ('{"a": .5}'), ('{"a": +1}'), ('{"a": 1x}'), ('{"c": tru}'),
+  ('{"c": truex}'), ('{"c": nulll}'), ('{"a": 1,}'), ('{"a" 1}'), ('{"a": 1'), ('{"a": "open}'),
+  ('{''a'': 1}'), ('{} x'), ('[1]'), ('"a"'), (''), ('{"a": 1} {"a": 2}'), (E'{"b": "line\nbreak"}'),
+  ('{"b": "bad \x escape"}'), ('{"a": 1e}'), ('{"a": 1e+}'), ('{"a": -01}');
+INSERT INTO grammar_w SELECT v, 0 FROM grammar;
+CREATE FUNCTION valid_json(t text) RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN t::jsonb;
+EXCEPTION WHEN others THEN
+  RETURN NULL;
+END $$;
+WITH r AS (SELECT row_number() OVER (ORDER BY off) AS i, * FROM grammar_r),
+     g AS (SELECT row_number() OVER () AS i, v, valid_json(v) AS j FROM grammar)
+SELECT g.v, jsonb_typeof(g.j) = 'object' AS valid,
+       r.a IS NOT DISTINCT FROM (g.j ->> 'a')::numeric
+         AND r.b IS NOT DISTINCT FROM g.j ->> 'b'
+         AND r.c IS NOT DISTINCT FROM (g.j ->> 'c')::bool
+         AND r.o IS NOT DISTINCT FROM g.j -> 'o'
+         AND r.n IS NOT DISTINCT FROM g.j -> 'o' ->> 'x' AS same
+FROM r JOIN g USING (i) ORDER BY g.i;
+
 -- a topic that does not exist
 CREATE FOREIGN TABLE nowhere (a int) SERVER kafka OPTIONS (topic 'no_such_topic');
 SELECT * FROM nowhere;

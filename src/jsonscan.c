@@ -132,58 +132,43 @@ child_named(PathNode *node, const char *name, int len)
 	return NULL;
 }
 
-/* scan_object: at '{'; node is the path node of this object, or NULL. */
+/*
+ * scan_member: one member of an object (a name, ':' and a value, whose
+ * path node is the child of node so named) or of an array (a value).
+ */
 static bool
-scan_object(Scan *s, PathNode *node)
+scan_member(Scan *s, PathNode *node, bool object)
 {
-	if (++s->depth > MAX_DEPTH)
+	const char *name;
+	int			len;
+
+	if (!object)
+		return scan_value(s, NULL);		/* nothing inside an array is on a path */
+	if (s->p >= s->end || *s->p != '"' || !scan_string(s, &name, &len))
+		return false;
+	skip_ws(s);
+	if (s->p >= s->end || *s->p != ':')
 		return false;
 	s->p++;
 	skip_ws(s);
-	if (s->p < s->end && *s->p == '}')
-	{
-		s->p++;
-		s->depth--;
-		return true;
-	}
-	for (;;)
-	{
-		const char *name;
-		int			len;
-
-		skip_ws(s);
-		if (s->p >= s->end || *s->p != '"' || !scan_string(s, &name, &len))
-			return false;
-		skip_ws(s);
-		if (s->p >= s->end || *s->p != ':')
-			return false;
-		s->p++;
-		skip_ws(s);
-		if (!scan_value(s, child_named(node, name, len)))
-			return false;
-		skip_ws(s);
-		if (s->p >= s->end)
-			return false;
-		if (*s->p == '}')
-			break;
-		if (*s->p != ',')
-			return false;
-		s->p++;
-	}
-	s->p++;
-	s->depth--;
-	return true;
+	return scan_value(s, child_named(node, name, len));
 }
 
-/* scan_array: at '['; nothing inside an array is on a path. */
+/*
+ * scan_container: at '{' or '['; its members up to the closing character.
+ * node is the path node of an object, or NULL.
+ */
 static bool
-scan_array(Scan *s)
+scan_container(Scan *s, PathNode *node)
 {
+	bool		object = *s->p == '{';
+	char		close = object ? '}' : ']';
+
 	if (++s->depth > MAX_DEPTH)
 		return false;
 	s->p++;
 	skip_ws(s);
-	if (s->p < s->end && *s->p == ']')
+	if (s->p < s->end && *s->p == close)
 	{
 		s->p++;
 		s->depth--;
@@ -192,12 +177,12 @@ scan_array(Scan *s)
 	for (;;)
 	{
 		skip_ws(s);
-		if (!scan_value(s, NULL))
+		if (!scan_member(s, node, object))
 			return false;
 		skip_ws(s);
 		if (s->p >= s->end)
 			return false;
-		if (*s->p == ']')
+		if (*s->p == close)
 			break;
 		if (*s->p != ',')
 			return false;
@@ -226,12 +211,12 @@ scan_value(Scan *s, PathNode *node)
 	{
 		case '{':
 			type = JSON_TOKEN_OBJECT_START;
-			if (!scan_object(s, node && node->children ? node : NULL))
+			if (!scan_container(s, node && node->children ? node : NULL))
 				return false;
 			break;
 		case '[':
 			type = JSON_TOKEN_ARRAY_START;
-			if (!scan_array(s))
+			if (!scan_container(s, NULL))
 				return false;
 			break;
 		case '"':
@@ -294,7 +279,7 @@ ssp_json_scan(const char *text, size_t len, PathNode *root, JsonFound *found)
 	s.depth = 0;
 	s.found = found;
 	skip_ws(&s);
-	if (s.p >= s.end || *s.p != '{' || !scan_object(&s, root))
+	if (s.p >= s.end || *s.p != '{' || !scan_container(&s, root))
 		return false;
 	skip_ws(&s);
 	return s.p == s.end;

@@ -200,6 +200,12 @@ INSERT INTO dl_raw
          END, 0
   FROM generate_series(1, 100) g;
 SELECT ssp.wait('per_unit'), ssp.wait('dl_count');
+-- on_error 'stop': the first bad message stops the view, and says where
+CREATE VIEW dl_stop WITH (ssp.continuous, ssp.on_error = 'stop') AS SELECT max(id) FROM dl;
+SELECT wait_for_error('dl_stop');
+SELECT last_error FROM ssp.views WHERE view = 'dl_stop'::regclass;
+SELECT count(*) FROM dl_stop;
+DROP VIEW dl_stop;
 SELECT view, partition, "offset", error FROM ssp.dead_letters ORDER BY view::text, "offset";
 SELECT view, processed, dead_letters FROM ssp.views ORDER BY view::text;
 SELECT * FROM per_unit ORDER BY region;

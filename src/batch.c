@@ -62,18 +62,31 @@ typedef struct BatchState
 /*
  * batch_tupdesc: the columns of ssp_batch: the stream's, then
  * _ssp_partition, _ssp_offset and _ssp_tombstone (a null message value).
+ * Needs a transaction the first time.
  */
 static TupleDesc
-batch_tupdesc(TupleDesc stream)
+batch_tupdesc(SspStream *stream)
 {
-	TupleDesc	desc = CreateTemplateTupleDesc(stream->natts + SSP_BATCH_EXTRA);
+	MemoryContext old;
+	Relation	rel;
+	TupleDesc	desc;
+	TupleDesc	sdesc;
 	int			i;
 
-	for (i = 0; i < stream->natts; i++)
-		TupleDescCopyEntry(desc, i + 1, stream, i + 1);
-	TupleDescInitEntry(desc, stream->natts + 1, "_ssp_partition", INT4OID, -1, 0);
-	TupleDescInitEntry(desc, stream->natts + 2, "_ssp_offset", INT8OID, -1, 0);
-	TupleDescInitEntry(desc, stream->natts + 3, "_ssp_tombstone", BOOLOID, -1, 0);
+	if (stream->batch_desc)
+		return stream->batch_desc;	/* made once per stream */
+	old = MemoryContextSwitchTo(stream->cxt);
+	rel = RelationIdGetRelation(stream->relid);
+	sdesc = RelationGetDescr(rel);
+	desc = CreateTemplateTupleDesc(sdesc->natts + SSP_BATCH_EXTRA);
+	for (i = 0; i < sdesc->natts; i++)
+		TupleDescCopyEntry(desc, i + 1, sdesc, i + 1);
+	TupleDescInitEntry(desc, sdesc->natts + 1, "_ssp_partition", INT4OID, -1, 0);
+	TupleDescInitEntry(desc, sdesc->natts + 2, "_ssp_offset", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, sdesc->natts + 3, "_ssp_tombstone", BOOLOID, -1, 0);
+	RelationClose(rel);
+	MemoryContextSwitchTo(old);
+	stream->batch_desc = desc;
 	return desc;
 }
 
@@ -417,11 +430,9 @@ store_progress(BatchState *bs, int nparts, const int64 *next, TimestampTz waterm
  */
 bool
 ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs, int n,
-				int nparts, const int64 *next, SspEventTime *et,
-				int64 *applied, int64 *dead)
+				int nparts, const int64 *next, SspEventTime *et)
 {
 	BatchState	bs;
-	Relation	rel;
 	bool		ok;
 	TimestampTz watermark = DT_NOBEGIN;
 	int			p;
@@ -440,9 +451,7 @@ ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs, int n,
 		bs.view = view;
 		bs.stream = stream;
 		bs.msgs = msgs;
-		rel = RelationIdGetRelation(stream->relid);
-		bs.tupdesc = batch_tupdesc(RelationGetDescr(rel));
-		RelationClose(rel);
+		bs.tupdesc = batch_tupdesc(stream);
 		bs.values = palloc(sizeof(Datum) * (stream->natts + SSP_BATCH_EXTRA));
 		bs.nulls = palloc(sizeof(bool) * (stream->natts + SSP_BATCH_EXTRA));
 		bs.et = view->late_sql ? et : NULL;
@@ -470,8 +479,6 @@ ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs, int n,
 		store_progress(&bs, nparts, next, watermark);
 		if (bs.et)
 			et->watermark = watermark;
-		*applied = bs.applied;
-		*dead = bs.dead;
 	}
 
 	end_view_xact(ok);

@@ -23,7 +23,7 @@ typedef struct SspEventTime
 
 extern bool ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs,
 							int n, int nparts, const int64 *next,
-							SspEventTime *et, int64 *applied, int64 *dead);
+							SspEventTime *et);
 extern bool ssp_record_lost(SspView *view, int32 partition, int64 from, int64 to);
 
 #endif							/* SSP_BATCH_H */

@@ -220,6 +220,7 @@ parse_json_fields(SspStream *stream, PathTree *tree, const char *text, size_t le
 {
 	JsonState	st;
 	JsonSemAction sem;
+	JsonFound  *found;
 	int			levels = tree->depth + 2;
 
 	if (len > INT_MAX)
@@ -228,9 +229,10 @@ parse_json_fields(SspStream *stream, PathTree *tree, const char *text, size_t le
 				 errmsg("message of %zu bytes is too large to decode", len)));
 
 	/* the common case, fast; anything unusual goes to Postgres's parser */
-	st.found = palloc0(sizeof(JsonFound) * Max(stream->ncolumns, 1));
-	if (ssp_json_scan(text, len, tree->root, st.found))
-		return st.found;
+	found = palloc0(sizeof(JsonFound) * Max(stream->ncolumns, 1));
+	if (ssp_json_scan(text, len, tree->root, found))
+		return found;
+	memset(found, 0, sizeof(JsonFound) * Max(stream->ncolumns, 1));
 
 	memset(&st, 0, sizeof(st));
 	st.lex = makeJsonLexContextCstringLen((char *) text, (int) len,
@@ -239,7 +241,7 @@ parse_json_fields(SspStream *stream, PathTree *tree, const char *text, size_t le
 	st.objnode = palloc0(sizeof(PathNode *) * levels);
 	st.fieldnode = palloc0(sizeof(PathNode *) * levels);
 	st.valstart = palloc0(sizeof(char *) * levels);
-	st.found = palloc0(sizeof(JsonFound) * Max(stream->ncolumns, 1));
+	st.found = found;
 
 	memset(&sem, 0, sizeof(sem));
 	sem.semstate = &st;

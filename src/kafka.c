@@ -148,29 +148,22 @@ conf_set(rd_kafka_conf_t *conf, const char *name, const char *value)
 	char		errstr[512];
 
 	if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
-	{
-		rd_kafka_conf_destroy(conf);
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("invalid value for Kafka property \"%s\"", name),
 				 ssp_option_is_secret(name) ?
 				 errdetail("The value is secret and not shown.") :
 				 errdetail("%s", errstr)));
-	}
 }
 
 /*
- * new_client: a librdkafka client for the server as userid, with ssp's
- * settings first and the server's and user mapping's properties over them.
+ * set_properties: ssp's settings for a client of this type, then the
+ * server's and the user mapping's properties over them.
  */
-static rd_kafka_t *
-new_client(SspKafka *kafka, rd_kafka_type_t type)
+static void
+set_properties(SspKafka *kafka, rd_kafka_conf_t *conf, rd_kafka_type_t type)
 {
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_t *rk;
-	char		errstr[512];
 	ListCell   *lc;
-	List	   *options;
 
 	conf_set(conf, "log.queue", "true");
 	conf_set(conf, "client.id", "ssp");
@@ -196,21 +189,34 @@ new_client(SspKafka *kafka, rd_kafka_type_t type)
 		conf_set(conf, "enable.idempotence", "true");
 	}
 
+	foreach(lc, ssp_server_kafka_options(kafka->serverid, kafka->userid))
+	{
+		DefElem    *def = lfirst(lc);
+
+		conf_set(conf, def->defname, defGetString(def));
+	}
+}
+
+/*
+ * new_client: a librdkafka client for the server as userid, with ssp's
+ * settings first and the server's and user mapping's properties over them.
+ */
+static rd_kafka_t *
+new_client(SspKafka *kafka, rd_kafka_type_t type)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_t *rk;
+	char		errstr[512];
+
 	kafka->servername = MemoryContextStrdup(GetMemoryChunkContext(kafka),
 											GetForeignServer(kafka->serverid)->servername);
 	PG_TRY();
 	{
-		options = ssp_server_kafka_options(kafka->serverid, kafka->userid);
-		foreach(lc, options)
-		{
-			DefElem    *def = lfirst(lc);
-
-			conf_set(conf, def->defname, defGetString(def));
-		}
+		set_properties(kafka, conf, type);
 	}
 	PG_CATCH();
 	{
-		/* conf_set destroys conf itself on failure */
+		rd_kafka_conf_destroy(conf);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -718,14 +724,6 @@ ssp_kafka_flush(SspKafka *kafka, const char *topic)
 				 errmsg("could not produce to topic \"%s\"", topic),
 				 errdetail("The broker refused " UINT64_FORMAT " messages: %s",
 						   kafka->failed - failed_before, kafka->delivery_error)));
-}
-
-/* ssp_kafka_abort_produce: drop the messages not yet sent. */
-void
-ssp_kafka_abort_produce(SspKafka *kafka)
-{
-	rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE);
-	rd_kafka_poll(kafka->rk, 0);
 }
 
 /* Worker consumers -------------------------------------------------------- */

@@ -77,6 +77,7 @@ typedef struct SspStream
 	int			nkey;			/* columns decoded from the key */
 	bool		has_rawkey;
 	bool	   *needed;			/* per column: decode it? NULL: all */
+	TupleDesc	batch_desc;		/* batch.c: the columns of ssp_batch */
 	void	   *value_paths;	/* decode.c: JSON paths of the value columns */
 	void	   *key_paths;		/* decode.c: JSON paths of the key columns */
 } SspStream;
@@ -163,7 +164,6 @@ extern SspKafka *ssp_kafka_producer(Oid serverid, Oid userid);
 extern void ssp_kafka_produce(SspKafka *kafka, const char *topic,
 							  SspOutMessage *out);
 extern void ssp_kafka_flush(SspKafka *kafka, const char *topic);
-extern void ssp_kafka_abort_produce(SspKafka *kafka);
 extern int	ssp_kafka_event_fd(SspKafka *kafka);
 extern void ssp_kafka_drain_fd(SspKafka *kafka);
 extern void ssp_kafka_assign_at(SspKafka *kafka, int nparts, const int64 *offsets);

@@ -144,16 +144,15 @@ find_sliding(Build *b, const char *mrel)
 }
 
 /*
- * sliding_view: the view of a sliding window: the states of the steps in
- * range merged per group, then finished.
+ * sliding_source: what the view of a sliding window reads: the states of
+ * the steps in range, merged per group (as "m", like the table itself).
  */
-static void
-sliding_view(Build *b, List *names, const char *mrel, const char *view, StringInfo viewsql)
+static char *
+sliding_source(Build *b, const char *mrel)
 {
 	StringInfoData keys;
 	StringInfoData merged;
 	ListCell   *lc;
-	int			i = 0;
 
 	initStringInfo(&keys);
 	initStringInfo(&merged);
@@ -172,27 +171,14 @@ sliding_view(Build *b, List *names, const char *mrel, const char *view, StringIn
 			appendStringInfo(&merged, ", %s(m.%s)::%s AS %s", (char *) lfirst(r),
 							 (char *) lfirst(c), (char *) lfirst(t), (char *) lfirst(c));
 	}
-	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT ", view);
-	foreach(lc, b->query->targetList)
-	{
-		TargetEntry *tle = lfirst(lc);
-
-		if (tle->resjunk)
-			continue;
-		appendStringInfo(viewsql, "%s%s AS %s", i ? ", " : "",
-						 ssp_final_sql(b, (Node *) tle->expr),
-						 quote_identifier(list_nth(names, i)));
-		i++;
-	}
-	appendStringInfo(viewsql, " FROM (SELECT %s%s FROM %s m WHERE %s GROUP BY %s) m",
-					 keys.data, merged.data, mrel, b->in_range, keys.data);
-	if (b->query->havingQual)
-		appendStringInfo(viewsql, " WHERE %s", ssp_final_sql(b, b->query->havingQual));
+	return psprintf("(SELECT %s%s FROM %s m WHERE %s GROUP BY %s) m",
+					keys.data, merged.data, mrel, b->in_range, keys.data);
 }
 
 /*
  * aggregating_view: the view users query: finish each output column, apply
- * HAVING, and for ssp.emit = 'final' show closed windows only.
+ * HAVING, and for ssp.emit = 'final' show closed windows only; a sliding
+ * window's view reads the merged states of its steps in range.
  */
 static void
 aggregating_view(Build *b, List *names, const char *mrel, const char *view,
@@ -201,12 +187,6 @@ aggregating_view(Build *b, List *names, const char *mrel, const char *view,
 	Query	   *q = b->query;
 	ListCell   *lc;
 	int			i = 0;
-
-	if (b->step_expr)
-	{
-		sliding_view(b, names, mrel, view, viewsql);
-		return;
-	}
 
 	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT ", view);
 	foreach(lc, q->targetList)
@@ -220,7 +200,9 @@ aggregating_view(Build *b, List *names, const char *mrel, const char *view,
 						 quote_identifier(list_nth(names, i)));
 		i++;
 	}
-	appendStringInfo(viewsql, " FROM %s m", mrel);
+	/* a sliding window reads its steps in range, merged */
+	appendStringInfo(viewsql, " FROM %s",
+					 b->step_expr ? sliding_source(b, mrel) : psprintf("%s m", mrel));
 	if (q->havingQual)
 		appendStringInfo(viewsql, " WHERE %s", ssp_final_sql(b, q->havingQual));
 	if (b->opts->emit_final)

@@ -53,7 +53,6 @@ typedef struct Worker
 	int64	   *eof;			/* per partition: end seen, -1: none */
 	bool	   *lost;			/* per partition: next offset deleted */
 	SspMessage *msgs;
-	int64		processed;
 } Worker;
 
 static void
@@ -218,14 +217,13 @@ connect_topic(Worker *w, MemoryContext cxt)
 	memset(w->eof, 0xff, sizeof(int64) * Max(w->nparts, 1));	/* all -1 */
 	w->lost = MemoryContextAllocZero(cxt, sizeof(bool) * Max(w->nparts, 1));
 	ssp_kafka_assign_at(w->kafka, w->nparts, w->next);
-	ssp_slot_set_error(w->slot, "");
 }
 
+/* report_status: the worker's state and lag (messages not yet applied). */
 static void
-report_status(Worker *w)
+report_status(Worker *w, int64 lag)
 {
 	const char *trouble = ssp_kafka_trouble(w->kafka);
-	int64		lag = ssp_kafka_lag(w->kafka, w->nparts, w->next, NULL);
 
 	if (trouble)
 	{
@@ -277,7 +275,7 @@ collect(Worker *w, int fd, bool *dirty)
 			return n;
 		if (TimestampDifferenceExceeds(last_report, now, 1000))
 		{
-			report_status(w);
+			report_status(w, ssp_kafka_lag(w->kafka, w->nparts, w->next, NULL));
 			last_report = now;
 		}
 		timeout = deadline ? TimestampDifferenceMilliseconds(now, deadline) : 1000;
@@ -353,8 +351,7 @@ run(Worker *w, Oid viewoid)
 		bool		dirty;
 		int			n = collect(w, fd, &dirty);
 		int64	   *next = palloc(sizeof(int64) * w->nparts);
-		int64		applied = 0,
-					dead = 0;
+		int64		lag;
 		int			i,
 					p;
 
@@ -374,26 +371,27 @@ run(Worker *w, Oid viewoid)
 
 			for (p = 0; p < w->nparts; p++)
 				after[p] = next[p] >= 0 ? next[p] : w->next[p];
-			(void) ssp_kafka_lag(w->kafka, w->nparts, after, w->et.lagging);
+			lag = ssp_kafka_lag(w->kafka, w->nparts, after, w->et.lagging);
 			pfree(after);
 		}
 		pgstat_report_activity(STATE_RUNNING, "applying a batch");
 		if (!ssp_apply_batch(w->view, w->stream, w->msgs, n, w->nparts, next,
-							 &w->et, &applied, &dead))
+							 &w->et))
 		{
 			ssp_kafka_release(w->kafka);
 			return;				/* dropped, paused or reset */
 		}
 		pgstat_report_activity(STATE_IDLE, NULL);
 		ssp_kafka_release(w->kafka);
+		/* a batch went through: the last worker's error is over */
+		ssp_slot_set_error(w->slot, "");
 		for (p = 0; p < w->nparts; p++)
 			if (next[p] >= 0)
 				w->next[p] = next[p];
 		pfree(next);
-		w->processed += applied;
 		if (!recover_lost(w))
 			return;
-		report_status(w);
+		report_status(w, lag);
 	}
 }
 

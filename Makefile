@@ -22,6 +22,7 @@ OBJS = \
 	src/view.o \
 	src/aggregate.o \
 	src/viewsql.o \
+	src/join.o \
 	src/catalog.o \
 	src/batch.o \
 	src/worker.o \
@@ -34,7 +35,7 @@ EXTENSION = ssp
 DATA = sql/ssp--0.1.sql
 PGFILEDESC = "ssp - stateful stream processing over Kafka"
 
-REGRESS = option roundtrip scan insert view window join
+REGRESS = option roundtrip scan insert view window join streamjoin
 REGRESS_OPTS = --inputdir=. --load-extension=ssp
 
 SHLIB_LINK = -lrdkafka

@@ -26,8 +26,9 @@ COMMENT ON FOREIGN DATA WRAPPER ssp_kafka IS 'Kafka topics as streams';
 CREATE TABLE continuous_views (
     view regclass PRIMARY KEY,
     mrel regclass NOT NULL,
-    stream regclass NOT NULL,
-    topic text NOT NULL,
+    streams regclass[] NOT NULL,    -- the streams it reads: one, or two joined
+    topics text[] NOT NULL,         -- their topics
+    buffers regclass[],             -- two joined streams: each one's buffered rows
     apply_sql text NOT NULL,
     columns smallint[],             -- stream columns the view reads (NULL: all)
     start text NOT NULL,
@@ -57,7 +58,7 @@ CREATE TABLE offsets (
     next_offset bigint NOT NULL,
     max_event_time timestamptz,     -- the latest event time seen here
     last_event_at timestamptz,      -- when its last message was applied
-    PRIMARY KEY (view, partition)
+    PRIMARY KEY (view, topic, partition)
 );
 
 -- Messages that could not be used, and why.
@@ -158,8 +159,8 @@ SELECT c.view,
        c.watermark,
        w.last_error,
        c.last_commit,
-       c.stream,
-       c.topic,
+       c.streams,
+       c.topics,
        c.mrel
 FROM continuous_views c
 LEFT JOIN worker_status() w ON w.view = c.view::oid;

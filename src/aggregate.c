@@ -177,6 +177,14 @@ plan_agg(Build *b, Aggref *agg, int n)
 					 c1, c1, c1, c1, c1, isand ? "AND" : "OR", c1), isand ? "pg_catalog.bool_and" : "pg_catalog.bool_or");
 		p->final = psprintf("m.%s", c1);
 	}
+	else if (strcmp(name, "avg") == 0 && argtype == INTERVALOID)
+	{
+		/* as interval_avg: the sum divided by the count as a float */
+		COL(c1, "interval", psprintf("pg_catalog.sum(%s)%s", arg, filter), SUM_MERGE(c1), "pg_catalog.sum");
+		COL(c2, "bigint", psprintf("pg_catalog.count(%s)%s", arg, filter),
+			psprintf("m.%s + excluded.%s", c2, c2), "pg_catalog.sum");
+		p->final = psprintf("(m.%s / NULLIF(m.%s, 0)::double precision)", c1, c2);
+	}
 	else if (strcmp(name, "avg") == 0 && (isfloat || isexact))
 	{
 		COL(c1, isfloat ? "double precision" : "numeric",

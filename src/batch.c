@@ -6,7 +6,8 @@
  * One transaction per batch: check that the view is still the one the
  * worker started for (not dropped, paused or reset since), decode the
  * messages into a tuplestore exposed to SQL as the ephemeral relation
- * ssp_batch, run the view's apply statement, store dead letters, and
+ * ssp_batch (and ssp_batch_2 for the second stream of a join), run the
+ * view's apply statement, store dead letters, and
  * upsert the partitions' next offsets into ssp.offsets; then commit.  The
  * rows and the offsets that produced them commit together or not at all.
  *
@@ -43,8 +44,8 @@
 typedef struct BatchState
 {
 	SspView    *view;
-	SspStream  *stream;
-	TupleDesc	tupdesc;
+	SspSources *src;
+	TupleDesc  *tupdescs;		/* per source: its batch relation's columns */
 	SspMessage *msgs;
 	int64		applied;
 	int64		dead;
@@ -52,8 +53,8 @@ typedef struct BatchState
 	Datum	   *values;
 	bool	   *nulls;
 	SspEventTime *et;			/* NULL unless the view is windowed */
-	TimestampTz *maxev;			/* this batch's latest event times */
-	bool	   *touched;		/* partitions with messages applied */
+	TimestampTz *maxev;			/* per slot: this batch's latest event times */
+	bool	   *touched;		/* per slot: partitions with messages applied */
 } BatchState;
 
 /* hidden columns of ssp_batch after the stream's own */
@@ -104,58 +105,74 @@ is_data_error(int sqlerrcode)
 }
 
 /*
- * run_apply: decode msgs[lo, hi) and run the apply statement over them,
- * with the watermark as $1; *late gets the late events among them and
- * maxev their latest event time per partition.
+ * run_apply: decode msgs[lo, hi) into the batch relations of their
+ * sources, and run the apply statement over them, with the watermark as
+ * $1 and the run as $2 (a number new in the transaction, by which a join
+ * tells the rows this run buffered); *late gets the late events among them
+ * and maxev their latest event time per slot.
  */
 static void
 run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 {
-	Oid			argtypes[1] = {TIMESTAMPTZOID};
-	Datum		args[1];
-	char		nulls[1] = " ";
-	Tuplestorestate *ts = tuplestore_begin_heap(false, false, work_mem);
-	EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
+	static uint32 run = 0;
+	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
+	Datum		args[2];
+	char		nulls[2] = "  ";
+	int			nsrc = bs->src->n;
+	Tuplestorestate **ts = palloc(sizeof(Tuplestorestate *) * nsrc);
+	int		   *counts = palloc0(sizeof(int) * nsrc);
 	MemoryContext rowcxt = AllocSetContextCreate(CurrentMemoryContext, "ssp decode",
 												 ALLOCSET_DEFAULT_SIZES);
 	int			i;
 	int			rc;
 
+	for (i = 0; i < nsrc; i++)
+		ts[i] = tuplestore_begin_heap(false, false, work_mem);
 	for (i = lo; i < hi; i++)
 	{
+		SspMessage *msg = &bs->msgs[i];
+		SspStream  *stream = bs->src->streams[msg->source];
 		MemoryContext old = MemoryContextSwitchTo(rowcxt);
 
-		ssp_decode_message(bs->stream, &bs->msgs[i], bs->values, bs->nulls);
+		ssp_decode_message(stream, msg, bs->values, bs->nulls);
 		/* the hidden columns: where the message is, and if it is a tombstone */
-		bs->values[bs->stream->natts] = Int32GetDatum(bs->msgs[i].partition);
-		bs->values[bs->stream->natts + 1] = Int64GetDatum(bs->msgs[i].offset);
-		bs->values[bs->stream->natts + 2] = BoolGetDatum(bs->msgs[i].value == NULL);
-		memset(bs->nulls + bs->stream->natts, false, SSP_BATCH_EXTRA);
-		if (bs->et && bs->msgs[i].partition < bs->et->nparts)
+		bs->values[stream->natts] = Int32GetDatum(msg->partition);
+		bs->values[stream->natts + 1] = Int64GetDatum(msg->offset);
+		bs->values[stream->natts + 2] = BoolGetDatum(msg->value == NULL);
+		memset(bs->nulls + stream->natts, false, SSP_BATCH_EXTRA);
+		if (bs->et && msg->partition < bs->src->nparts[msg->source])
 		{
-			TimestampTz t = ssp_event_time(bs->stream, &bs->msgs[i], bs->values, bs->nulls);
+			TimestampTz t = ssp_event_time(stream, msg, bs->values, bs->nulls);
+			int			slot = SSP_SLOT(bs->src, msg);
 
-			maxev[bs->msgs[i].partition] = Max(maxev[bs->msgs[i].partition], t);
+			maxev[slot] = Max(maxev[slot], t);
 		}
 		MemoryContextSwitchTo(old);
-		tuplestore_putvalues(ts, bs->tupdesc, bs->values, bs->nulls);
+		tuplestore_putvalues(ts[msg->source], bs->tupdescs[msg->source], bs->values, bs->nulls);
+		counts[msg->source]++;
 		MemoryContextReset(rowcxt);
 	}
 	MemoryContextDelete(rowcxt);
 
-	enr->md.name = "ssp_batch";
-	enr->md.reliddesc = InvalidOid;
-	enr->md.tupdesc = bs->tupdesc;
-	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
-	enr->md.enrtuples = hi - lo;
-	enr->reldata = ts;
-	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
-		elog(ERROR, "ssp: could not register the batch relation");
+	for (i = 0; i < nsrc; i++)
+	{
+		EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
+
+		enr->md.name = (char *) SSP_BATCH_RELATION(i);
+		enr->md.reliddesc = InvalidOid;
+		enr->md.tupdesc = bs->tupdescs[i];
+		enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+		enr->md.enrtuples = counts[i];
+		enr->reldata = ts[i];
+		if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+			elog(ERROR, "ssp: could not register the batch relation");
+	}
 	PG_TRY();
 	{
 		args[0] = TimestampTzGetDatum(bs->et ? bs->et->watermark : 0);
 		nulls[0] = bs->et && bs->et->watermark != DT_NOBEGIN ? ' ' : 'n';
-		rc = SPI_execute_with_args(bs->view->apply_sql, 1, argtypes, args, nulls, false, 0);
+		args[1] = Int32GetDatum((int32) ++run);
+		rc = SPI_execute_with_args(bs->view->apply_sql, 2, argtypes, args, nulls, false, 0);
 		if (rc != SPI_OK_INSERT)
 			elog(ERROR, "ssp: apply statement of view \"%s\" failed: %s",
 				 bs->view->name, SPI_result_code_string(rc));
@@ -164,15 +181,18 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 		{
 			bool		isnull;
 
-			if (SPI_execute_with_args(bs->view->late_sql, 1, argtypes, args, nulls, true, 1) != SPI_OK_SELECT)
+			if (SPI_execute_with_args(bs->view->late_sql, 2, argtypes, args, nulls, true, 1) != SPI_OK_SELECT)
 				elog(ERROR, "ssp: could not count late events");
 			*late = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		}
 	}
 	PG_FINALLY();
 	{
-		SPI_unregister_relation("ssp_batch");
-		tuplestore_end(ts);
+		for (i = 0; i < nsrc; i++)
+		{
+			SPI_unregister_relation(SSP_BATCH_RELATION(i));
+			tuplestore_end(ts[i]);
+		}
 	}
 	PG_END_TRY();
 }
@@ -199,7 +219,7 @@ dead_letter(BatchState *bs, SspMessage *msg, const char *error)
 		memcpy(VARDATA(payload), msg->value, msg->value_len);
 	}
 	args[0] = ObjectIdGetDatum(bs->view->view);
-	args[1] = CStringGetTextDatum(bs->view->topic);
+	args[1] = CStringGetTextDatum(bs->view->topics[msg->source]);
 	args[2] = Int32GetDatum(msg->partition);
 	args[3] = Int64GetDatum(msg->offset);
 	args[4] = PointerGetDatum(key);
@@ -226,7 +246,7 @@ apply_range(BatchState *bs, int lo, int hi)
 	ResourceOwner oldowner = CurrentResourceOwner;
 	ErrorData  *volatile edata = NULL;
 	int64		late = 0;
-	int			nparts = bs->et ? bs->et->nparts : 0;
+	int			nparts = bs->et ? bs->src->nslots : 0;
 	TimestampTz *maxev = palloc(sizeof(TimestampTz) * Max(nparts, 1));
 	int			p;
 
@@ -263,8 +283,8 @@ apply_range(BatchState *bs, int lo, int hi)
 		for (p = 0; p < nparts; p++)
 			bs->maxev[p] = Max(bs->maxev[p], maxev[p]);
 		for (i = lo; i < hi; i++)
-			if (bs->msgs[i].partition < nparts)
-				bs->touched[bs->msgs[i].partition] = true;
+			if (bs->msgs[i].partition < bs->src->nparts[bs->msgs[i].source])
+				bs->touched[SSP_SLOT(bs->src, &bs->msgs[i])] = true;
 		return;
 	}
 	if (!is_data_error(edata->sqlerrcode))
@@ -301,7 +321,7 @@ apply_range(BatchState *bs, int lo, int hi)
 						(errcode(edata->sqlerrcode),
 						 errmsg("continuous view \"%s\" stopped at partition %d, offset %lld of topic \"%s\"",
 								bs->view->name, bs->msgs[lo].partition,
-								(long long) bs->msgs[lo].offset, bs->view->topic),
+								(long long) bs->msgs[lo].offset, bs->view->topics[bs->msgs[lo].source]),
 						 errdetail("%s", msg.data),
 						 errhint("ssp.on_error is stop: fix the cause, or ssp.reset the view to a later start.")));
 		}
@@ -355,12 +375,15 @@ end_view_xact(bool commit)
  * transaction.
  */
 static void
-store_progress(BatchState *bs, int nparts, const int64 *next, TimestampTz watermark)
+store_progress(BatchState *bs, const int64 *next, TimestampTz watermark)
 {
-	Oid			argtypes[8] = {OIDOID, TEXTOID, INT4ARRAYOID, INT8ARRAYOID,
+	SspSources *src = bs->src;
+	int			nparts = src->nslots;
+	Oid			argtypes[9] = {OIDOID, TEXTARRAYOID, INT4ARRAYOID, INT8ARRAYOID,
 	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, INT8OID, INT8OID};
 	Datum		args[8];
 	char		nulls[8] = "        ";
+	Datum	   *topics = palloc(sizeof(Datum) * Max(nparts, 1));
 	Datum	   *parts = palloc(sizeof(Datum) * Max(nparts, 1));
 	Datum	   *offs = palloc(sizeof(Datum) * Max(nparts, 1));
 	Datum	   *maxev = palloc(sizeof(Datum) * Max(nparts, 1));
@@ -371,12 +394,16 @@ store_progress(BatchState *bs, int nparts, const int64 *next, TimestampTz waterm
 	int			lbs[1] = {1};
 	int			n = 0;
 	int			p;
+	int			source = 0;
 
 	for (p = 0; p < nparts; p++)
 	{
+		while (p >= src->base[source] + src->nparts[source])
+			source++;
 		if (next[p] < 0)
 			continue;
-		parts[n] = Int32GetDatum(p);
+		topics[n] = CStringGetTextDatum(bs->view->topics[source]);
+		parts[n] = Int32GetDatum(p - src->base[source]);
 		offs[n] = Int64GetDatum(next[p]);
 		maxev_null[n] = bs->et == NULL || bs->et->maxev[p] == DT_NOBEGIN;
 		maxev[n] = maxev_null[n] ? (Datum) 0 : TimestampTzGetDatum(bs->et->maxev[p]);
@@ -386,7 +413,7 @@ store_progress(BatchState *bs, int nparts, const int64 *next, TimestampTz waterm
 	}
 	dims[0] = n;
 	args[0] = ObjectIdGetDatum(bs->view->view);
-	args[1] = CStringGetTextDatum(bs->view->topic);
+	args[1] = PointerGetDatum(construct_array(topics, n, TEXTOID, -1, false, TYPALIGN_INT));
 	args[2] = PointerGetDatum(construct_array(parts, n, INT4OID, 4, true, TYPALIGN_INT));
 	args[3] = PointerGetDatum(construct_array(offs, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
 	args[4] = PointerGetDatum(construct_md_array(maxev, maxev_null, 1, dims, lbs,
@@ -397,10 +424,10 @@ store_progress(BatchState *bs, int nparts, const int64 *next, TimestampTz waterm
 	args[7] = Int64GetDatum(bs->dead);
 	if (n > 0 &&
 		SPI_execute_with_args("INSERT INTO ssp.offsets AS o (view, topic, partition, next_offset, max_event_time, last_event_at) "
-							  "SELECT $1::regclass, $2, p, n, e, s FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4), "
-							  "pg_catalog.unnest($5), pg_catalog.unnest($6)) AS u(p, n, e, s) "
-							  "ON CONFLICT (view, partition) DO UPDATE SET next_offset = excluded.next_offset, "
-							  "topic = excluded.topic, max_event_time = excluded.max_event_time, "
+							  "SELECT $1::regclass, t, p, n, e, s FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), "
+							  "pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)) AS u(t, p, n, e, s) "
+							  "ON CONFLICT (view, topic, partition) DO UPDATE SET next_offset = excluded.next_offset, "
+							  "max_event_time = excluded.max_event_time, "
 							  "last_event_at = excluded.last_event_at",
 							  8, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "ssp: could not store offsets");
@@ -423,37 +450,47 @@ store_progress(BatchState *bs, int nparts, const int64 *next, TimestampTz waterm
 }
 
 /*
- * ssp_apply_batch: apply msgs[0, n) and store next (per partition: the
- * next offset to read, or -1 to leave it) in one transaction.  Returns
- * false, committing nothing, if the view was dropped, paused or reset since
- * the worker loaded it.  Must be called outside a transaction.
+ * ssp_apply_batch: apply msgs[0, n) and store next (per slot: the next
+ * offset to read, or -1 to leave it) in one transaction.  Returns false,
+ * committing nothing, if the view was dropped, paused or reset since the
+ * worker loaded it.  Must be called outside a transaction.
  */
 bool
-ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs, int n,
-				int nparts, const int64 *next, SspEventTime *et)
+ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
+				const int64 *next, SspEventTime *et)
 {
 	BatchState	bs;
 	bool		ok;
 	TimestampTz watermark = DT_NOBEGIN;
+	int			nparts = src->nslots;
+	int			maxatts = 0;
 	int			p;
+	int			i;
 
 	ok = begin_view_xact(view);
 	if (ok)
 	{
-		/* the owner may have lost the right to read the stream */
-		if (pg_class_aclcheck(stream->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("permission denied for stream \"%s\"", stream->relname),
-					 errdetail("The worker of continuous view \"%s\" runs as its owner, who cannot read the stream.",
-							   view->name)));
 		memset(&bs, 0, sizeof(bs));
+		bs.tupdescs = palloc(sizeof(TupleDesc) * src->n);
+		for (i = 0; i < src->n; i++)
+		{
+			SspStream  *stream = src->streams[i];
+
+			/* the owner may have lost the right to read the stream */
+			if (pg_class_aclcheck(stream->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("permission denied for stream \"%s\"", stream->relname),
+						 errdetail("The worker of continuous view \"%s\" runs as its owner, who cannot read the stream.",
+								   view->name)));
+			bs.tupdescs[i] = batch_tupdesc(stream);
+			maxatts = Max(maxatts, stream->natts);
+		}
 		bs.view = view;
-		bs.stream = stream;
+		bs.src = src;
 		bs.msgs = msgs;
-		bs.tupdesc = batch_tupdesc(stream);
-		bs.values = palloc(sizeof(Datum) * (stream->natts + SSP_BATCH_EXTRA));
-		bs.nulls = palloc(sizeof(bool) * (stream->natts + SSP_BATCH_EXTRA));
+		bs.values = palloc(sizeof(Datum) * (maxatts + SSP_BATCH_EXTRA));
+		bs.nulls = palloc(sizeof(bool) * (maxatts + SSP_BATCH_EXTRA));
 		bs.et = view->late_sql ? et : NULL;
 		bs.maxev = palloc(sizeof(TimestampTz) * Max(nparts, 1));
 		bs.touched = palloc0(sizeof(bool) * Max(nparts, 1));
@@ -476,7 +513,7 @@ ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs, int n,
 			watermark = ssp_watermark(et->maxev, et->seen_at, et->lagging, nparts,
 									  et->watermark, view->idle_ms, view->grace);
 		}
-		store_progress(&bs, nparts, next, watermark);
+		store_progress(&bs, next, watermark);
 		if (bs.et)
 			et->watermark = watermark;
 	}
@@ -486,14 +523,14 @@ ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs, int n,
 }
 
 /*
- * ssp_record_lost: messages from..to-1 of a partition were deleted by the
- * broker before the view read them.  Say so in ssp.dead_letters (one row
- * for the range, without key or payload), count them, and move the
- * partition's offset to "to", in one transaction.  Returns false if the
+ * ssp_record_lost: messages from..to-1 of a partition of a source's topic
+ * were deleted by the broker before the view read them.  Say so in
+ * ssp.dead_letters (one row for the range, without key or payload), count
+ * them, and move the partition's offset to "to", in one transaction.  Returns false if the
  * view was dropped, paused or reset.  Must be called outside a transaction.
  */
 bool
-ssp_record_lost(SspView *view, int32 partition, int64 from, int64 to)
+ssp_record_lost(SspView *view, int source, int32 partition, int64 from, int64 to)
 {
 	Oid			argtypes[5] = {OIDOID, TEXTOID, INT4OID, INT8OID, INT8OID};
 	Datum		args[5];
@@ -503,7 +540,7 @@ ssp_record_lost(SspView *view, int32 partition, int64 from, int64 to)
 	if (ok)
 	{
 		args[0] = ObjectIdGetDatum(view->view);
-		args[1] = CStringGetTextDatum(view->topic);
+		args[1] = CStringGetTextDatum(view->topics[source]);
 		args[2] = Int32GetDatum(partition);
 		args[3] = Int64GetDatum(from);
 		args[4] = Int64GetDatum(to);
@@ -513,7 +550,7 @@ ssp_record_lost(SspView *view, int32 partition, int64 from, int64 to)
 								  5, argtypes, args, NULL, false, 0) != SPI_OK_INSERT ||
 			SPI_execute_with_args("INSERT INTO ssp.offsets AS o (view, topic, partition, next_offset) "
 								  "VALUES ($1::regclass, $2, $3, $5) "
-								  "ON CONFLICT (view, partition) DO UPDATE SET next_offset = excluded.next_offset",
+								  "ON CONFLICT (view, topic, partition) DO UPDATE SET next_offset = excluded.next_offset",
 								  5, argtypes, args, NULL, false, 0) != SPI_OK_INSERT ||
 			SPI_execute_with_args("UPDATE ssp.continuous_views SET dead_letters = dead_letters + ($5 - $4) "
 								  "WHERE view = $1::regclass",
@@ -521,7 +558,7 @@ ssp_record_lost(SspView *view, int32 partition, int64 from, int64 to)
 			elog(ERROR, "ssp: could not record lost messages");
 		ereport(WARNING,
 				(errmsg("continuous view \"%s\" lost messages %lld to %lld of partition %d of topic \"%s\"",
-						view->name, (long long) from, (long long) to - 1, partition, view->topic),
+						view->name, (long long) from, (long long) to - 1, partition, view->topics[source]),
 				 errdetail("The broker deleted them (retention) before the view read them."),
 				 errhint("They are recorded in ssp.dead_letters.  Keep the view running, or raise the topic's retention.")));
 	}

@@ -11,7 +11,7 @@
 #include "ssp.h"
 #include "view.h"
 
-/* Event time per partition, for a windowed view's watermark. */
+/* Event time per partition (slot), for a view's watermark. */
 typedef struct SspEventTime
 {
 	int			nparts;
@@ -21,9 +21,25 @@ typedef struct SspEventTime
 	TimestampTz watermark;		/* DT_NOBEGIN: none yet */
 } SspEventTime;
 
-extern bool ssp_apply_batch(SspView *view, SspStream *stream, SspMessage *msgs,
-							int n, int nparts, const int64 *next,
-							SspEventTime *et);
-extern bool ssp_record_lost(SspView *view, int32 partition, int64 from, int64 to);
+/*
+ * The topics a view's worker reads (one, or two for a join of streams).
+ * Their partitions are numbered as one range of slots: partition p of
+ * source i is slot base[i] + p; per-partition arrays are indexed by slot.
+ */
+typedef struct SspSources
+{
+	int			n;
+	SspStream **streams;
+	int		   *base;			/* the first slot of each */
+	int		   *nparts;			/* partitions of each */
+	int			nslots;
+} SspSources;
+
+#define SSP_SLOT(src, msg) ((src)->base[(msg)->source] + (msg)->partition)
+
+extern bool ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs,
+							int n, const int64 *next, SspEventTime *et);
+extern bool ssp_record_lost(SspView *view, int source, int32 partition,
+							int64 from, int64 to);
 
 #endif							/* SSP_BATCH_H */

@@ -2,8 +2,8 @@
  *
  * build.h
  *	  What CREATE VIEW ... WITH (ssp.continuous) builds, shared by view.c
- *	  (analysis and creation), aggregate.c (aggregate states) and viewsql.c
- *	  (the SQL of each kind of view).
+ *	  (analysis and creation), aggregate.c (aggregate states), join.c (two
+ *	  streams joined) and viewsql.c (the SQL of each kind of view).
  *
  *-------------------------------------------------------------------------
  */
@@ -70,6 +70,16 @@ typedef struct Build
 	char	   *late_sql;
 	char	   *retention_sql;
 	char	   *columns;		/* int2[] literal of the stream columns read */
+	/* a join of two streams (join.c) */
+	JoinExpr   *stream_join;	/* NULL: one stream */
+	int			join_rtindex[2];	/* the left and right streams */
+	SspStream  *streams[2];
+	List	   *rtnames;		/* deparse names of the query's relations */
+	char	   *join_from;		/* FROM item of the new pairs */
+	char	   *apply_prefix;	/* statements before the apply statement */
+	char	   *purge_left;		/* SQL: a left row can match no more */
+	char	   *purge_right;
+	List	   *buffer_names;	/* unqualified names of the buffer tables */
 } Build;
 
 extern const char *const ssp_refuse_hint;
@@ -81,6 +91,11 @@ extern char *ssp_deparse(Build *b, Node *expr);
 /* aggregate.c */
 extern bool ssp_collect_aggs(Node *node, Build *b);
 extern char *ssp_final_sql(Build *b, Node *expr);
+
+/* join.c */
+extern JoinExpr *ssp_find_stream_join(Build *b, Node *node);
+extern void ssp_build_stream_join(Build *b, JoinExpr *j, List *names, const char *nspname,
+								  const char *viewname, StringInfo create);
 
 /* viewsql.c */
 extern char *ssp_interval_sql(Interval *iv);

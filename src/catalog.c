@@ -67,9 +67,9 @@ ssp_view_load(Oid view, bool missing_ok)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	if (SPI_execute_with_args("SELECT mrel::oid, stream::oid, topic, apply_sql, commit_interval_ms, "
+	if (SPI_execute_with_args("SELECT mrel::oid, streams::oid[], topics, apply_sql, commit_interval_ms, "
 							  "batch_size, on_error, paused, generation, late_sql, retention_sql, grace, "
-							  "(extract(epoch FROM idle_timeout) * 1000)::bigint, watermark, columns "
+							  "(extract(epoch FROM idle_timeout) * 1000)::bigint, watermark, columns, buffers::oid[] "
 							  "FROM ssp.continuous_views WHERE view = $1::oid::regclass",
 							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
@@ -83,8 +83,25 @@ ssp_view_load(Oid view, bool missing_ok)
 		v->view = view;
 		v->name = get_rel_name(view);
 		v->mrel = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
-		v->stream = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-		v->topic = TextDatumGetCString(SPI_getbinval(tup, desc, 3, &isnull));
+		{
+			Datum	   *elems;
+			int			n;
+			int			i;
+
+			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, desc, 2, &isnull)),
+							  OIDOID, 4, true, TYPALIGN_INT, &elems, NULL, &n);
+			v->nsources = n;
+			v->streams = palloc(sizeof(Oid) * n);
+			for (i = 0; i < n; i++)
+				v->streams[i] = DatumGetObjectId(elems[i]);
+			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, desc, 3, &isnull)),
+							  TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &n);
+			if (n != v->nsources)
+				elog(ERROR, "ssp: continuous view %u has %d streams but %d topics", view, v->nsources, n);
+			v->topics = palloc(sizeof(char *) * n);
+			for (i = 0; i < n; i++)
+				v->topics[i] = TextDatumGetCString(elems[i]);
+		}
 		v->apply_sql = TextDatumGetCString(SPI_getbinval(tup, desc, 4, &isnull));
 		v->commit_interval_ms = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
 		v->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
@@ -113,6 +130,18 @@ ssp_view_load(Oid view, bool missing_ok)
 				for (i = 0; i < nelems; i++)
 					v->columns = lappend_int(v->columns, DatumGetInt16(elems[i]));
 			}
+			d = SPI_getbinval(tup, desc, 16, &isnull);
+			if (!isnull)
+			{
+				Datum	   *elems;
+				int			nelems;
+				int			i;
+
+				deconstruct_array(DatumGetArrayTypeP(d), OIDOID, 4, true, TYPALIGN_INT,
+								  &elems, NULL, &nelems);
+				for (i = 0; i < nelems; i++)
+					v->buffers = lappend_oid(v->buffers, DatumGetObjectId(elems[i]));
+			}
 		}
 		MemoryContextSwitchTo(old);
 	}
@@ -125,12 +154,12 @@ ssp_view_load(Oid view, bool missing_ok)
 }
 
 /*
- * ssp_store_start_offsets: where a new (or reset) view starts reading:
+ * store_start: where a new (or reset) view starts reading one topic:
  * nothing stored means the oldest retained message; 'latest' and a
  * timestamp store each partition's offset now, as the current user.
  */
-void
-ssp_store_start_offsets(Oid view, Oid stream, const char *topic, const char *start)
+static void
+store_start(Oid view, Oid stream, const char *topic, const char *start)
 {
 	SspStream  *s;
 	SspKafka   *kafka;
@@ -140,8 +169,6 @@ ssp_store_start_offsets(Oid view, Oid stream, const char *topic, const char *sta
 	MemoryContext cxt;
 	MemoryContext old;
 
-	if (strcmp(start, "earliest") == 0)
-		return;
 	if (strcmp(start, "latest") != 0)
 		ts_ms = ssp_timestamptz_to_ms(DirectFunctionCall3(timestamptz_in, CStringGetDatum(start),
 														  ObjectIdGetDatum(InvalidOid),
@@ -187,11 +214,24 @@ ssp_store_start_offsets(Oid view, Oid stream, const char *topic, const char *sta
 	MemoryContextDelete(cxt);
 }
 
+/* ssp_store_start_offsets: where a new (or reset) view starts, per topic. */
+void
+ssp_store_start_offsets(Oid view, int nsources, const Oid *streams,
+						char *const *topics, const char *start)
+{
+	int			i;
+
+	if (strcmp(start, "earliest") == 0)
+		return;
+	for (i = 0; i < nsources; i++)
+		store_start(view, streams[i], topics[i], start);
+}
+
 /*
  * ssp_view_repair_dependencies: after pg_dump and restore the view and its
- * materialisation table are plain objects again: make the table part of
- * the view and the view depend on its stream, if they are not.  Needs a
- * transaction.
+ * materialisation (and buffer) tables are plain objects again: make the
+ * tables part of the view and the view depend on its streams, if they are
+ * not.  Needs a transaction.
  */
 void
 ssp_view_repair_dependencies(SspView *v)
@@ -210,11 +250,22 @@ ssp_view_repair_dependencies(SspView *v)
 		elog(ERROR, "ssp: could not read pg_depend");
 	if (SPI_processed == 0)
 	{
+		ListCell   *lc;
+		int			i;
+
 		ObjectAddressSet(viewaddr, RelationRelationId, v->view);
 		ObjectAddressSet(mreladdr, RelationRelationId, v->mrel);
-		ObjectAddressSet(streamaddr, RelationRelationId, v->stream);
 		recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
-		recordDependencyOn(&viewaddr, &streamaddr, DEPENDENCY_NORMAL);
+		foreach(lc, v->buffers)
+		{
+			ObjectAddressSet(mreladdr, RelationRelationId, lfirst_oid(lc));
+			recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
+		}
+		for (i = 0; i < v->nsources; i++)
+		{
+			ObjectAddressSet(streamaddr, RelationRelationId, v->streams[i]);
+			recordDependencyOn(&viewaddr, &streamaddr, DEPENDENCY_NORMAL);
+		}
 		CommandCounterIncrement();
 	}
 	SPI_finish();

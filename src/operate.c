@@ -21,6 +21,7 @@
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -113,9 +114,20 @@ ssp_resume(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/* empty_table: empty one of the view's tables. */
+static void
+empty_table(Oid rel)
+{
+	if (SPI_execute(psprintf("TRUNCATE %s",
+							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(rel)),
+														get_rel_name(rel))),
+					false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "ssp: could not empty the view");
+}
+
 /*
- * ssp.reset(view, start): empty the view and rewind its offsets, in the
- * caller's transaction: rewind and replay.
+ * ssp.reset(view, start): empty the view (and a join's buffers) and rewind
+ * its offsets, in the caller's transaction: rewind and replay.
  */
 Datum
 ssp_reset(PG_FUNCTION_ARGS)
@@ -125,6 +137,7 @@ ssp_reset(PG_FUNCTION_ARGS)
 	SspView    *v = ssp_view_load(view, false);
 	Oid			argtypes[2] = {OIDOID, TEXTOID};
 	Datum		args[2] = {ObjectIdGetDatum(view), CStringGetTextDatum(start)};
+	ListCell   *lc;
 
 	check_owner(view);
 	ssp_check_start(start);
@@ -137,59 +150,48 @@ ssp_reset(PG_FUNCTION_ARGS)
 							  "WHERE view = $1::regclass",
 							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not update ssp.continuous_views");
-	if (SPI_execute(psprintf("TRUNCATE %s",
-							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(v->mrel)),
-														get_rel_name(v->mrel))),
-					false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "ssp: could not empty the view");
+	empty_table(v->mrel);
+	foreach(lc, v->buffers)
+		empty_table(lfirst_oid(lc));
 	if (SPI_execute_with_args("DELETE FROM ssp.offsets WHERE view = $1::regclass",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE ||
 		SPI_execute_with_args("DELETE FROM ssp.dead_letters WHERE view = $1::regclass",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "ssp: could not rewind the offsets");
 	SPI_finish();
-	ssp_store_start_offsets(view, v->stream, v->topic, start);
+	ssp_store_start_offsets(view, v->nsources, v->streams, v->topics, start);
 	PG_RETURN_VOID();
 }
 
-/* reached: has the view consumed up to high[p] in every partition? */
+/*
+ * reached: has the view consumed each partition (topics[i], parts[i]) up
+ * to highs[i]?
+ */
 static bool
-reached(Oid view, int nparts, const int64 *low, const int64 *high)
+reached(Oid view, Datum topics, Datum parts, Datum highs)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(view)};
-	int64	   *next = palloc(sizeof(int64) * Max(nparts, 1));
-	uint64		i;
-	int			p;
-	bool		result = true;
+	Oid			argtypes[4] = {OIDOID, TEXTARRAYOID, INT4ARRAYOID, INT8ARRAYOID};
+	Datum		args[4] = {ObjectIdGetDatum(view), topics, parts, highs};
+	bool		isnull;
+	bool		result;
 
-	for (p = 0; p < nparts; p++)
-		next[p] = -1;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
 	/* not read-only: each look takes a new snapshot, to see new commits */
-	if (SPI_execute_with_args("SELECT partition, next_offset FROM ssp.offsets WHERE view = $1::regclass",
-							  1, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+	if (SPI_execute_with_args("SELECT NOT EXISTS (SELECT FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), "
+							  "pg_catalog.unnest($4)) AS t(topic, p, high) "
+							  "LEFT JOIN ssp.offsets o ON o.view = $1::regclass AND o.topic = t.topic AND o.partition = t.p "
+							  "WHERE COALESCE(o.next_offset, -1) < t.high)",
+							  4, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.offsets");
-	for (i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		int			part = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-
-		if (part < nparts)
-			next[part] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
-	}
+	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
-	for (p = 0; p < nparts; p++)
-		if (high[p] > low[p] && next[p] < high[p])
-			result = false;
-	pfree(next);
 	return result;
 }
 
 /*
  * ssp.wait(view, timeout): true once the view has applied every message
- * that was in its topic when the call began; false at the timeout.
+ * that was in its topics when the call began; false at the timeout.
  * Asks the broker for the high watermarks, as the caller.
  */
 Datum
@@ -200,25 +202,44 @@ ssp_wait(PG_FUNCTION_ARGS)
 	int64		timeout_ms = (timeout->time + (int64) timeout->day * USECS_PER_DAY +
 							  (int64) timeout->month * 30 * USECS_PER_DAY) / 1000;
 	SspView    *v = ssp_view_load(view, false);
-	SspStream  *s = ssp_stream_open(v->stream);
-	SspKafka   *kafka;
-	int			nparts;
-	int64	   *low;
-	int64	   *high;
-	int			p;
+	ArrayBuildState *topics = initArrayResult(TEXTOID, CurrentMemoryContext, false);
+	ArrayBuildState *parts = initArrayResult(INT4OID, CurrentMemoryContext, false);
+	ArrayBuildState *highs = initArrayResult(INT8OID, CurrentMemoryContext, false);
+	Datum		topicsd,
+				partsd,
+				highsd;
+	int			i;
 	TimestampTz start = GetCurrentTimestamp();
 
-	kafka = ssp_kafka_consumer(s->serverid, GetUserId(), v->topic, false);
-	nparts = ssp_kafka_partition_count(kafka);
-	low = palloc(sizeof(int64) * Max(nparts, 1));
-	high = palloc(sizeof(int64) * Max(nparts, 1));
-	for (p = 0; p < nparts; p++)
-		ssp_kafka_watermarks(kafka, p, &low[p], &high[p]);
-	ssp_kafka_close(kafka);
+	for (i = 0; i < v->nsources; i++)
+	{
+		SspStream  *s = ssp_stream_open(v->streams[i]);
+		SspKafka   *kafka = ssp_kafka_consumer(s->serverid, GetUserId(), v->topics[i], false);
+		int			nparts = ssp_kafka_partition_count(kafka);
+		int			p;
+
+		for (p = 0; p < nparts; p++)
+		{
+			int64		low,
+						high;
+
+			ssp_kafka_watermarks(kafka, p, &low, &high);
+			if (high > low)
+			{
+				accumArrayResult(topics, CStringGetTextDatum(v->topics[i]), false, TEXTOID, CurrentMemoryContext);
+				accumArrayResult(parts, Int32GetDatum(p), false, INT4OID, CurrentMemoryContext);
+				accumArrayResult(highs, Int64GetDatum(high), false, INT8OID, CurrentMemoryContext);
+			}
+		}
+		ssp_kafka_close(kafka);
+	}
+	topicsd = makeArrayResult(topics, CurrentMemoryContext);
+	partsd = makeArrayResult(parts, CurrentMemoryContext);
+	highsd = makeArrayResult(highs, CurrentMemoryContext);
 
 	for (;;)
 	{
-		if (reached(view, nparts, low, high))
+		if (reached(view, topicsd, partsd, highsd))
 			PG_RETURN_BOOL(true);
 		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), (int) Min(timeout_ms, INT_MAX)))
 			PG_RETURN_BOOL(false);

@@ -93,6 +93,7 @@ typedef struct SspMessage
 	int64		offset;
 	int64		timestamp_ms;	/* -1 if the broker gave none */
 	void	   *handle;			/* the librdkafka message, for headers */
+	int			source;			/* a worker's: which of its view's topics */
 } SspMessage;
 
 /* A message as encode.c builds it for kafka.c to produce. */

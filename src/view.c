@@ -56,7 +56,7 @@
 
 
 const char *const ssp_refuse_hint =
-"A continuous view reads one stream, with WHERE, GROUP BY, HAVING and the aggregates count, sum, avg, min, max, bool_and, bool_or, every, stddev, variance and their _samp and _pop forms.";
+"A continuous view reads one stream (joined with tables, or with a second stream on a time bound), with WHERE, GROUP BY, HAVING and the aggregates count, sum, avg, min, max, bool_and, bool_or, every, stddev, variance and their _samp and _pop forms.";
 
 /*
  * ssp_is_continuous_stmt: does CREATE VIEW carry the option ssp.continuous?
@@ -219,14 +219,13 @@ ssp_refuse(const char *what, const char *why)
 			 errhint("%s", ssp_refuse_hint)));
 }
 
-/* check_query: refuse what ssp cannot maintain; returns the stream. */
-static Oid
+/* check_query: refuse what ssp cannot maintain; returns the streams. */
+static List *
 check_query(Query *q)
 {
 	RangeTblEntry *rte;
 	ListCell   *lc;
-	int			nstreams = 0;
-	Oid			stream = InvalidOid;
+	List	   *streams = NIL;
 
 	if (q->commandType != CMD_SELECT || q->utilityStmt)
 		ssp_refuse("anything but a SELECT", "A continuous view is defined by a query.");
@@ -255,24 +254,21 @@ check_query(Query *q)
 	{
 		rte = lfirst(lc);
 		if (rte->rtekind == RTE_RELATION && ssp_is_stream(rte->relid))
-		{
-			nstreams++;
-			stream = rte->relid;
-		}
+			streams = lappend_oid(streams, rte->relid);
 		else if (rte->rtekind == RTE_SUBQUERY || rte->rtekind == RTE_FUNCTION ||
 				 rte->rtekind == RTE_VALUES || rte->rtekind == RTE_TABLEFUNC)
 			ssp_refuse("subqueries, functions or VALUES in FROM", "A continuous view joins its stream with tables and views only.");
 		if (rte->tablesample)
 			ssp_refuse("TABLESAMPLE", "A continuous view reads every row.");
 	}
-	if (nstreams == 0)
+	if (streams == NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a continuous view must read a stream"),
 				 errdetail("A stream is a foreign table of a server of foreign-data wrapper ssp_kafka.")));
-	if (nstreams > 1)
-		ssp_refuse("more than one stream", "Joins of two streams are not supported yet; join a stream with tables.");
-	return stream;
+	if (list_length(streams) > 2)
+		ssp_refuse("more than two streams", "A continuous view joins at most two streams.");
+	return streams;
 }
 
 /* deparse: an expression of the query as SQL over the batch "b". */
@@ -342,31 +338,39 @@ target_names(Query *q, List *aliases)
  * depend on its stream, and add the catalog row.  Needs SPI connected.
  */
 static void
-record_view(Oid viewoid, Oid mreloid, Oid stream, const char *topic,
-			const char *apply_sql, Build *b)
+record_view(Oid viewoid, Oid mreloid, Oid nspid, int nstreams, Oid *streams,
+			char **topics, const char *apply_sql, Build *b)
 {
 	SspViewOptions *opts = b->opts;
 	ListCell   *lc;
 	ObjectAddress viewaddr,
-				mreladdr,
-				streamaddr;
-	Datum		args[15];
-	char		nulls[15] = "               ";
-	Oid			argtypes[15] = {OIDOID, OIDOID, OIDOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
-	TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+				mreladdr;
+	Datum		args[16];
+	char		nulls[16] = "                ";
+	Oid			argtypes[16] = {OIDOID, OIDOID, OIDARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
+	TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, OIDARRAYOID};
+	Datum	   *elems = palloc(sizeof(Datum) * Max(nstreams, list_length(b->buffer_names)));
+	Oid		   *buffers = palloc(sizeof(Oid) * Max(list_length(b->buffer_names), 1));
+	int			nbuffers = 0;
+	int			i;
 
 	ObjectAddressSet(viewaddr, RelationRelationId, viewoid);
 	ObjectAddressSet(mreladdr, RelationRelationId, mreloid);
-	ObjectAddressSet(streamaddr, RelationRelationId, stream);
-	/* the mrel is part of the view; the view reads the stream and tables */
+	/* the mrel and buffers are part of the view; it reads streams and tables */
 	recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
-	recordDependencyOn(&viewaddr, &streamaddr, DEPENDENCY_NORMAL);
+	foreach(lc, b->buffer_names)
+	{
+		buffers[nbuffers] = get_relname_relid(lfirst(lc), nspid);
+		ObjectAddressSet(mreladdr, RelationRelationId, buffers[nbuffers]);
+		recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
+		nbuffers++;
+	}
 	foreach(lc, b->query->rtable)
 	{
 		RangeTblEntry *rte = lfirst(lc);
 		ObjectAddress reladdr;
 
-		if (rte->rtekind != RTE_RELATION || rte->relid == stream)
+		if (rte->rtekind != RTE_RELATION)
 			continue;
 		ObjectAddressSet(reladdr, RelationRelationId, rte->relid);
 		recordDependencyOn(&viewaddr, &reladdr, DEPENDENCY_NORMAL);
@@ -374,8 +378,12 @@ record_view(Oid viewoid, Oid mreloid, Oid stream, const char *topic,
 
 	args[0] = ObjectIdGetDatum(viewoid);
 	args[1] = ObjectIdGetDatum(mreloid);
-	args[2] = ObjectIdGetDatum(stream);
-	args[3] = CStringGetTextDatum(topic);
+	for (i = 0; i < nstreams; i++)
+		elems[i] = ObjectIdGetDatum(streams[i]);
+	args[2] = PointerGetDatum(construct_array(elems, nstreams, OIDOID, 4, true, TYPALIGN_INT));
+	for (i = 0; i < nstreams; i++)
+		elems[i] = CStringGetTextDatum(topics[i]);
+	args[3] = PointerGetDatum(construct_array(elems, nstreams, TEXTOID, -1, false, TYPALIGN_INT));
 	args[4] = CStringGetTextDatum(apply_sql);
 	args[5] = CStringGetTextDatum(opts->start);
 	args[6] = Int32GetDatum(opts->commit_interval_ms);
@@ -390,10 +398,15 @@ record_view(Oid viewoid, Oid mreloid, Oid stream, const char *topic,
 	args[13] = CStringGetTextDatum(opts->emit_final ? "final" : "changes");
 	args[14] = b->columns ? CStringGetTextDatum(b->columns) : (Datum) 0;
 	nulls[14] = b->columns ? ' ' : 'n';
-	if (SPI_execute_with_args("INSERT INTO ssp.continuous_views (view, mrel, stream, topic, apply_sql, start, "
-							  "commit_interval_ms, batch_size, on_error, late_sql, retention_sql, grace, idle_timeout, emit, columns) "
-							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::interval, $13::interval, $14, $15::smallint[])",
-							  15, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
+	for (i = 0; i < nbuffers; i++)
+		elems[i] = ObjectIdGetDatum(buffers[i]);
+	args[15] = PointerGetDatum(construct_array(elems, nbuffers, OIDOID, 4, true, TYPALIGN_INT));
+	nulls[15] = nbuffers ? ' ' : 'n';
+	if (SPI_execute_with_args("INSERT INTO ssp.continuous_views (view, mrel, streams, topics, apply_sql, start, "
+							  "commit_interval_ms, batch_size, on_error, late_sql, retention_sql, grace, idle_timeout, emit, columns, buffers) "
+							  "VALUES ($1, $2, $3::regclass[], $4, $5, $6, $7, $8, $9, $10, $11, $12::interval, $13::interval, $14, "
+							  "$15::smallint[], $16::regclass[])",
+							  16, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "ssp: could not record the continuous view");
 }
 
@@ -438,6 +451,8 @@ from_sql(Build *b, List *names, Node *node)
 												   get_rel_name(rte->relid)),
 						quote_identifier(list_nth(names, rtindex - 1)));
 	}
+	if (IsA(node, JoinExpr) && node == (Node *) b->stream_join)
+		return psprintf("(%s)", b->join_from);
 	if (IsA(node, JoinExpr))
 	{
 		JoinExpr   *j = (JoinExpr *) node;
@@ -463,8 +478,9 @@ from_sql(Build *b, List *names, Node *node)
 }
 
 /*
- * setup_deparse: name the stream "b", set up the deparse context over
- * every relation of the query, and write its FROM clause.
+ * setup_deparse: name the stream "b" (unless two are joined: they keep
+ * their names), and set up the deparse context over every relation of the
+ * query.
  */
 static void
 setup_deparse(Build *b, Oid stream)
@@ -472,9 +488,7 @@ setup_deparse(Build *b, Oid stream)
 	Query	   *q = b->query;
 	ListCell   *lc;
 	Bitmapset  *rels = NULL;
-	List	   *names;
 	PlannedStmt *ps;
-	StringInfoData from;
 	int			i = 0;
 
 	foreach(lc, q->rtable)
@@ -482,7 +496,9 @@ setup_deparse(Build *b, Oid stream)
 		RangeTblEntry *rte = lfirst(lc);
 
 		i++;
-		if (rte->rtekind == RTE_RELATION && rte->relid == stream)
+		if (b->stream_join)
+			;
+		else if (rte->rtekind == RTE_RELATION && rte->relid == stream)
 		{
 			rte->alias = makeAlias("b", NIL);
 			rte->eref->aliasname = "b";
@@ -497,16 +513,29 @@ setup_deparse(Build *b, Oid stream)
 	if (list_length(q->rtable) == 1)
 	{
 		b->dpcontext = deparse_context_for("b", stream);
-		b->from = "ssp_batch b";
 		return;
 	}
 	ps = makeNode(PlannedStmt);
 	ps->rtable = q->rtable;
-	names = select_rtable_names_for_explain(q->rtable, rels);
-	b->dpcontext = deparse_context_for_plan_tree(ps, names);
+	b->rtnames = select_rtable_names_for_explain(q->rtable, rels);
+	b->dpcontext = deparse_context_for_plan_tree(ps, b->rtnames);
+}
+
+/* setup_from: the FROM clause of the apply statement. */
+static void
+setup_from(Build *b)
+{
+	StringInfoData from;
+	ListCell   *lc;
+
+	if (list_length(b->query->rtable) == 1)
+	{
+		b->from = "ssp_batch b";
+		return;
+	}
 	initStringInfo(&from);
-	foreach(lc, q->jointree->fromlist)
-		appendStringInfo(&from, "%s%s", from.len ? ", " : "", from_sql(b, names, lfirst(lc)));
+	foreach(lc, b->query->jointree->fromlist)
+		appendStringInfo(&from, "%s%s", from.len ? ", " : "", from_sql(b, b->rtnames, lfirst(lc)));
 	b->from = from.data;
 }
 
@@ -524,6 +553,9 @@ needed_columns(Build *b, Oid stream)
 	int			rtindex = 0;
 	int			i = 0;
 	int			x = -1;
+
+	if (b->stream_join)
+		return NULL;			/* the buffers keep every column */
 
 	foreach(lc, q->rtable)
 	{
@@ -559,6 +591,10 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	SspViewOptions opts = parse_options(stmt);
 	RawStmt    *raw = makeNode(RawStmt);
 	Query	   *q;
+	List	   *streamlist;
+	Oid			streams[2];
+	char	   *topics[2];
+	int			nstreams;
 	Oid			stream;
 	Oid			nspid;
 	char	   *nspname;
@@ -590,9 +626,35 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	raw->stmt = copyObject(stmt->query);
 	raw->stmt_location = -1;
 	q = parse_analyze_fixedparams(raw, queryString, NULL, 0, NULL);
-	stream = check_query(q);
-	s = ssp_stream_open(stream);
+	streamlist = check_query(q);
 	names = target_names(q, stmt->aliases);
+	memset(&b, 0, sizeof(b));
+	b.query = q;
+	if (list_length(streamlist) == 2)
+	{
+		ListCell   *lc;
+		int			i;
+
+		foreach(lc, q->jointree->fromlist)
+			if (b.stream_join == NULL)
+				b.stream_join = ssp_find_stream_join(&b, lfirst(lc));
+		if (b.stream_join == NULL)
+			ssp_refuse("two streams that are not joined with JOIN ... ON",
+					   "Join two streams directly, with ON and a bound between their event times, as in FROM orders o JOIN payments p ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + interval '1 day'.");
+		for (i = 0; i < 2; i++)
+		{
+			streams[i] = rt_fetch(b.join_rtindex[i], q->rtable)->relid;
+			b.streams[i] = ssp_stream_open(streams[i]);
+		}
+	}
+	else
+		streams[0] = linitial_oid(streamlist);
+	nstreams = list_length(streamlist);
+	stream = streams[0];
+	s = ssp_stream_open(stream);
+	topics[0] = s->topic;
+	if (nstreams == 2)
+		topics[1] = b.streams[1]->topic;
 
 	nspid = RangeVarGetCreationNamespace(stmt->view);
 	nspname = get_namespace_name(nspid);
@@ -603,8 +665,6 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	save_nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	memset(&b, 0, sizeof(b));
-	b.query = q;
 	setup_deparse(&b, stream);
 	b.stream = s;
 	b.opts = &opts;
@@ -612,11 +672,22 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	initStringInfo(&create);
 	initStringInfo(&viewsql);
 	initStringInfo(&apply);
+	if (b.stream_join)
+	{
+		if (opts.primary_key || opts.sliding || opts.retention || opts.emit_final)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("options ssp.primary_key, ssp.sliding, ssp.retention and ssp.emit cannot be used with a join of two streams")));
+		ssp_build_stream_join(&b, b.stream_join, b.rtnames, nspname, stmt->view->relname, &create);
+	}
+	setup_from(&b);
 	if (q->hasAggs || q->groupClause)
 		ssp_build_aggregating(&b, names, mrel, view, &create, &viewsql, &apply);
 	else
 		ssp_build_append_only(&b, names, mrel, view, &create, &viewsql, &apply);
 	AtEOXact_GUC(true, save_nestlevel);
+	if (b.stream_join && b.window >= 0)
+		ssp_refuse("a window over a join of two streams", "Windows over joined streams are not supported yet; group the joined rows by other keys.");
 	if (opts.primary_key && (q->hasAggs || q->groupClause))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -627,7 +698,8 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("ssp.sliding needs aggregates"),
 				 errdetail("A sliding window combines aggregates over the last stretch of time; a view without them just keeps its rows.")));
-	if (b.window < 0 && (opts.grace || opts.retention || opts.idle_timeout || opts.emit_final))
+	if (b.window < 0 && (opts.retention || opts.emit_final ||
+						 (!b.stream_join && (opts.grace || opts.idle_timeout))))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("options ssp.grace, ssp.retention, ssp.idle_timeout and ssp.emit need a window"),
@@ -644,8 +716,8 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	b.columns = needed_columns(&b, stream);
 	viewoid = RangeVarGetRelid(stmt->view, NoLock, false);
 	record_view(viewoid, get_relname_relid(psprintf("%s_mrel", stmt->view->relname), nspid),
-				stream, s->topic, apply.data, &b);
+				nspid, nstreams, streams, topics, apply.data, &b);
 	SPI_finish();
 
-	ssp_store_start_offsets(viewoid, stream, s->topic, opts.start);
+	ssp_store_start_offsets(viewoid, nstreams, streams, topics, opts.start);
 }

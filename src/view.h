@@ -15,6 +15,12 @@
 #define SSP_DEFAULT_COMMIT_INTERVAL_MS 100
 #define SSP_DEFAULT_BATCH_SIZE 20000
 
+/*
+ * The ephemeral relation that holds a batch's messages of a view's first
+ * stream, and of the second in a join of two streams.
+ */
+#define SSP_BATCH_RELATION(source) ((source) == 0 ? "ssp_batch" : "ssp_batch_2")
+
 typedef enum SspOnError
 {
 	SSP_ON_ERROR_DEAD_LETTER,
@@ -27,9 +33,11 @@ typedef struct SspView
 {
 	Oid			view;
 	Oid			mrel;
-	Oid			stream;
 	char	   *name;
-	char	   *topic;
+	int			nsources;		/* streams it reads: 1, or 2 joined */
+	Oid		   *streams;
+	char	  **topics;			/* their topics */
+	List	   *buffers;		/* Oid: a join's buffer tables */
 	char	   *apply_sql;
 	int			commit_interval_ms;
 	int			batch_size;
@@ -52,8 +60,8 @@ extern void ssp_create_continuous_view(ViewStmt *stmt, const char *queryString);
 
 /* catalog.c */
 extern SspView *ssp_view_load(Oid view, bool missing_ok);
-extern void ssp_store_start_offsets(Oid view, Oid stream, const char *topic,
-									const char *start);
+extern void ssp_store_start_offsets(Oid view, int nsources, const Oid *streams,
+									char *const *topics, const char *start);
 extern SspOnError ssp_parse_on_error(const char *value);
 extern void ssp_check_start(const char *start);
 extern void ssp_view_repair_dependencies(SspView *v);

@@ -418,7 +418,8 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 						 quote_identifier(list_nth(b->group_cols, b->window)));
 
 	/* the apply statement: reduce the batch to its groups, merge them */
-	appendStringInfo(apply, "INSERT INTO %s AS m (%s) SELECT %s FROM %s%s",
+	appendStringInfo(apply, "%sINSERT INTO %s AS m (%s) SELECT %s FROM %s%s",
+					 b->apply_prefix ? b->apply_prefix : "",
 					 mrel, cols.data, sel.data, b->from, b->window >= 0 ? b->window_from : "");
 	{
 		/* the view's WHERE; open windows only; steps still in range only */
@@ -563,7 +564,8 @@ ssp_build_append_only(Build *b, List *names, const char *mrel, const char *view,
 		i++;
 	}
 	appendStringInfoString(create, ")");
-	appendStringInfo(apply, "INSERT INTO %s SELECT %s FROM %s", mrel, sel.data, b->from);
+	appendStringInfo(apply, "%sINSERT INTO %s SELECT %s FROM %s",
+					 b->apply_prefix ? b->apply_prefix : "", mrel, sel.data, b->from);
 	if (b->query->jointree->quals)
 		appendStringInfo(apply, " WHERE %s", ssp_deparse(b, b->query->jointree->quals));
 	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT * FROM %s", view, mrel);

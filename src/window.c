@@ -210,26 +210,42 @@ ssp_find_window(SspStream *stream, List *group_exprs, SspWindowSpec *spec)
 			spec->origin = list_nth(f->args, nconst);
 
 		if (IsA(spec->ts, Var))
-		{
-			SspColumn  *col = NULL;
-
-			for (j = 0; j < stream->ncolumns; j++)
-				if (stream->columns[j].attnum == ((Var *) spec->ts)->varattno)
-					col = &stream->columns[j];
-			ok = col && (stream->timestamp_attnum > 0 ?
-						 col->attnum == stream->timestamp_attnum :
-						 col->source == SSP_SRC_TIMESTAMP);
-		}
+			ok = ssp_is_event_time(stream, ((Var *) spec->ts)->varattno);
 		if (!ok)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("a window must be over the event time of stream \"%s\"", stream->relname),
-					 errdetail("%s", stream->timestamp_attnum > 0 ?
-							   psprintf("Its event time is column \"%s\" (option timestamp).",
-										get_attname(stream->relid, stream->timestamp_attnum, false)) :
-							   "It has no option timestamp, so its event time is the Kafka timestamp, in a column with OPTIONS (meta 'timestamp')."),
+					 errdetail("%s", ssp_event_time_detail(stream)),
 					 errhint("Windows close as event time passes; they need the time the watermark follows.")));
 	}
+}
+
+/*
+ * ssp_is_event_time: is this column of the stream its event time: the
+ * column of option timestamp, or else one with meta 'timestamp'?
+ */
+bool
+ssp_is_event_time(SspStream *stream, AttrNumber attnum)
+{
+	int			j;
+
+	for (j = 0; j < stream->ncolumns; j++)
+		if (stream->columns[j].attnum == attnum)
+			return stream->timestamp_attnum > 0 ?
+				attnum == stream->timestamp_attnum :
+				stream->columns[j].source == SSP_SRC_TIMESTAMP;
+	return false;
+}
+
+/* ssp_event_time_detail: where a stream's event time is, for a message. */
+char *
+ssp_event_time_detail(SspStream *stream)
+{
+	if (stream->timestamp_attnum > 0)
+		return psprintf("The event time of stream \"%s\" is column \"%s\" (option timestamp).",
+						stream->relname, get_attname(stream->relid, stream->timestamp_attnum, false));
+	return psprintf("Stream \"%s\" has no option timestamp, so its event time is the Kafka timestamp, in a column with OPTIONS (meta 'timestamp').",
+					stream->relname);
 }
 
 /*

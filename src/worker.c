@@ -1,12 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *	  The background worker of one continuous view: consume its stream's
- *	  topic from the offsets stored in Postgres, and apply it batch by
- *	  batch (batch.c), each batch one transaction with its offsets.
+ *	  The background worker of one continuous view: consume its streams'
+ *	  topics (one, or two for a join of streams) from the offsets stored in
+ *	  Postgres, and apply them batch by batch (batch.c), each batch one
+ *	  transaction with its offsets.
  *
- * The worker runs as the view's owner.  It waits on its latch and on a
- * pipe that librdkafka writes when messages arrive; it never sleeps.  A
+ * The worker runs as the view's owner.  It waits on its latch and on the
+ * pipes that librdkafka writes when messages arrive; it never sleeps.  A
  * batch closes at ssp.batch_size messages or ssp.commit_interval after its
  * first message.  On an error it records it in shared memory (ssp.views)
  * and exits; the scheduler restarts it with backoff.  It exits cleanly
@@ -44,16 +45,26 @@ PGDLLEXPORT void ssp_worker_main(Datum arg);
 typedef struct Worker
 {
 	SspView    *view;
-	SspStream  *stream;
-	SspKafka   *kafka;
+	SspSources	src;			/* the view's streams and their partitions */
+	SspKafka  **kafka;			/* per source: its consumer */
 	SspWorkerSlot *slot;
-	int			nparts;
-	int64	   *next;			/* per partition: next offset, -1: oldest */
-	SspEventTime et;			/* per partition: event times (windows) */
-	int64	   *eof;			/* per partition: end seen, -1: none */
-	bool	   *lost;			/* per partition: next offset deleted */
+	List	   *stored;			/* StoredOffset, as load() read them */
+	int64	   *next;			/* per slot: next offset, -1: oldest */
+	SspEventTime et;			/* per slot: event times (windows, joins) */
+	int64	   *eof;			/* per slot: end seen, -1: none */
+	bool	   *lost;			/* per slot: next offset deleted */
 	SspMessage *msgs;
 } Worker;
+
+/* A row of ssp.offsets. */
+typedef struct StoredOffset
+{
+	int			source;
+	int32		partition;
+	int64		next;
+	TimestampTz maxev;
+	TimestampTz seen_at;
+} StoredOffset;
 
 static void
 worker_exit(int code, Datum arg)
@@ -65,45 +76,40 @@ worker_exit(int code, Datum arg)
 	LWLockRelease(ssp_shared->lock);
 }
 
-/* grow_partitions: room for n partitions, the new ones unread. */
+/* open_source: a stream of the view and its consumer, checked. */
 static void
-grow_partitions(Worker *w, int n, MemoryContext cxt)
+open_source(Worker *w, int i)
 {
-	int			p;
+	SspStream  *stream = ssp_stream_open(w->view->streams[i]);
 
-	if (w->next == NULL)
+	if (w->view->some_columns)
 	{
-		w->next = MemoryContextAlloc(cxt, sizeof(int64) * n);
-		w->et.maxev = MemoryContextAlloc(cxt, sizeof(TimestampTz) * n);
-		w->et.seen_at = MemoryContextAlloc(cxt, sizeof(TimestampTz) * n);
-		w->et.lagging = MemoryContextAlloc(cxt, sizeof(bool) * n);
+		int			c;
+
+		/* decode only what the view reads */
+		stream->needed = palloc0(sizeof(bool) * Max(stream->ncolumns, 1));
+		for (c = 0; c < stream->ncolumns; c++)
+			stream->needed[c] = list_member_int(w->view->columns, stream->columns[c].attnum);
 	}
-	else
-	{
-		w->next = repalloc(w->next, sizeof(int64) * n);
-		w->et.maxev = repalloc(w->et.maxev, sizeof(TimestampTz) * n);
-		w->et.seen_at = repalloc(w->et.seen_at, sizeof(TimestampTz) * n);
-		w->et.lagging = repalloc(w->et.lagging, sizeof(bool) * n);
-	}
-	for (p = w->nparts; p < n; p++)
-	{
-		w->next[p] = -1;
-		w->et.maxev[p] = DT_NOBEGIN;
-		w->et.seen_at[p] = DT_NOBEGIN;
-		w->et.lagging[p] = true;
-	}
-	w->nparts = n;
-	w->et.nparts = n;
+	if (pg_class_aclcheck(stream->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for stream \"%s\"", stream->relname),
+				 errdetail("The worker of continuous view \"%s\" runs as its owner, who cannot read the stream.",
+						   w->view->name)));
+	w->src.streams[i] = stream;
+	w->kafka[i] = ssp_kafka_consumer(stream->serverid, GetUserId(), w->view->topics[i], true);
 }
 
-/* load: the view, its stream and its stored offsets, in a transaction. */
+/* load: the view, its streams and its stored offsets, in a transaction. */
 static bool
 load(Worker *w, Oid viewoid, MemoryContext cxt)
 {
 	MemoryContext old;
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(viewoid)};
-	uint64		i;
+	uint64		r;
+	int			i;
 	bool		ok = true;
 
 	SetCurrentStatementStartTimestamp();
@@ -116,68 +122,61 @@ load(Worker *w, Oid viewoid, MemoryContext cxt)
 	else
 	{
 		ssp_view_repair_dependencies(w->view);
-		w->stream = ssp_stream_open(w->view->stream);
-		if (w->view->some_columns)
-		{
-			int			i;
-
-			/* decode only what the view reads */
-			w->stream->needed = palloc0(sizeof(bool) * Max(w->stream->ncolumns, 1));
-			for (i = 0; i < w->stream->ncolumns; i++)
-				w->stream->needed[i] = list_member_int(w->view->columns,
-													   w->stream->columns[i].attnum);
-		}
-		if (pg_class_aclcheck(w->stream->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("permission denied for stream \"%s\"", w->stream->relname),
-					 errdetail("The worker of continuous view \"%s\" runs as its owner, who cannot read the stream.",
-							   w->view->name)));
-		w->kafka = ssp_kafka_consumer(w->stream->serverid, GetUserId(), w->view->topic, true);
+		w->src.n = w->view->nsources;
+		w->src.streams = palloc0(sizeof(SspStream *) * w->src.n);
+		w->src.base = palloc0(sizeof(int) * w->src.n);
+		w->src.nparts = palloc0(sizeof(int) * w->src.n);
+		w->kafka = palloc0(sizeof(SspKafka *) * w->src.n);
+		for (i = 0; i < w->src.n; i++)
+			open_source(w, i);
 	}
-	MemoryContextSwitchTo(old);
 
 	if (ok)
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "ssp: SPI_connect failed");
-		if (SPI_execute_with_args("SELECT partition, next_offset, max_event_time, last_event_at "
+		if (SPI_execute_with_args("SELECT topic, partition, next_offset, max_event_time, last_event_at "
 								  "FROM ssp.offsets WHERE view = $1::regclass",
 								  1, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "ssp: could not read ssp.offsets");
-		w->nparts = 0;
-		grow_partitions(w, 1, cxt);
-		w->nparts = w->et.nparts = 0;
-		for (i = 0; i < SPI_processed; i++)
+		for (r = 0; r < SPI_processed; r++)
 		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
+			HeapTuple	tup = SPI_tuptable->vals[r];
 			TupleDesc	desc = SPI_tuptable->tupdesc;
+			char	   *topic = SPI_getvalue(tup, desc, 1);
+			StoredOffset *so = palloc(sizeof(StoredOffset));
 			bool		isnull;
-			int			p = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
 			Datum		d;
 
-			if (p >= w->nparts)
-				grow_partitions(w, p + 1, cxt);
-			w->next[p] = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
-			d = SPI_getbinval(tup, desc, 3, &isnull);
-			w->et.maxev[p] = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
+			so->source = -1;
+			for (i = 0; i < w->src.n; i++)
+				if (strcmp(topic, w->view->topics[i]) == 0)
+					so->source = i;
+			if (so->source < 0)
+				continue;		/* a topic the view no longer reads */
+			so->partition = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+			so->next = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
 			d = SPI_getbinval(tup, desc, 4, &isnull);
-			w->et.seen_at[p] = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
+			so->maxev = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
+			d = SPI_getbinval(tup, desc, 5, &isnull);
+			so->seen_at = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
+			w->stored = lappend(w->stored, so);
 		}
 		w->et.watermark = w->view->watermark;
 		SPI_finish();
 	}
+	MemoryContextSwitchTo(old);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	return ok;
 }
 
 /*
- * connect_topic: the topic's partitions, assigned at the stored offsets;
- * waits (status "waiting for broker") while the broker cannot say.
+ * partition_count: how many partitions a source's topic has; waits
+ * (status "waiting for broker") while the broker cannot say.
  */
-static void
-connect_topic(Worker *w, MemoryContext cxt)
+static int
+partition_count(Worker *w, int i)
 {
 	volatile int n = -1;
 
@@ -189,7 +188,7 @@ connect_topic(Worker *w, MemoryContext cxt)
 		StartTransactionCommand();
 		PG_TRY();
 		{
-			n = ssp_kafka_partition_count(w->kafka);
+			n = ssp_kafka_partition_count(w->kafka[i]);
 			CommitTransactionCommand();
 		}
 		PG_CATCH();
@@ -211,20 +210,96 @@ connect_topic(Worker *w, MemoryContext cxt)
 		PG_END_TRY();
 		MemoryContextSwitchTo(old);
 	}
-	if (n > w->nparts)
-		grow_partitions(w, n, cxt);
-	w->eof = MemoryContextAlloc(cxt, sizeof(int64) * Max(w->nparts, 1));
-	memset(w->eof, 0xff, sizeof(int64) * Max(w->nparts, 1));	/* all -1 */
-	w->lost = MemoryContextAllocZero(cxt, sizeof(bool) * Max(w->nparts, 1));
-	ssp_kafka_assign_at(w->kafka, w->nparts, w->next);
+	return n;
+}
+
+/*
+ * connect_topics: number the partitions of every topic as slots (those
+ * the broker has, and any more that offsets were stored for), set each
+ * slot's state from the stored offsets, and assign them.
+ */
+static void
+connect_topics(Worker *w, MemoryContext cxt)
+{
+	SspSources *src = &w->src;
+	ListCell   *lc;
+	int			n;
+	int			i;
+	int			p;
+
+	for (i = 0; i < src->n; i++)
+		src->nparts[i] = partition_count(w, i);
+	foreach(lc, w->stored)
+	{
+		StoredOffset *so = lfirst(lc);
+
+		src->nparts[so->source] = Max(src->nparts[so->source], so->partition + 1);
+	}
+	src->nslots = 0;
+	for (i = 0; i < src->n; i++)
+	{
+		src->base[i] = src->nslots;
+		src->nslots += src->nparts[i];
+	}
+	n = Max(src->nslots, 1);
+	w->next = MemoryContextAlloc(cxt, sizeof(int64) * n);
+	w->et.maxev = MemoryContextAlloc(cxt, sizeof(TimestampTz) * n);
+	w->et.seen_at = MemoryContextAlloc(cxt, sizeof(TimestampTz) * n);
+	w->et.lagging = MemoryContextAlloc(cxt, sizeof(bool) * n);
+	w->et.nparts = src->nslots;
+	w->eof = MemoryContextAlloc(cxt, sizeof(int64) * n);
+	w->lost = MemoryContextAllocZero(cxt, sizeof(bool) * n);
+	for (p = 0; p < src->nslots; p++)
+	{
+		w->next[p] = -1;
+		w->et.maxev[p] = DT_NOBEGIN;
+		w->et.seen_at[p] = DT_NOBEGIN;
+		w->et.lagging[p] = true;
+		w->eof[p] = -1;
+	}
+	foreach(lc, w->stored)
+	{
+		StoredOffset *so = lfirst(lc);
+
+		p = src->base[so->source] + so->partition;
+		w->next[p] = so->next;
+		w->et.maxev[p] = so->maxev;
+		w->et.seen_at[p] = so->seen_at;
+	}
+	for (i = 0; i < src->n; i++)
+		ssp_kafka_assign_at(w->kafka[i], src->nparts[i], w->next + src->base[i]);
+}
+
+/*
+ * lag: messages not yet applied past next[] (per slot), over every topic;
+ * sets lagging per slot if not NULL.
+ */
+static int64
+lag(Worker *w, const int64 *next, bool *lagging)
+{
+	int64		total = -1;
+	int			i;
+
+	for (i = 0; i < w->src.n; i++)
+	{
+		int64		l = ssp_kafka_lag(w->kafka[i], w->src.nparts[i], next + w->src.base[i],
+									  lagging ? lagging + w->src.base[i] : NULL);
+
+		if (l >= 0)
+			total = Max(total, 0) + l;
+	}
+	return total;
 }
 
 /* report_status: the worker's state and lag (messages not yet applied). */
 static void
 report_status(Worker *w, int64 lag)
 {
-	const char *trouble = ssp_kafka_trouble(w->kafka);
+	const char *trouble = NULL;
+	int			i;
 
+	for (i = 0; i < w->src.n && trouble == NULL; i++)
+		trouble = ssp_kafka_trouble(w->kafka[i]);
 	if (trouble)
 	{
 		ssp_slot_set_error(w->slot, trouble);
@@ -235,22 +310,26 @@ report_status(Worker *w, int64 lag)
 }
 
 /*
- * collect: poll messages until the batch is full or its time is up; returns
- * how many, and sets *dirty if a partition's end moved past its offset.
+ * collect: poll messages from every topic until the batch is full or its
+ * time is up; returns how many, and sets *dirty if a partition's end moved
+ * past its offset.
  */
 static int
-collect(Worker *w, int fd, bool *dirty)
+collect(Worker *w, WaitEventSet *wait, bool *dirty)
 {
+	SspSources *src = &w->src;
 	int			n = 0;
 	TimestampTz deadline = 0;
 	TimestampTz last_report = GetCurrentTimestamp();
 	int			p;
+	int			i;
 
 	*dirty = false;
 	for (;;)
 	{
 		TimestampTz now;
 		long		timeout;
+		WaitEvent	event;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -258,9 +337,18 @@ collect(Worker *w, int fd, bool *dirty)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		n += ssp_kafka_poll_batch(w->kafka, w->msgs + n, w->view->batch_size - n,
-								  w->eof, w->lost, w->nparts);
-		for (p = 0; p < w->nparts; p++)
+		for (i = 0; i < src->n; i++)
+		{
+			int			got = ssp_kafka_poll_batch(w->kafka[i], w->msgs + n, w->view->batch_size - n,
+												   w->eof + src->base[i], w->lost + src->base[i],
+												   src->nparts[i]);
+			int			m;
+
+			for (m = n; m < n + got; m++)
+				w->msgs[m].source = i;
+			n += got;
+		}
+		for (p = 0; p < src->nslots; p++)
 		{
 			if (w->eof[p] > w->next[p] && w->eof[p] >= 0)
 				*dirty = true;
@@ -275,15 +363,14 @@ collect(Worker *w, int fd, bool *dirty)
 			return n;
 		if (TimestampDifferenceExceeds(last_report, now, 1000))
 		{
-			report_status(w, ssp_kafka_lag(w->kafka, w->nparts, w->next, NULL));
+			report_status(w, lag(w, w->next, NULL));
 			last_report = now;
 		}
 		timeout = deadline ? TimestampDifferenceMilliseconds(now, deadline) : 1000;
-		(void) WaitLatchOrSocket(MyLatch,
-								 WL_LATCH_SET | WL_SOCKET_READABLE | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-								 fd, Max(timeout, 1), PG_WAIT_EXTENSION);
+		(void) WaitEventSetWait(wait, Max(timeout, 1), &event, 1, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
-		ssp_kafka_drain_fd(w->kafka);
+		for (i = 0; i < src->n; i++)
+			ssp_kafka_drain_fd(w->kafka[i]);
 	}
 }
 
@@ -295,39 +382,46 @@ collect(Worker *w, int fd, bool *dirty)
 static bool
 recover_lost(Worker *w)
 {
-	bool		reassign = false;
-	int			p;
+	SspSources *src = &w->src;
+	int			i;
 
-	for (p = 0; p < w->nparts; p++)
+	for (i = 0; i < src->n; i++)
 	{
-		int64		low,
-					high,
-					from = Max(w->next[p], 0);
+		bool		reassign = false;
+		int			p;
 
-		if (!w->lost[p])
-			continue;
-		w->lost[p] = false;
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		ssp_kafka_watermarks(w->kafka, p, &low, &high);
-		CommitTransactionCommand();
-		if (from < low)
+		for (p = 0; p < src->nparts[i]; p++)
 		{
-			/* deleted by retention before the view read them */
-			if (!ssp_record_lost(w->view, p, from, low))
-				return false;
+			int			slot = src->base[i] + p;
+			int64		low,
+						high,
+						from = Max(w->next[slot], 0);
+
+			if (!w->lost[slot])
+				continue;
+			w->lost[slot] = false;
+			SetCurrentStatementStartTimestamp();
+			StartTransactionCommand();
+			ssp_kafka_watermarks(w->kafka[i], p, &low, &high);
+			CommitTransactionCommand();
+			if (from < low)
+			{
+				/* deleted by retention before the view read them */
+				if (!ssp_record_lost(w->view, i, p, from, low))
+					return false;
+			}
+			else
+				ereport(WARNING,
+						(errmsg("continuous view \"%s\": offset %lld of partition %d of topic \"%s\" is past its end (%lld); reading from %lld",
+								w->view->name, (long long) from, p, w->view->topics[i],
+								(long long) high, (long long) low),
+						 errdetail("The topic may have been deleted and created again.")));
+			w->next[slot] = low;
+			reassign = true;
 		}
-		else
-			ereport(WARNING,
-					(errmsg("continuous view \"%s\": offset %lld of partition %d of topic \"%s\" is past its end (%lld); reading from %lld",
-							w->view->name, (long long) from, p, w->view->topic,
-							(long long) high, (long long) low),
-					 errdetail("The topic may have been deleted and created again.")));
-		w->next[p] = low;
-		reassign = true;
+		if (reassign)
+			ssp_kafka_assign_at(w->kafka[i], src->nparts[i], w->next + src->base[i]);
 	}
-	if (reassign)
-		ssp_kafka_assign_at(w->kafka, w->nparts, w->next);
 	return true;
 }
 
@@ -337,61 +431,74 @@ run(Worker *w, Oid viewoid)
 {
 	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "ssp worker",
 											  ALLOCSET_DEFAULT_SIZES);
-	int			fd;
+	WaitEventSet *wait;
+	int			nslots;
+	int			i;
 
 	if (!load(w, viewoid, cxt))
 		return;
-	connect_topic(w, cxt);
-	fd = ssp_kafka_event_fd(w->kafka);
+	connect_topics(w, cxt);
+	nslots = w->src.nslots;
+	/* wake on the latch, and when librdkafka has messages for any topic */
+	wait = CreateWaitEventSet(cxt, 2 + w->src.n);
+	AddWaitEventToSet(wait, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+	AddWaitEventToSet(wait, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+	for (i = 0; i < w->src.n; i++)
+		AddWaitEventToSet(wait, WL_SOCKET_READABLE, ssp_kafka_event_fd(w->kafka[i]), NULL, NULL);
 	w->msgs = MemoryContextAlloc(cxt, sizeof(SspMessage) * w->view->batch_size);
 	ssp_slot_set_status(w->slot, "running", -1);
 
 	for (;;)
 	{
 		bool		dirty;
-		int			n = collect(w, fd, &dirty);
-		int64	   *next = palloc(sizeof(int64) * w->nparts);
-		int64		lag;
-		int			i,
-					p;
+		int			n = collect(w, wait, &dirty);
+		int64	   *next = palloc(sizeof(int64) * Max(nslots, 1));
+		int64		batch_lag;
+		int			p;
 
 		/* the offsets this batch moves to */
-		for (p = 0; p < w->nparts; p++)
+		for (p = 0; p < nslots; p++)
 			next[p] = w->eof[p] > w->next[p] ? w->eof[p] : -1;
 		for (i = 0; i < n; i++)
 		{
-			p = w->msgs[i].partition;
-			if (p < w->nparts && w->msgs[i].offset + 1 > Max(next[p], w->next[p]))
-				next[p] = w->msgs[i].offset + 1;
+			SspMessage *m = &w->msgs[i];
+
+			if (m->partition < w->src.nparts[m->source])
+			{
+				p = SSP_SLOT(&w->src, m);
+				if (m->offset + 1 > Max(next[p], w->next[p]))
+					next[p] = m->offset + 1;
+			}
 		}
 
 		/* which partitions still have messages beyond this batch */
 		{
-			int64	   *after = palloc(sizeof(int64) * w->nparts);
+			int64	   *after = palloc(sizeof(int64) * Max(nslots, 1));
 
-			for (p = 0; p < w->nparts; p++)
+			for (p = 0; p < nslots; p++)
 				after[p] = next[p] >= 0 ? next[p] : w->next[p];
-			lag = ssp_kafka_lag(w->kafka, w->nparts, after, w->et.lagging);
+			batch_lag = lag(w, after, w->et.lagging);
 			pfree(after);
 		}
 		pgstat_report_activity(STATE_RUNNING, "applying a batch");
-		if (!ssp_apply_batch(w->view, w->stream, w->msgs, n, w->nparts, next,
-							 &w->et))
+		if (!ssp_apply_batch(w->view, &w->src, w->msgs, n, next, &w->et))
 		{
-			ssp_kafka_release(w->kafka);
+			for (i = 0; i < w->src.n; i++)
+				ssp_kafka_release(w->kafka[i]);
 			return;				/* dropped, paused or reset */
 		}
 		pgstat_report_activity(STATE_IDLE, NULL);
-		ssp_kafka_release(w->kafka);
+		for (i = 0; i < w->src.n; i++)
+			ssp_kafka_release(w->kafka[i]);
 		/* a batch went through: the last worker's error is over */
 		ssp_slot_set_error(w->slot, "");
-		for (p = 0; p < w->nparts; p++)
+		for (p = 0; p < nslots; p++)
 			if (next[p] >= 0)
 				w->next[p] = next[p];
 		pfree(next);
 		if (!recover_lost(w))
 			return;
-		report_status(w, lag);
+		report_status(w, batch_lag);
 	}
 }
 

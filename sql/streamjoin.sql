@@ -1,0 +1,145 @@
+-- Joins of two streams on a time bound between their event times.
+\getenv brokers SSP_BROKERS
+\getenv run SSP_RUN_ID
+CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+\set topic sj_orders_ :run
+CREATE FOREIGN TABLE orders (order_id bigint, region text, ts timestamptz,
+    part int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', timestamp 'ts');
+\set topic sj_payments_ :run
+CREATE FOREIGN TABLE payments (order_id bigint, amount numeric, ts timestamptz,
+    part int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', timestamp 'ts');
+\set topic sj_clicks_ :run
+CREATE FOREIGN TABLE clicks (order_id bigint, at timestamptz) SERVER kafka OPTIONS (topic :'topic');
+CREATE TABLE regions (region text PRIMARY KEY, manager text);
+INSERT INTO regions VALUES ('north', 'Ada'), ('south', 'Grace');
+
+-- refused
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o JOIN payments p ON p.order_id = o.order_id;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o JOIN payments p ON p.order_id = o.order_id AND p.ts >= o.ts;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o JOIN payments p ON p.order_id = o.order_id AND p.ts < o.ts + interval '1 day';
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o RIGHT JOIN payments p ON p.ts BETWEEN o.ts AND o.ts + interval '1 day';
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o FULL JOIN payments p ON p.ts BETWEEN o.ts AND o.ts + interval '1 day';
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o, payments p WHERE p.ts BETWEEN o.ts AND o.ts + interval '1 day';
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o JOIN orders o2 ON o2.ts BETWEEN o.ts AND o.ts + interval '1 day';
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o JOIN clicks c ON c.at BETWEEN o.ts AND o.ts + interval '1 day';
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o JOIN payments p ON p.ts BETWEEN o.ts AND o.ts + interval '1 day'
+  JOIN clicks c ON c.order_id = o.order_id;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT ssp.tumble(p.ts, '1 hour'), count(*) FROM orders o JOIN payments p
+    ON p.ts BETWEEN o.ts AND o.ts + interval '1 day' GROUP BY 1;
+CREATE VIEW r WITH (ssp.continuous, ssp.primary_key = 'order_id') AS
+  SELECT o.order_id FROM orders o JOIN payments p ON p.ts BETWEEN o.ts AND o.ts + interval '1 day';
+
+-- both topics exist before the views read them: a payment of no order
+INSERT INTO payments (order_id, amount, ts) VALUES (-1, 0, '2025-12-31');
+
+-- the average time from order to payment, within a day, by region and
+-- manager (a table joined too); and orders with their payments or none
+CREATE VIEW completion WITH (ssp.continuous) AS
+  SELECT o.region, r.manager, count(*) AS n, avg(p.ts - o.ts) AS avg_completion,
+         sum(p.amount) AS paid
+  FROM orders o JOIN payments p
+    ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + interval '1 day'
+  JOIN regions r ON r.region = o.region
+  WHERE o.order_id > 0
+  GROUP BY o.region, r.manager;
+CREATE VIEW order_payments WITH (ssp.continuous) AS
+  SELECT o.order_id, o.region, p.amount, p.ts - o.ts AS delay
+  FROM orders o LEFT JOIN payments p
+    ON p.order_id = o.order_id AND o.ts <= p.ts AND p.ts < o.ts + interval '1 day'
+  WHERE o.order_id > 0;
+SELECT streams, topics = ARRAY['sj_orders_' || :'run', 'sj_payments_' || :'run'] AS topics,
+       buffers
+  FROM ssp.continuous_views WHERE view = 'order_payments'::regclass;
+\d order_payments_left
+
+-- orders 1 to 100, then every payment (of those before and after), then
+-- orders 101 to 200: each topic in event-time order.  Payments take 1 to 6
+-- hours; every 7th takes two days; every 4th order is never paid; every
+-- 10th is paid twice.
+INSERT INTO orders (order_id, region, ts)
+  SELECT g, CASE WHEN g % 3 = 0 THEN 'north' ELSE 'south' END,
+         '2026-01-01 00:00+00'::timestamptz + g * interval '30 minutes'
+  FROM generate_series(1, 100) g;
+SELECT ssp.wait('completion'), ssp.wait('order_payments');
+INSERT INTO payments (order_id, amount, ts)
+  SELECT order_id, amount, ts FROM (
+    SELECT g AS order_id, g * 1.5 AS amount,
+           '2026-01-01 00:00+00'::timestamptz + g * interval '30 minutes' +
+           CASE WHEN g % 7 = 0 THEN interval '2 days' ELSE (g % 6 + 1) * interval '1 hour' END AS ts
+    FROM generate_series(1, 200) g WHERE g % 4 <> 0
+    UNION ALL
+    SELECT g, 1, '2026-01-01 00:00+00'::timestamptz + g * interval '30 minutes' + interval '10 minutes'
+    FROM generate_series(10, 200, 10) g) x
+  ORDER BY ts;
+SELECT ssp.wait('completion'), ssp.wait('order_payments');
+INSERT INTO orders (order_id, region, ts)
+  SELECT g, CASE WHEN g % 3 = 0 THEN 'north' ELSE 'south' END,
+         '2026-01-01 00:00+00'::timestamptz + g * interval '30 minutes'
+  FROM generate_series(101, 200) g;
+SELECT ssp.wait('completion'), ssp.wait('order_payments');
+-- a late event time in every partition of both topics moves the watermark
+-- past every bound: the unpaid orders come out of the left join
+INSERT INTO orders (order_id, region, ts, part)
+  SELECT 0, 'none', '2027-01-01', g FROM generate_series(0, 3) g;
+INSERT INTO payments (order_id, amount, ts, part)
+  SELECT 0, 0, '2027-01-01', g FROM generate_series(0, 3) g;
+SELECT ssp.wait('completion'), ssp.wait('order_payments');
+-- one more batch, now that the watermark has moved
+INSERT INTO orders (order_id, region, ts, part) VALUES (0, 'none', '2027-01-02', 0);
+SELECT ssp.wait('completion'), ssp.wait('order_payments');
+
+SELECT * FROM completion ORDER BY region;
+CREATE TEMP TABLE all_orders AS SELECT * FROM orders;
+CREATE TEMP TABLE all_payments AS SELECT * FROM payments;
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM completion
+    EXCEPT ALL SELECT o.region, r.manager, count(*), avg(p.ts - o.ts), sum(p.amount)
+    FROM all_orders o JOIN all_payments p
+      ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + interval '1 day'
+    JOIN regions r ON r.region = o.region WHERE o.order_id > 0 GROUP BY 1, 2)
+   UNION ALL
+   (SELECT o.region, r.manager, count(*), avg(p.ts - o.ts), sum(p.amount)
+    FROM all_orders o JOIN all_payments p
+      ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + interval '1 day'
+    JOIN regions r ON r.region = o.region WHERE o.order_id > 0 GROUP BY 1, 2
+    EXCEPT ALL SELECT * FROM completion)) d;
+SELECT count(*) AS rows, count(amount) AS paid, count(*) - count(amount) AS unpaid
+  FROM order_payments;
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM order_payments
+    EXCEPT ALL SELECT o.order_id, o.region, p.amount, p.ts - o.ts
+    FROM all_orders o LEFT JOIN all_payments p
+      ON p.order_id = o.order_id AND o.ts <= p.ts AND p.ts < o.ts + interval '1 day'
+    WHERE o.order_id > 0)
+   UNION ALL
+   (SELECT o.order_id, o.region, p.amount, p.ts - o.ts
+    FROM all_orders o LEFT JOIN all_payments p
+      ON p.order_id = o.order_id AND o.ts <= p.ts AND p.ts < o.ts + interval '1 day'
+    WHERE o.order_id > 0
+    EXCEPT ALL SELECT * FROM order_payments)) d;
+-- what the buffers still hold: the rows at the end of event time only
+SELECT count(*) AS left_rows, max(ts) FROM order_payments_left;
+SELECT count(*) AS right_rows, max(ts) FROM order_payments_right;
+SELECT view, status, processed, late_events, dead_letters, last_error FROM ssp.views ORDER BY view::text;
+
+-- reset replays both topics into an empty view and empty buffers
+SELECT ssp.reset('order_payments');
+SELECT ssp.wait('order_payments');
+SELECT count(amount) AS paid FROM order_payments;
+
+DROP VIEW order_payments;
+SELECT count(*) FROM pg_class WHERE relname LIKE 'order_payments%';
+DROP VIEW completion;
+SELECT count(*) FROM ssp.offsets;

@@ -22,7 +22,7 @@ CREATE VIEW r WITH (ssp.continuous) AS SELECT count(DISTINCT customer_id) FROM o
 CREATE VIEW r WITH (ssp.continuous) AS SELECT string_agg(region, ',') FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT array_agg(amount ORDER BY amount) FROM orders;
-CREATE VIEW r WITH (ssp.continuous) AS SELECT avg(ts - ts) FROM orders;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT json_agg(region) FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT generate_series(1, qty) FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT c.segment, count(*) FROM customers c LEFT JOIN orders o ON c.id = o.customer_id GROUP BY 1;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT segment FROM customers;

@@ -511,7 +511,8 @@ ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
 					et->seen_at[p] = now;
 			}
 			watermark = ssp_watermark(et->maxev, et->seen_at, et->lagging, nparts,
-									  et->watermark, view->idle_ms, view->grace);
+									  src->base, src->n, et->watermark, view->idle_ms,
+									  view->grace);
 		}
 		store_progress(&bs, next, watermark);
 		if (bs.et)

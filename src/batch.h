@@ -16,7 +16,8 @@ typedef struct SspEventTime
 {
 	int			nparts;
 	TimestampTz *maxev;			/* latest event time seen; DT_NOBEGIN: none */
-	TimestampTz *seen_at;		/* when a message of it was last applied */
+	TimestampTz *seen_at;		/* when a message of it was last applied, or
+								 * when the worker started watching it */
 	bool	   *lagging;		/* has messages not read yet (set by caller) */
 	TimestampTz watermark;		/* DT_NOBEGIN: none yet */
 } SspEventTime;

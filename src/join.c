@@ -295,6 +295,7 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, const char *nspname,
 	char	   *on = ssp_deparse(b, j->quals);
 	bool		left = j->jointype == JOIN_LEFT;
 	StringInfoData prefix;
+	char	   *pair;
 	ListCell   *lc;
 	int			i;
 
@@ -376,19 +377,17 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, const char *nspname,
 					 "WITH _ssp_gone AS (DELETE FROM %s %s WHERE %s IS NULL OR %s%s), "
 					 "_ssp_gone_right AS (DELETE FROM %s %s WHERE %s IS NULL OR %s) ",
 					 buf[0], alias[0], evref[0], b->purge_left,
-					 left ? psprintf(" RETURNING %s", alias[0]) : "",
+					 left ? psprintf(" RETURNING (%s.*)::%s AS _ssp_row", alias[0], buf[0]) : "",
 					 buf[1], alias[1], evref[1], b->purge_right);
 	b->apply_prefix = prefix.data;
 
 	/* 3: the new pairs, as the two streams' rows */
-	b->join_from = psprintf("(SELECT %s AS l, %s AS r FROM %s %s JOIN %s %s ON %s WHERE %s "
-							"UNION ALL SELECT %s, %s FROM %s %s JOIN %s %s ON %s WHERE %s AND NOT (%s)%s) _ssp_j "
+	pair = psprintf("(%s.*)::%s AS l, (%s.*)::%s AS r FROM %s %s JOIN %s %s ON %s",
+					alias[0], buf[0], alias[1], buf[1], buf[0], alias[0], buf[1], alias[1], on);
+	b->join_from = psprintf("(SELECT %s WHERE %s UNION ALL SELECT %s WHERE %s AND NOT (%s)%s) _ssp_j "
 							"CROSS JOIN LATERAL (SELECT (_ssp_j.l).*) %s CROSS JOIN LATERAL (SELECT (_ssp_j.r).*) %s",
-							alias[0], alias[1], buf[0], alias[0], buf[1], alias[1], on,
-							is_new(alias[0]),
-							alias[0], alias[1], buf[0], alias[0], buf[1], alias[1], on,
-							is_new(alias[1]), is_new(alias[0]),
-							left ? psprintf(" UNION ALL SELECT g.%s, NULL::%s FROM _ssp_gone g WHERE NOT (g.%s)._ssp_matched",
-											alias[0], buf[1], alias[0]) : "",
+							pair, is_new(alias[0]), pair, is_new(alias[1]), is_new(alias[0]),
+							left ? psprintf(" UNION ALL SELECT g._ssp_row, NULL::%s FROM _ssp_gone g "
+											"WHERE NOT (g._ssp_row)._ssp_matched", buf[1]) : "",
 							alias[0], alias[1]);
 }

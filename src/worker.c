@@ -266,6 +266,10 @@ connect_topics(Worker *w, MemoryContext cxt)
 		w->et.maxev[p] = so->maxev;
 		w->et.seen_at[p] = so->seen_at;
 	}
+	/* a partition with nothing applied yet is watched from now on */
+	for (p = 0; p < src->nslots; p++)
+		if (w->et.seen_at[p] == DT_NOBEGIN)
+			w->et.seen_at[p] = GetCurrentTimestamp();
 	for (i = 0; i < src->n; i++)
 		ssp_kafka_assign_at(w->kafka[i], src->nparts[i], w->next + src->base[i]);
 }

@@ -266,6 +266,21 @@ ssp_view_repair_dependencies(SspView *v)
 			ObjectAddressSet(streamaddr, RelationRelationId, v->streams[i]);
 			recordDependencyOn(&viewaddr, &streamaddr, DEPENDENCY_NORMAL);
 		}
+		/*
+		 * A join's buffered rows carry the transaction that added them
+		 * (join.c); in a restored cluster that number may come again, so
+		 * mark them as from no transaction.
+		 */
+		foreach(lc, v->buffers)
+		{
+			Oid			rel = lfirst_oid(lc);
+
+			if (SPI_execute(psprintf("UPDATE %s SET _ssp_xact = '0' WHERE _ssp_xact OPERATOR(pg_catalog.<>) '0'",
+									 quote_qualified_identifier(get_namespace_name(get_rel_namespace(rel)),
+																get_rel_name(rel))),
+							false, 0) != SPI_OK_UPDATE)
+				elog(ERROR, "ssp: could not update the buffers of view \"%s\"", v->name);
+		}
 		CommandCounterIncrement();
 	}
 	SPI_finish();

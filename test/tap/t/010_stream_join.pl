@@ -1,4 +1,4 @@
-# Joins of two streams, exactly once: 100,000 orders and their payments,
+# Joins, exactly once.  Of two streams: 100,000 orders and their payments,
 # delayed by seconds to hours, some beyond the day's bound, some never
 # made, produced over a week of event time into 16 partitions each, with
 # payments before and after their orders, while the views' workers are
@@ -6,6 +6,9 @@
 # average time from order to payment by region) and the left join (every
 # order with its payment or none) end exactly equal to their queries, and
 # the buffer tables hold about a day of rows at any time, not the week.
+# Through the same kills, a stream joined with a table (inner and left)
+# and a table kept from the payments topic (latest row per order) end
+# exactly equal to their queries too.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -52,6 +55,17 @@ $node->safe_psql('postgres', qq{
 	  FROM o_all WHERE order_id % 10 <> 0
 	  UNION ALL
 	  SELECT order_id, region, 1, ts + interval '90 s' FROM o_all WHERE order_id % 25 = 0;
+	-- the other kinds of join, through the same kills: a stream with a table
+	-- (inner and left), and a table kept from the payments (latest per key)
+	CREATE TABLE managers (region text PRIMARY KEY, manager text);
+	INSERT INTO managers SELECT 'r' || g, 'm' || g % 3 FROM generate_series(0, 5) g;
+	CREATE VIEW revenue_by_manager WITH (ssp.continuous, ssp.batch_size = 1500) AS
+	  SELECT m.manager, count(*) AS n, sum(o.amount) AS revenue
+	  FROM orders o JOIN managers m ON m.region = o.region GROUP BY m.manager;
+	CREATE VIEW orders_managed WITH (ssp.continuous, ssp.batch_size = 2500) AS
+	  SELECT o.order_id, m.manager FROM orders o LEFT JOIN managers m ON m.region = o.region;
+	CREATE VIEW latest_payment WITH (ssp.continuous, ssp.primary_key = 'order_id', ssp.batch_size = 1000) AS
+	  SELECT order_id, amount, ts FROM payments;
 	CREATE TABLE buffered (chunk int, left_rows bigint, right_rows bigint, watermark timestamptz, stale bigint);
 });
 
@@ -64,7 +78,7 @@ sub worker_pids
 sub wait_workers
 {
 	$node->poll_query_until('postgres',
-		'SELECT count(*) = 2 FROM ssp.views WHERE worker_pid IS NOT NULL')
+		'SELECT count(*) = 5 FROM ssp.views WHERE worker_pid IS NOT NULL')
 	  or die 'workers did not start';
 }
 
@@ -87,7 +101,7 @@ for my $chunk (0 .. 40)
 	{
 		wait_workers();
 		my @pids = worker_pids();
-		ok(kill('KILL', $pids[$kills % 2]), "SIGKILL to a join view's worker");
+		ok(kill('KILL', $pids[$kills % 5]), "SIGKILL to a view's worker");
 		$kills++;
 		$node->poll_query_until('postgres', 'SELECT 1', '1') or die 'server did not come back';
 	}
@@ -103,13 +117,26 @@ for my $chunk (0 .. 40)
 		w, (SELECT count(*) FROM completion_time_by_region_left WHERE ts + interval '1 day' < w - $chunk_len)
 		FROM (SELECT watermark AS w FROM ssp.views WHERE view = 'completion_time_by_region'::regclass) x");
 }
-SspTest::wait_views($node, 'postgres', 'completion_time_by_region', 'order_payment');
+SspTest::wait_views($node, 'postgres', 'completion_time_by_region', 'order_payment',
+	'revenue_by_manager', 'orders_managed', 'latest_payment');
 
 my $orders = $node->safe_psql('postgres', 'SELECT count(*) FROM o_all');
 my $payments = $node->safe_psql('postgres', 'SELECT count(*) FROM p_all');
 cmp_ok($orders, '>=', 100000, "$orders orders produced");
-is($node->safe_psql('postgres', 'SELECT sum(processed), sum(late_events), sum(dead_letters) FROM ssp.views'),
+is($node->safe_psql('postgres', "SELECT sum(processed), sum(late_events), sum(dead_letters) FROM ssp.views
+		WHERE view IN ('completion_time_by_region'::regclass, 'order_payment'::regclass)"),
 	2 * ($orders + $payments) . '|0|0', "every one of the $payments payments and the orders applied once, none late");
+
+# the joins with a table, and the table kept from a topic
+is(SspTest::differences($node, 'postgres', 'SELECT * FROM revenue_by_manager',
+		'SELECT m.manager, count(*), sum(o.amount) FROM o_all o JOIN managers m ON m.region = o.region GROUP BY 1'),
+	'0', 'stream-table inner join exact after kills and a crash');
+is(SspTest::differences($node, 'postgres', 'SELECT * FROM orders_managed',
+		'SELECT o.order_id, m.manager FROM o_all o LEFT JOIN managers m ON m.region = o.region'),
+	'0', 'stream-table left join exact after kills and a crash, region r6 without a manager');
+is(SspTest::differences($node, 'postgres', 'SELECT * FROM latest_payment',
+		'SELECT * FROM (SELECT DISTINCT ON (order_id) order_id, amount, ts FROM p_all ORDER BY order_id, ts DESC) l'),
+	'0', 'latest payment per order (paid twice: the later) exact after kills and a crash');
 is($node->safe_psql('postgres', "SELECT count(DISTINCT topic), count(*) FROM ssp.offsets
 		WHERE view = 'completion_time_by_region'::regclass"),
 	'2|32', 'the offsets of both topics, 32 partitions, commit with the view');

@@ -10,7 +10,8 @@
  * Each side's rows wait in a buffer table, NAME_left and NAME_right (the
  * stream's columns, the transaction and run that added the row, and on the
  * left whether it has matched), as long as a row of the other side could
- * still match them.  A batch, in its one transaction:
+ * still match them.  They are indexed on the columns compared with = in ON
+ * and the event time.  A batch, in its one transaction:
  *
  *	1. adds its rows that are not late (event time not before the
  *	   watermark) to the buffers; late ones are counted, not joined;
@@ -296,6 +297,7 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, const char *nspname,
 	bool		left = j->jointype == JOIN_LEFT;
 	StringInfoData prefix;
 	char	   *pair;
+	bool		keyed[2] = {false, false};
 	ListCell   *lc;
 	int			i;
 
@@ -331,9 +333,9 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, const char *nspname,
 		initStringInfo(&defs);
 		buffer_columns(b->streams[i], &cols, &defs);
 		appendStringInfo(create, "CREATE TABLE %s (%s_ssp_xact xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id(), "
-						 "_ssp_run int NOT NULL%s);\nCREATE INDEX ON %s (_ssp_xact, _ssp_run);\nCREATE INDEX ON %s (%s);\n",
+						 "_ssp_run int NOT NULL%s);\nCREATE INDEX ON %s (_ssp_xact, _ssp_run);\n",
 						 buf[i], defs.data, i == 0 && left ? ", _ssp_matched boolean NOT NULL DEFAULT false" : "",
-						 buf[i], buf[i], evcol[i]);
+						 buf[i]);
 		/* 1: the batch's rows that are not late */
 		appendStringInfo(&prefix, "INSERT INTO %s (%s, _ssp_run) SELECT %s, $2 FROM %s b WHERE (%s) IS NOT TRUE;\n",
 						 buf[i], cols.data, cols.data, SSP_BATCH_RELATION(i), late);
@@ -342,7 +344,12 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, const char *nspname,
 							   b->late_sql ? " OPERATOR(pg_catalog.+) " : "",
 							   SSP_BATCH_RELATION(i), late);
 	}
-	/* equality keys make the joins of step 3 index lookups */
+	/*
+	 * Step 3 looks up each new row's partners: by the columns compared with
+	 * = and then the event time, in one index (an index on the event time
+	 * alone tempts the planner into ANDing bitmaps of a whole time range),
+	 * or by the event time if there are none.
+	 */
 	foreach(lc, conjuncts(j->quals))
 	{
 		OpExpr	   *op = lfirst(lc);
@@ -359,10 +366,17 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, const char *nspname,
 				v->varno == b->join_rtindex[1] ? 1 : -1;
 
 			if (side >= 0)
-				appendStringInfo(create, "CREATE INDEX ON %s (%s);\n", buf[side],
-								 quote_identifier(get_attname(b->streams[side]->relid, v->varattno, false)));
+			{
+				appendStringInfo(create, "CREATE INDEX ON %s (%s, %s);\n", buf[side],
+								 quote_identifier(get_attname(b->streams[side]->relid, v->varattno, false)),
+								 evcol[side]);
+				keyed[side] = true;
+			}
 		}
 	}
+	for (i = 0; i < 2; i++)
+		if (!keyed[i])
+			appendStringInfo(create, "CREATE INDEX ON %s (%s);\n", buf[i], evcol[i]);
 
 	/* 2: left rows that found a match, new ones or old ones with a new right row */
 	if (left)

@@ -5,12 +5,13 @@
 # named as arguments, or all of them.  Workloads:
 #   json_parsers   Postgres's jsonapi against cJSON (test/bench/json_parsers.c)
 #   windows        what a hopping window costs against a tumbling one
+#   joins          a join of two streams against an aggregate of one
 # Settings: SSP_BENCH_MESSAGES (default 1000000), SSP_BENCH_RUNS (default 5).
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../lib.sh
 source "$(dirname "$0")/../lib.sh"
 
-BENCH_WORKLOADS=(json_parsers windows)
+BENCH_WORKLOADS=(json_parsers windows joins)
 BENCH_DIR=test/bench  # main runs in $SSP_SRC
 BENCH_RESULTS=$BENCH_DIR/results
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
@@ -81,7 +82,8 @@ bench_json_parsers_run() {
 bench_start_postgres() {
     [ -n "${BENCH_PG:-}" ] && return 0
     ssp_build
-    ssp_start_broker "$SSP_WORK/bench-broker" --topic events:16
+    ssp_start_broker "$SSP_WORK/bench-broker" --topic events:16 \
+        --topic bench_orders:16 --topic bench_payments:16
     BENCH_PG=$SSP_WORK/bench-pg
     initdb -D "$BENCH_PG" -A trust >/dev/null
     cat >>"$BENCH_PG/postgresql.conf" <<CONF
@@ -99,13 +101,19 @@ CREATE EXTENSION ssp;
 CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
 CREATE FOREIGN TABLE events (id bigint, region text, amount numeric, ts timestamptz)
   SERVER kafka OPTIONS (topic 'events', timestamp 'ts');
+CREATE FOREIGN TABLE bench_orders (id bigint, region text, amount numeric, ts timestamptz)
+  SERVER kafka OPTIONS (topic 'bench_orders', timestamp 'ts');
+CREATE FOREIGN TABLE bench_payments (id bigint, region text, amount numeric, ts timestamptz)
+  SERVER kafka OPTIONS (topic 'bench_payments', timestamp 'ts');
 SQL
 }
 
-# bench_view_seconds NAME DEFINITION: seconds for a new view to catch up.
+# bench_view_seconds NAME DEFINITION [OPTIONS]: seconds for a new view to
+# catch up; OPTIONS are view options after ssp.continuous (default: a grace
+# of a day).
 bench_view_seconds() {
     psql -X -q -At -v ON_ERROR_STOP=1 <<SQL
-CREATE VIEW $1 WITH (ssp.continuous, ssp.grace = '1 day') AS $2;
+CREATE VIEW $1 WITH (ssp.continuous${3-, ssp.grace = '1 day'}) AS $2;
 SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
 SELECT ssp.wait('$1', '600 s') \g /dev/null
 SELECT round((extract(epoch FROM clock_timestamp()) - :t0)::numeric, 3);
@@ -145,6 +153,54 @@ bench_windows_run() {
     echo "median hopping:  $h s ($(awk -v n="$n" -v t="$h" 'BEGIN {printf "%d", n / t}') events/s)"
     echo "hopping / tumbling time: $(awk -v a="$h" -v b="$t" 'BEGIN {printf "%.2f", a / b}') (each event is in 60 hopping windows)"
     echo "RESULT windows tumbling_s=$t hopping_s=$h"
+}
+
+# bench_median: the median of the numbers on stdin.
+bench_median() {
+    sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
+
+# bench_joins: catch-up time of a join of two streams (orders with their
+# payments within the hour: average delay by region) against an aggregate
+# of the orders alone, in the same run.
+bench_joins() {
+    local n=${SSP_BENCH_EVENTS:-100000} r=${SSP_BENCH_RUNS:-5}
+    bench_start_postgres
+    ssp_log "joins: producing $n orders and their payments"
+    psql -X -q -v ON_ERROR_STOP=1 <<SQL
+INSERT INTO bench_orders SELECT g, 'r' || g % 100, g % 1000, timestamptz '2024-01-01' + g * interval '100 ms'
+  FROM generate_series(1, $n) g;
+INSERT INTO bench_payments SELECT id, region, amount, ts FROM (
+  SELECT g AS id, 'r' || g % 100 AS region, g % 1000 AS amount,
+         timestamptz '2024-01-01' + g * interval '100 ms' + (g % 600) * interval '1 s' AS ts
+  FROM generate_series(1, $n) g WHERE g % 10 <> 0) p ORDER BY ts;
+SQL
+    bench_report joins bench_joins_run "$n" "$r"
+}
+
+bench_joins_run() {
+    local n=$1 r=$2 i a j payments
+    local -a agg=() join=()
+    payments=$(psql -X -q -At -c "SELECT count(*) FROM generate_series(1, $n) g WHERE g % 10 <> 0")
+    echo "workload: $n orders (ten a second) and $payments payments (up to 10 minutes later), 16 partitions each; catch-up from the earliest offsets"
+    echo "aggregate: SELECT region, count(*), sum(amount) FROM bench_orders GROUP BY region"
+    echo "join:      SELECT o.region, avg(p.ts - o.ts), count(*) FROM bench_orders o JOIN bench_payments p"
+    echo "             ON p.id = o.id AND p.ts BETWEEN o.ts AND o.ts + interval '1 hour' GROUP BY o.region"
+    echo
+    for i in $(seq "$r"); do
+        a=$(bench_view_seconds bench_agg "SELECT region, count(*), sum(amount) FROM bench_orders GROUP BY region" "")
+        j=$(bench_view_seconds bench_join "SELECT o.region, avg(p.ts - o.ts), count(*) FROM bench_orders o JOIN bench_payments p ON p.id = o.id AND p.ts BETWEEN o.ts AND o.ts + interval '1 hour' GROUP BY o.region" "")
+        echo "  run $i: aggregate ${a} s, join ${j} s"
+        agg+=("$a")
+        join+=("$j")
+    done
+    a=$(printf '%s\n' "${agg[@]}" | bench_median)
+    j=$(printf '%s\n' "${join[@]}" | bench_median)
+    echo
+    echo "median aggregate: $a s ($(awk -v n="$n" -v t="$a" 'BEGIN {printf "%d", n / t}') messages/s)"
+    echo "median join:      $j s ($(awk -v n="$((n + payments))" -v t="$j" 'BEGIN {printf "%d", n / t}') messages/s over both topics)"
+    echo "join / aggregate, per message: $(awk -v a="$a" -v j="$j" -v n="$n" -v m="$((n + payments))" 'BEGIN {printf "%.2f", (j / m) / (a / n)}')"
+    echo "RESULT joins aggregate_s=$a join_s=$j"
 }
 
 # main [WORKLOAD...]: run the workloads named, or all of them.

@@ -13,7 +13,7 @@
 #include "nodes/parsenodes.h"
 
 #define SSP_DEFAULT_COMMIT_INTERVAL_MS 100
-#define SSP_DEFAULT_BATCH_SIZE 20000
+#define SSP_DEFAULT_BATCH_SIZE 200000
 
 /*
  * The ephemeral relation that holds a batch's messages of a view's first

@@ -295,6 +295,9 @@ lag(Worker *w, const int64 *next, bool *lagging)
 	return total;
 }
 
+/* more messages than this waiting (or a batch's worth) is "catching up" */
+#define SSP_CATCHING_UP 20000
+
 /* report_status: the worker's state and lag (messages not yet applied). */
 static void
 report_status(Worker *w, int64 lag)
@@ -310,7 +313,8 @@ report_status(Worker *w, int64 lag)
 		ssp_slot_set_status(w->slot, "waiting for broker", lag);
 	}
 	else
-		ssp_slot_set_status(w->slot, lag > w->view->batch_size ? "catching up" : "running", lag);
+		ssp_slot_set_status(w->slot, lag > Min(w->view->batch_size, SSP_CATCHING_UP) ?
+							"catching up" : "running", lag);
 }
 
 /*

@@ -6,12 +6,14 @@
 #   json_parsers   Postgres's jsonapi against cJSON (test/bench/json_parsers.c)
 #   windows        what a hopping window costs against a tumbling one
 #   joins          a join of two streams against an aggregate of one
+#   catchup        a view catching up on 1,000,000 orders against kcat into
+#                  COPY and an aggregate (baseline A) and kcat alone (B)
 # Settings: SSP_BENCH_MESSAGES (default 1000000), SSP_BENCH_RUNS (default 5).
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../lib.sh
 source "$(dirname "$0")/../lib.sh"
 
-BENCH_WORKLOADS=(json_parsers windows joins)
+BENCH_WORKLOADS=(json_parsers windows joins catchup)
 BENCH_DIR=test/bench  # main runs in $SSP_SRC
 BENCH_RESULTS=$BENCH_DIR/results
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
@@ -83,7 +85,7 @@ bench_start_postgres() {
     [ -n "${BENCH_PG:-}" ] && return 0
     ssp_build
     ssp_start_broker "$SSP_WORK/bench-broker" --topic events:16 \
-        --topic bench_orders:16 --topic bench_payments:16
+        --topic bench_orders:16 --topic bench_payments:16 --topic bench_catchup:64
     BENCH_PG=$SSP_WORK/bench-pg
     initdb -D "$BENCH_PG" -A trust >/dev/null
     cat >>"$BENCH_PG/postgresql.conf" <<CONF
@@ -105,6 +107,9 @@ CREATE FOREIGN TABLE bench_orders (id bigint, region text, amount numeric, ts ti
   SERVER kafka OPTIONS (topic 'bench_orders', timestamp 'ts');
 CREATE FOREIGN TABLE bench_payments (id bigint, region text, amount numeric, ts timestamptz)
   SERVER kafka OPTIONS (topic 'bench_payments', timestamp 'ts');
+CREATE FOREIGN TABLE bench_catchup (order_id bigint, customer_id bigint, region text, amount numeric,
+    ts timestamptz)
+  SERVER kafka OPTIONS (topic 'bench_catchup', timestamp 'ts');
 SQL
 }
 
@@ -203,12 +208,124 @@ bench_joins_run() {
     echo "RESULT joins aggregate_s=$a join_s=$j"
 }
 
+# bench_stats NAME N VALUE...: "NAME: median s (min - max), N/median per s".
+bench_stats() {
+    local name=$1 n=$2 med
+    shift 2
+    med=$(printf '%s\n' "$@" | bench_median)
+    printf '%-10s median %s s (%s - %s), %s messages/s\n' "$name" "$med" \
+        "$(printf '%s\n' "$@" | sort -n | head -n 1)" "$(printf '%s\n' "$@" | sort -n | tail -n 1)" \
+        "$(awk -v n="$n" -v t="$med" 'BEGIN {printf "%d", n / t}')"
+}
+
+# bench_now: seconds since the epoch, to the millisecond.
+bench_now() {
+    date +%s.%3N
+}
+
+# bench_catchup: workload 1 of the performance issue.  1,000,000 JSON
+# orders in 64 partitions; the time for a view of count, sum and avg by
+# region (1,000 values) and minute to catch up from the earliest offset,
+# against baseline A (kcat consumes the topic into COPY of a jsonb table,
+# then the same aggregate) and baseline B (kcat consumes it to /dev/null),
+# with the consumer settings ssp uses, in the same run.
+bench_catchup() {
+    local n=${SSP_BENCH_MESSAGES:-1000000} r=${SSP_BENCH_RUNS:-5}
+    bench_start_postgres
+    ssp_log "catchup: producing $n orders"
+    psql -X -q -v ON_ERROR_STOP=1 <<SQL
+INSERT INTO bench_catchup
+  SELECT g, g % 100000, 'region-' || lpad((g % 1000)::text, 4, '0'), round((g % 100000) * 0.01, 2),
+         timestamptz '2024-01-01' + g * interval '10 ms'
+  FROM generate_series(1, $n) g;
+CREATE TABLE baseline_raw (doc jsonb);
+SQL
+    bench_report catchup bench_catchup_run "$n" "$r"
+}
+
+bench_catchup_run() {
+    local n=$1 r=$2 i t0 s a b bytes
+    local -a ssp=() base_a=() base_b=()
+    local agg="count(*) AS n, sum(amount) AS total, avg(amount) AS mean"
+    local kcat=(kcat -C -b "$SSP_BROKERS" -t bench_catchup -o beginning -e -q -f '%s\n'
+        -X queued.min.messages=200000 -X fetch.wait.max.ms=50)
+    bytes=$("${kcat[@]}" -c 1000 | awk '{s += length($0)} END {printf "%d", s / NR}')
+    echo "workload: $n JSON orders (about $bytes bytes: order_id, customer_id, region of 1,000, amount, ts) in 64 partitions, already produced"
+    echo "ssp:        CREATE VIEW ... WITH (ssp.continuous) AS SELECT region, date_trunc('minute', ts) AS minute, $agg"
+    echo "            FROM bench_catchup GROUP BY region, minute; the time until ssp.wait returns"
+    echo "baseline A: ${kcat[*]} | psql -c 'COPY baseline_raw (doc) FROM STDIN',"
+    echo "            then CREATE TABLE AS the same aggregate over the jsonb"
+    echo "baseline B: ${kcat[*]} > /dev/null"
+    echo
+    for i in $(seq "$r"); do
+        s=$(bench_view_seconds bench_catchup_view "SELECT region, date_trunc('minute', ts) AS minute, $agg FROM bench_catchup GROUP BY region, minute" "")
+        psql -X -q -c "SET client_min_messages = warning" -c "TRUNCATE baseline_raw" -c "DROP TABLE IF EXISTS baseline_result"
+        t0=$(bench_now)
+        "${kcat[@]}" | psql -X -q -v ON_ERROR_STOP=1 -c "COPY baseline_raw (doc) FROM STDIN"
+        psql -X -q -v ON_ERROR_STOP=1 -c "CREATE TABLE baseline_result AS SELECT doc->>'region' AS region,
+            date_trunc('minute', (doc->>'ts')::timestamptz) AS minute, count(*) AS n,
+            sum((doc->>'amount')::numeric) AS total, avg((doc->>'amount')::numeric) AS mean
+            FROM baseline_raw GROUP BY 1, 2"
+        a=$(awk -v a="$t0" -v b="$(bench_now)" 'BEGIN {printf "%.3f", b - a}')
+        t0=$(bench_now)
+        "${kcat[@]}" >/dev/null
+        b=$(awk -v a="$t0" -v b="$(bench_now)" 'BEGIN {printf "%.3f", b - a}')
+        echo "  run $i: ssp $s s, baseline A $a s, baseline B $b s"
+        ssp+=("$s")
+        base_a+=("$a")
+        base_b+=("$b")
+    done
+    echo
+    bench_stats ssp "$n" "${ssp[@]}"
+    bench_stats "baseline A" "$n" "${base_a[@]}"
+    bench_stats "baseline B" "$n" "${base_b[@]}"
+    s=$(printf '%s\n' "${ssp[@]}" | bench_median)
+    a=$(printf '%s\n' "${base_a[@]}" | bench_median)
+    b=$(printf '%s\n' "${base_b[@]}" | bench_median)
+    echo
+    awk -v s="$s" -v a="$a" -v b="$b" 'BEGIN {
+        printf "ssp speed / baseline A: %.2f (target at least 1.5: %s)\n", a / s, (a / s >= 1.5 ? "met" : "MISSED")
+        printf "ssp speed / baseline B: %.2f (target at least 0.5: %s)\n", b / s, (b / s >= 0.5 ? "met" : "MISSED") }'
+    echo "RESULT catchup ssp_s=$s baseline_a_s=$a baseline_b_s=$b"
+    bench_bars catchup "catch-up, $n orders, 64 partitions (median of $r)" \
+        "ssp $(awk -v n="$n" -v t="$s" 'BEGIN {printf "%d", n / t}')" \
+        "baseline A $(awk -v n="$n" -v t="$a" 'BEGIN {printf "%d", n / t}')" \
+        "baseline B $(awk -v n="$n" -v t="$b" 'BEGIN {printf "%d", n / t}')"
+}
+
+# bench_bars NAME TITLE "LABEL VALUE"...: a bar chart of messages/s into
+# results/NAME.png, if gnuplot is there.
+bench_bars() {
+    local name=$1 title=$2 data bar
+    shift 2
+    command -v gnuplot >/dev/null || { echo "(no gnuplot: no plot)"; return 0; }
+    data=$(mktemp)
+    for bar in "$@"; do
+        printf '"%s" %s\n' "${bar% *}" "${bar##* }" >>"$data"
+    done
+    gnuplot <<GP
+set terminal pngcairo size 640,400 font "sans,10"
+set output "$BENCH_RESULTS/$name.png"
+set title "$title"
+set ylabel "messages/s"
+set style data histograms
+set style fill solid 0.8 border -1
+set boxwidth 0.6
+set yrange [0:*]
+set grid ytics
+unset key
+plot "$data" using 2:xtic(1) linecolor rgb "#3b6ea5", '' using 0:2:2 with labels offset 0,0.8
+GP
+    rm -f "$data"
+    echo "plot: $BENCH_RESULTS/$name.png"
+}
+
 # main [WORKLOAD...]: run the workloads named, or all of them.
 main() {
     local w
     # as root: packages, then the rest as the unprivileged user (Postgres)
     if [ "$(id -u)" -eq 0 ] && [ -z "${SSP_INNER:-}" ]; then
-        bench_need_packages libcjson-dev
+        bench_need_packages libcjson-dev kcat gnuplot-nox
     fi
     SSP_COPY_BACK=test/bench/results ssp_setup "$@"
     cd "$SSP_SRC"

@@ -88,6 +88,22 @@ sub wait_views
 	}
 }
 
+# wait_restarted($node): after a SIGKILL of a backend, wait until Postgres
+# has restarted every backend and takes queries again.  The first attempts
+# may see the server go away under them, so failures are retried.
+sub wait_restarted
+{
+	my ($node) = @_;
+	# the postmaster notices the death and stops everything first
+	select(undef, undef, undef, 0.5);
+	for (1 .. 600)
+	{
+		return if eval { $node->safe_psql('postgres', 'SELECT 1'); 1 };
+		select(undef, undef, undef, 0.1);
+	}
+	die 'server did not come back';
+}
+
 # differences($node, $db, $a, $b): rows of query a not in b, and of b not in
 # a (EXCEPT ALL both ways); 0 when they are equal.
 sub differences

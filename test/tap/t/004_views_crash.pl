@@ -61,7 +61,7 @@ for my $chunk (0 .. 39)
 		ok(kill('KILL', $pids[$kills % 3]), "SIGKILL to worker $pids[$kills % 3]");
 		push @killed, $pids[$kills % 3];
 		$kills++;
-		$node->poll_query_until('postgres', 'SELECT 1', '1') or die 'server did not come back';
+		SspTest::wait_restarted($node);
 	}
 	elsif ($chunk == 21)
 	{

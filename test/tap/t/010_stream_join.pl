@@ -103,7 +103,7 @@ for my $chunk (0 .. 40)
 		my @pids = worker_pids();
 		ok(kill('KILL', $pids[$kills % 5]), "SIGKILL to a view's worker");
 		$kills++;
-		$node->poll_query_until('postgres', 'SELECT 1', '1') or die 'server did not come back';
+		SspTest::wait_restarted($node);
 	}
 	elsif ($chunk == 22)
 	{

@@ -35,7 +35,7 @@ EXTENSION = ssp
 DATA = sql/ssp--0.1.sql
 PGFILEDESC = "ssp - stateful stream processing over Kafka"
 
-REGRESS = option roundtrip scan insert view window join streamjoin
+REGRESS = option roundtrip scan insert view window join streamjoin hostile
 REGRESS_OPTS = --inputdir=. --load-extension=ssp
 
 SHLIB_LINK = -lrdkafka

@@ -12,7 +12,8 @@
  * rows and the offsets that produced them commit together or not at all.
  *
  * Poison messages: the batch runs in a subtransaction.  If it fails with an
- * error about the data (SQLSTATE classes 22 and 23, and a few more), it is
+ * error about the data (SQLSTATE classes 22 and 23, and a few more, such as
+ * the stack depth a deeply nested JSON message exhausts), it is
  * split in halves and each half retried, down to the single messages that
  * fail, which go to ssp.dead_letters (or are skipped, or stop the view, as
  * ssp.on_error says).  A bad message costs O(log n) retries; other errors
@@ -100,6 +101,7 @@ is_data_error(int sqlerrcode)
 	return class == ERRCODE_TO_CATEGORY(ERRCODE_DATA_EXCEPTION) ||
 		class == ERRCODE_TO_CATEGORY(ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION) ||
 		sqlerrcode == ERRCODE_PROGRAM_LIMIT_EXCEEDED ||
+		sqlerrcode == ERRCODE_STATEMENT_TOO_COMPLEX ||	/* JSON nested too deep */
 		sqlerrcode == ERRCODE_DATATYPE_MISMATCH ||
 		sqlerrcode == ERRCODE_INVALID_TEXT_REPRESENTATION;
 }

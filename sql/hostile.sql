@@ -1,0 +1,47 @@
+-- Hostile input: every kind of bad message ends in ssp.dead_letters with a
+-- reason, or in the view; nothing crashes, nothing is lost.
+\getenv brokers SSP_BROKERS
+\getenv run SSP_RUN_ID
+CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+\set topic hostile_ :run
+-- the same topic as raw bytes (to write anything) and as JSON
+CREATE FOREIGN TABLE raw (v bytea, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'bytea');
+CREATE FOREIGN TABLE msgs (id bigint, name text, o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic');
+INSERT INTO raw (v, p) VALUES (convert_to('{"id": 0, "name": "first"}', 'UTF8'), 0);
+CREATE VIEW hv WITH (ssp.continuous) AS SELECT o, id, name FROM msgs;
+INSERT INTO raw (v, p) SELECT v, 0 FROM (VALUES
+  (1, convert_to('{"id": 1, "name": "ok"}', 'UTF8')),
+  (2, convert_to('{"id": 2, "name": "trunc', 'UTF8')),
+  (3, '\xfffe00676172626167650102'::bytea),
+  (4, convert_to('{"id": 4, "name": ' || repeat('[', 100000) || repeat(']', 100000) || '}', 'UTF8')),
+  (5, convert_to('{"id": 99999999999999999999999999, "name": "big"}', 'UTF8')),
+  (6, convert_to('{"id": 6, "name": "nul\u0000byte"}', 'UTF8')),
+  (7, '\x7b226964223a20372c20226e616d65223a2022626164c328757466227d'::bytea),
+  (8, '\x'::bytea),
+  (9, convert_to('null', 'UTF8')),
+  (10, convert_to('{"id": null, "name": null}', 'UTF8')),
+  (11, '\x7b226964223a2031312c20226e616d65223a2022726177006e756c227d'::bytea),
+  (12, convert_to('[1, 2, 3]', 'UTF8')),
+  (13, convert_to('{"id": "13", "name": 13}', 'UTF8')),
+  (14, convert_to('{"id": 1e400, "name": "inf"}', 'UTF8')),
+  (15, convert_to('{"id": 15, "name": "é\u00e9\ud83d\ude00"}', 'UTF8')),
+  (16, convert_to('{"id": 16, "id": 17, "name": "duplicate key"}', 'UTF8')),
+  (17, convert_to('{"id": 18, "name": "' || repeat('x', 500000) || '"}', 'UTF8')),
+  (18, NULL),
+  (19, convert_to('  {"id": 19, "name": "spaces"}  ', 'UTF8')),
+  (20, convert_to('{"id": 20, "name": "trailing"} x', 'UTF8'))) AS m(n, v)
+  ORDER BY n;
+SELECT ssp.wait('hv');
+SELECT o, id, left(name, 20) AS name, length(name) FROM hv ORDER BY o;
+SELECT "offset", left(error, 140) AS error FROM ssp.dead_letters WHERE view = 'hv'::regclass ORDER BY 1;
+-- every message is in the view or a dead letter
+SELECT processed, dead_letters, processed + dead_letters AS total, status, last_error
+  FROM ssp.views WHERE view = 'hv'::regclass;
+SELECT count(*) AS messages FROM raw;
+-- a scan stops at the first bad message and says where
+SELECT count(*) FROM msgs;
+-- a message larger than the producer allows is refused, clearly
+INSERT INTO raw (v, p) VALUES (convert_to(repeat('x', 11000000), 'UTF8'), 0);
+DROP VIEW hv;

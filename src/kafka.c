@@ -779,10 +779,59 @@ ssp_kafka_assign_at(SspKafka *kafka, int nparts, const int64 *offsets)
 }
 
 /*
+ * take_message: what the queue gave: a partition's end sets eof, a next
+ * offset that no longer exists on the broker sets lost, an error is
+ * remembered; a message is kept (pending) and described in out.  Returns
+ * whether it was a message.
+ */
+static bool
+take_message(SspKafka *kafka, rd_kafka_message_t *m, SspMessage *out,
+			 int64 *eof, bool *lost, int nparts)
+{
+	if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+	{
+		if (m->partition >= 0 && m->partition < nparts)
+			eof[m->partition] = m->offset;
+		rd_kafka_message_destroy(m);
+		return false;
+	}
+	if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET)
+	{
+		/* the next offset is gone (retention); the caller decides */
+		if (m->partition >= 0 && m->partition < nparts)
+			lost[m->partition] = true;
+		rd_kafka_message_destroy(m);
+		return false;
+	}
+	if (m->err)
+	{
+		strlcpy(kafka->last_error, rd_kafka_message_errstr(m), sizeof(kafka->last_error));
+		kafka->trouble = true;
+		rd_kafka_message_destroy(m);
+		return false;
+	}
+	kafka->trouble = false;
+	kafka->pending[kafka->npending++] = m;
+	out->value = m->payload;
+	out->value_len = m->len;
+	out->key = m->key;
+	out->key_len = m->key_len;
+	out->partition = m->partition;
+	out->offset = m->offset;
+	out->timestamp_ms = rd_kafka_message_timestamp(m, NULL);
+	out->handle = m;
+	return true;
+}
+
+/*
  * ssp_kafka_poll_batch: up to max waiting messages into out, without
  * blocking; they stay valid until ssp_kafka_release.  A partition's end
  * (EOF) sets eof[partition] to its next offset; a next offset that no
- * longer exists on the broker sets lost[partition].
+ * longer exists on the broker sets lost[partition].  It takes until the
+ * queue is empty or max messages are taken: one call to librdkafka may
+ * return fewer than there are, and librdkafka signals the pipe only when
+ * an empty queue gets something, so a queue left non-empty would not wake
+ * the caller again.
  */
 int
 ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max, int64 *eof,
@@ -804,45 +853,13 @@ ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max, int64 *eof,
 							   sizeof(rd_kafka_message_t *) * kafka->maxpending);
 	}
 	msgs = palloc(sizeof(rd_kafka_message_t *) * max);
-	got = rd_kafka_consume_batch_queue(kafka->queue, 0, msgs, max);
-	for (i = 0; i < got; i++)
+	do
 	{
-		rd_kafka_message_t *m = msgs[i];
-
-		if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
-		{
-			if (m->partition >= 0 && m->partition < nparts)
-				eof[m->partition] = m->offset;
-			rd_kafka_message_destroy(m);
-			continue;
-		}
-		if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET)
-		{
-			/* the next offset is gone (retention); the caller decides */
-			if (m->partition >= 0 && m->partition < nparts)
-				lost[m->partition] = true;
-			rd_kafka_message_destroy(m);
-			continue;
-		}
-		if (m->err)
-		{
-			strlcpy(kafka->last_error, rd_kafka_message_errstr(m), sizeof(kafka->last_error));
-			kafka->trouble = true;
-			rd_kafka_message_destroy(m);
-			continue;
-		}
-		kafka->trouble = false;
-		kafka->pending[kafka->npending++] = m;
-		out[n].value = m->payload;
-		out[n].value_len = m->len;
-		out[n].key = m->key;
-		out[n].key_len = m->key_len;
-		out[n].partition = m->partition;
-		out[n].offset = m->offset;
-		out[n].timestamp_ms = rd_kafka_message_timestamp(m, NULL);
-		out[n].handle = m;
-		n++;
-	}
+		got = rd_kafka_consume_batch_queue(kafka->queue, 0, msgs, max - n);
+		for (i = 0; i < got; i++)
+			if (take_message(kafka, msgs[i], &out[n], eof, lost, nparts))
+				n++;
+	} while (got > 0 && n < max);
 	pfree(msgs);
 	return n;
 }

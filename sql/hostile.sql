@@ -45,3 +45,5 @@ SELECT count(*) FROM msgs;
 -- a message larger than the producer allows is refused, clearly
 INSERT INTO raw (v, p) VALUES (convert_to(repeat('x', 11000000), 'UTF8'), 0);
 DROP VIEW hv;
+SELECT count(*) FROM ssp.dead_letters;
+DROP SERVER kafka CASCADE;

@@ -143,3 +143,4 @@ DROP VIEW order_payments;
 SELECT count(*) FROM pg_class WHERE relname LIKE 'order_payments%';
 DROP VIEW completion;
 SELECT count(*) FROM ssp.offsets;
+DROP SERVER kafka CASCADE;

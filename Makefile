@@ -61,7 +61,7 @@ test:
 	bash test/run_tests.sh
 
 bench:
-	bash test/bench/run_bench.sh
+	bash test/bench/run_bench.sh $(WORKLOADS)
 
 demo:
 	bash test/demo.sh

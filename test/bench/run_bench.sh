@@ -8,12 +8,14 @@
 #   joins          a join of two streams against an aggregate of one
 #   catchup        a view catching up on 1,000,000 orders against kcat into
 #                  COPY and an aggregate (baseline A) and kcat alone (B)
+#   groups         the same with 1,000, 100,000 and 1,000,000 groups
+#   views          1, 5 and 20 views catching up on the same stream
 # Settings: SSP_BENCH_MESSAGES (default 1000000), SSP_BENCH_RUNS (default 5).
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../lib.sh
 source "$(dirname "$0")/../lib.sh"
 
-BENCH_WORKLOADS=(json_parsers windows joins catchup)
+BENCH_WORKLOADS=(json_parsers windows joins catchup groups views)
 BENCH_DIR=test/bench  # main runs in $SSP_SRC
 BENCH_RESULTS=$BENCH_DIR/results
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
@@ -231,16 +233,98 @@ bench_now() {
 # with the consumer settings ssp uses, in the same run.
 bench_catchup() {
     local n=${SSP_BENCH_MESSAGES:-1000000} r=${SSP_BENCH_RUNS:-5}
+    bench_produce_orders "$n"
+    psql -X -q -v ON_ERROR_STOP=1 -c "CREATE TABLE IF NOT EXISTS baseline_raw (doc jsonb)"
+    bench_report catchup bench_catchup_run "$n" "$r"
+}
+
+# bench_produce_orders N: N orders into topic bench_catchup (64
+# partitions), once per bench run.
+bench_produce_orders() {
     bench_start_postgres
-    ssp_log "catchup: producing $n orders"
+    [ -n "${BENCH_ORDERS:-}" ] && return 0
+    ssp_log "producing $1 orders"
     psql -X -q -v ON_ERROR_STOP=1 <<SQL
 INSERT INTO bench_catchup
   SELECT g, g % 100000, 'region-' || lpad((g % 1000)::text, 4, '0'), round((g % 100000) * 0.01, 2),
          timestamptz '2024-01-01' + g * interval '10 ms'
-  FROM generate_series(1, $n) g;
-CREATE TABLE baseline_raw (doc jsonb);
+  FROM generate_series(1, $1) g;
 SQL
-    bench_report catchup bench_catchup_run "$n" "$r"
+    BENCH_ORDERS=$1
+}
+
+# bench_groups: workload 3: the catch-up of count, sum and avg over the
+# orders by 1,000, 100,000 and 1,000,000 groups (order_id modulo).
+bench_groups() {
+    local n=${SSP_BENCH_MESSAGES:-1000000} r=${SSP_BENCH_RUNS:-5}
+    bench_produce_orders "$n"
+    bench_report groups bench_groups_run "$n" "$r"
+}
+
+bench_groups_run() {
+    local n=$1 r=$2 i g t
+    local -A times=()
+    echo "workload: $n JSON orders in 64 partitions, already produced; views of"
+    echo "  SELECT order_id % G AS g, count(*), sum(amount), avg(amount) FROM bench_catchup GROUP BY 1"
+    echo "  for G = 1,000, 100,000 and 1,000,000; the time until ssp.wait returns"
+    echo
+    for i in $(seq "$r"); do
+        for g in 1000 100000 1000000; do
+            t=$(bench_view_seconds bench_groups_view "SELECT order_id % $g AS g, count(*), sum(amount), avg(amount) FROM bench_catchup GROUP BY 1" "")
+            times[$g]="${times[$g]:-} $t"
+            echo "  run $i: $g groups $t s"
+        done
+    done
+    echo
+    for g in 1000 100000 1000000; do
+        # shellcheck disable=SC2086
+        bench_stats "$g groups" "$n" ${times[$g]}
+    done
+    awk -v a="$(printf '%s\n' ${times[1000]} | bench_median)" -v b="$(printf '%s\n' ${times[100000]} | bench_median)" 'BEGIN {
+        printf "speed with 100,000 groups / with 1,000: %.2f (target at least 0.5: %s)\n", a / b, (a / b >= 0.5 ? "met" : "MISSED") }'
+}
+
+# bench_views: workload 4: 1, 5 and 20 views (the same aggregate) created
+# at once on the same stream; the time until all have caught up.
+bench_views() {
+    local n=${SSP_BENCH_MESSAGES:-1000000} r=${SSP_BENCH_RUNS:-5}
+    bench_produce_orders "$n"
+    bench_report views bench_views_run "$n" "$r"
+}
+
+bench_views_run() {
+    local n=$1 r=$2 i k v t t0
+    local -A times=()
+    echo "workload: $n JSON orders in 64 partitions, already produced; k views of"
+    echo "  SELECT region, count(*), sum(amount), avg(amount) FROM bench_catchup GROUP BY region"
+    echo "  created in one transaction, for k = 1, 5 and 20; the time until ssp.wait returns for all"
+    echo
+    for i in $(seq "$r"); do
+        for k in 1 5 20; do
+            {
+                echo "BEGIN;"
+                for v in $(seq "$k"); do
+                    echo "CREATE VIEW bench_v$v WITH (ssp.continuous) AS SELECT region, count(*), sum(amount), avg(amount) FROM bench_catchup GROUP BY region;"
+                done
+                echo "COMMIT;"
+            } | psql -X -q -v ON_ERROR_STOP=1
+            t0=$(bench_now)
+            for v in $(seq "$k"); do
+                psql -X -q -At -c "SELECT ssp.wait('bench_v$v', '900 s')" >/dev/null
+            done
+            t=$(awk -v a="$t0" -v b="$(bench_now)" 'BEGIN {printf "%.3f", b - a}')
+            for v in $(seq "$k"); do
+                psql -X -q -c "DROP VIEW bench_v$v"
+            done
+            times[$k]="${times[$k]:-} $t"
+            echo "  run $i: $k views $t s ($(awk -v n="$n" -v k="$k" -v t="$t" 'BEGIN {printf "%d", n * k / t}') view-messages/s)"
+        done
+    done
+    echo
+    for k in 1 5 20; do
+        # shellcheck disable=SC2086
+        bench_stats "$k views" "$n" ${times[$k]}
+    done
 }
 
 bench_catchup_run() {

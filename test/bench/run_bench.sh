@@ -10,12 +10,13 @@
 #                  COPY and an aggregate (baseline A) and kcat alone (B)
 #   groups         the same with 1,000, 100,000 and 1,000,000 groups
 #   views          1, 5 and 20 views catching up on the same stream
+#   freshness      latency from produce to view under 20,000 events/s
 # Settings: SSP_BENCH_MESSAGES (default 1000000), SSP_BENCH_RUNS (default 5).
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../lib.sh
 source "$(dirname "$0")/../lib.sh"
 
-BENCH_WORKLOADS=(json_parsers windows joins catchup groups views)
+BENCH_WORKLOADS=(json_parsers windows joins catchup groups views freshness)
 BENCH_DIR=test/bench  # main runs in $SSP_SRC
 BENCH_RESULTS=$BENCH_DIR/results
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
@@ -87,7 +88,7 @@ bench_start_postgres() {
     [ -n "${BENCH_PG:-}" ] && return 0
     ssp_build
     ssp_start_broker "$SSP_WORK/bench-broker" --topic events:16 \
-        --topic bench_orders:16 --topic bench_payments:16 --topic bench_catchup:64
+        --topic bench_orders:16 --topic bench_payments:16 --topic bench_catchup:64 --topic bench_fresh:16
     BENCH_PG=$SSP_WORK/bench-pg
     initdb -D "$BENCH_PG" -A trust >/dev/null
     cat >>"$BENCH_PG/postgresql.conf" <<CONF
@@ -112,6 +113,8 @@ CREATE FOREIGN TABLE bench_payments (id bigint, region text, amount numeric, ts 
 CREATE FOREIGN TABLE bench_catchup (order_id bigint, customer_id bigint, region text, amount numeric,
     ts timestamptz)
   SERVER kafka OPTIONS (topic 'bench_catchup', timestamp 'ts');
+CREATE FOREIGN TABLE bench_fresh (seq bigint, produced_at timestamptz)
+  SERVER kafka OPTIONS (topic 'bench_fresh', timestamp 'produced_at');
 SQL
 }
 
@@ -402,6 +405,73 @@ plot "$data" using 2:xtic(1) linecolor rgb "#3b6ea5", '' using 0:2:2 with labels
 GP
     rm -f "$data"
     echo "plot: $BENCH_RESULTS/$name.png"
+}
+
+# bench_freshness: workload 2: a producer sends 20,000 events a second
+# for SSP_BENCH_SECONDS (default 60) while an append-only view keeps each
+# event with the time its batch's transaction applied it; the latency from
+# produce to apply, p50, p99 and max, at ssp.commit_interval's default and
+# at 50 ms.
+bench_freshness() {
+    bench_start_postgres
+    bench_report freshness bench_freshness_run "${SSP_BENCH_SECONDS:-60}"
+}
+
+bench_freshness_run() {
+    local secs=$1 ci ticks
+    ticks=$((secs * 20))
+    echo "workload: 20,000 events/s for $secs s (1,000 every 50 ms, from one INSERT each) into 16 partitions"
+    echo "view:     SELECT seq, produced_at, now() AS applied_at FROM bench_fresh (append-only)"
+    echo "latency:  applied_at (the start of the transaction that applies the event; it commits"
+    echo "          right after) - produced_at (clock_timestamp() when the row was made)"
+    echo
+    for ci in default 50ms; do
+        psql -X -q -v ON_ERROR_STOP=1 <<SQL
+CREATE VIEW bench_fresh_v WITH (ssp.continuous$([ "$ci" = default ] || echo ", ssp.commit_interval = '$ci'"), ssp.start = 'latest')
+  AS SELECT seq, produced_at, now() AS applied_at FROM bench_fresh;
+DO \$\$
+DECLARE
+    t0 timestamptz := clock_timestamp();
+BEGIN
+    FOR i IN 0 .. $ticks - 1 LOOP
+        INSERT INTO bench_fresh SELECT i * 1000 + g, clock_timestamp() FROM generate_series(1, 1000) g;
+        PERFORM pg_sleep(GREATEST(0, extract(epoch FROM t0 + (i + 1) * interval '50 ms' - clock_timestamp())));
+    END LOOP;
+END
+\$\$;
+SELECT ssp.wait('bench_fresh_v', '120 s') \g /dev/null
+\pset tuples_only on
+\pset format unaligned
+\pset fieldsep ' '
+SELECT format('commit_interval %s: %s events in %s s; latency p50 %s ms, p99 %s ms, max %s ms',
+              '$ci', count(*), round(extract(epoch FROM max(produced_at) - min(produced_at))::numeric, 1),
+              round(percentile_cont(0.5) WITHIN GROUP (ORDER BY l)::numeric, 1),
+              round(percentile_cont(0.99) WITHIN GROUP (ORDER BY l)::numeric, 1), round(max(l)::numeric, 1))
+  FROM (SELECT produced_at, extract(epoch FROM applied_at - produced_at) * 1000 AS l FROM bench_fresh_v) x \g
+\o $SSP_WORK/freshness-$ci.dat
+SELECT s, round(percentile_cont(0.99) WITHIN GROUP (ORDER BY l)::numeric, 1)
+  FROM (SELECT floor(extract(epoch FROM produced_at - (SELECT min(produced_at) FROM bench_fresh_v))) AS s,
+               extract(epoch FROM applied_at - produced_at) * 1000 AS l FROM bench_fresh_v) x
+  GROUP BY s ORDER BY s;
+\o
+\pset tuples_only off
+\pset format aligned
+DROP VIEW bench_fresh_v;
+SQL
+    done
+    command -v gnuplot >/dev/null || return 0
+    gnuplot <<GP
+set terminal pngcairo size 640,400 font "sans,10"
+set output "$BENCH_RESULTS/freshness.png"
+set title "freshness: p99 latency per second, 20,000 events/s"
+set xlabel "seconds"
+set ylabel "ms from produce to apply"
+set yrange [0:*]
+set grid
+plot "$SSP_WORK/freshness-default.dat" using 1:2 with lines title "commit interval 100 ms", \
+     "$SSP_WORK/freshness-50ms.dat" using 1:2 with lines title "commit interval 50 ms"
+GP
+    echo "plot: $BENCH_RESULTS/freshness.png"
 }
 
 # main [WORKLOAD...]: run the workloads named, or all of them.

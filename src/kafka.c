@@ -413,6 +413,20 @@ ssp_kafka_assign(SspKafka *kafka, SspPartitionRange *ranges, int nranges)
 		broker_error(kafka, "start reading", err);
 }
 
+/* describe_message: a librdkafka message as decode.c sees it. */
+static void
+describe_message(rd_kafka_message_t *m, SspMessage *msg)
+{
+	msg->value = m->payload;
+	msg->value_len = m->len;
+	msg->key = m->key;
+	msg->key_len = m->key_len;
+	msg->partition = m->partition;
+	msg->offset = m->offset;
+	msg->timestamp_ms = rd_kafka_message_timestamp(m, NULL);
+	msg->handle = m;
+}
+
 static int
 range_index(SspKafka *kafka, int32 partition)
 {
@@ -498,14 +512,7 @@ ssp_kafka_next(SspKafka *kafka, SspMessage *msg)
 			mark_done(kafka, i);
 
 		kafka->current = m;
-		msg->value = m->payload;
-		msg->value_len = m->len;
-		msg->key = m->key;
-		msg->key_len = m->key_len;
-		msg->partition = m->partition;
-		msg->offset = m->offset;
-		msg->timestamp_ms = rd_kafka_message_timestamp(m, NULL);
-		msg->handle = m;
+		describe_message(m, msg);
 		return true;
 	}
 	return false;
@@ -812,14 +819,7 @@ take_message(SspKafka *kafka, rd_kafka_message_t *m, SspMessage *out,
 	}
 	kafka->trouble = false;
 	kafka->pending[kafka->npending++] = m;
-	out->value = m->payload;
-	out->value_len = m->len;
-	out->key = m->key;
-	out->key_len = m->key_len;
-	out->partition = m->partition;
-	out->offset = m->offset;
-	out->timestamp_ms = rd_kafka_message_timestamp(m, NULL);
-	out->handle = m;
+	describe_message(m, out);
 	return true;
 }
 

@@ -11,12 +11,13 @@
 #   groups         the same with 1,000, 100,000 and 1,000,000 groups
 #   views          1, 5 and 20 views catching up on the same stream
 #   freshness      latency from produce to view under 20,000 events/s
+#   memory         the worker's memory over 10,000,000 events
 # Settings: SSP_BENCH_MESSAGES (default 1000000), SSP_BENCH_RUNS (default 5).
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../lib.sh
 source "$(dirname "$0")/../lib.sh"
 
-BENCH_WORKLOADS=(json_parsers windows joins catchup groups views freshness)
+BENCH_WORKLOADS=(json_parsers windows joins catchup groups views freshness memory)
 BENCH_DIR=test/bench  # main runs in $SSP_SRC
 BENCH_RESULTS=$BENCH_DIR/results
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
@@ -88,7 +89,7 @@ bench_start_postgres() {
     [ -n "${BENCH_PG:-}" ] && return 0
     ssp_build
     ssp_start_broker "$SSP_WORK/bench-broker" --topic events:16 \
-        --topic bench_orders:16 --topic bench_payments:16 --topic bench_catchup:64 --topic bench_fresh:16
+        --topic bench_orders:16 --topic bench_payments:16 --topic bench_catchup:64 --topic bench_fresh:16 --topic bench_mem:16
     BENCH_PG=$SSP_WORK/bench-pg
     initdb -D "$BENCH_PG" -A trust >/dev/null
     cat >>"$BENCH_PG/postgresql.conf" <<CONF
@@ -115,6 +116,9 @@ CREATE FOREIGN TABLE bench_catchup (order_id bigint, customer_id bigint, region 
   SERVER kafka OPTIONS (topic 'bench_catchup', timestamp 'ts');
 CREATE FOREIGN TABLE bench_fresh (seq bigint, produced_at timestamptz)
   SERVER kafka OPTIONS (topic 'bench_fresh', timestamp 'produced_at');
+CREATE FOREIGN TABLE bench_mem (id bigint, region text, amount numeric, ts timestamptz,
+    p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic 'bench_mem', timestamp 'ts');
 SQL
 }
 
@@ -472,6 +476,49 @@ plot "$SSP_WORK/freshness-default.dat" using 1:2 with lines title "commit interv
      "$SSP_WORK/freshness-50ms.dat" using 1:2 with lines title "commit interval 50 ms"
 GP
     echo "plot: $BENCH_RESULTS/freshness.png"
+}
+
+# bench_memory: workload 5: a view of count, sum and avg by region over
+# 10,000,000 events, produced a million at a time while it consumes (the
+# test broker keeps only about 5 MiB a partition); the worker's memory
+# after each million: resident (VmRSS, which counts the shared buffers it
+# has touched) and private (RssAnon, what a leak would grow).
+bench_memory() {
+    bench_start_postgres
+    bench_report memory bench_memory_run "${SSP_BENCH_MILLIONS:-10}"
+}
+
+bench_memory_run() {
+    local millions=$1 m c pid rss anon first_anon=
+    echo "workload: $millions x 1,000,000 events into 16 partitions, 200,000 at a time once the view has the last"
+    echo "view:     SELECT region, count(*), sum(amount), avg(amount) FROM bench_mem GROUP BY region (100 regions)"
+    echo
+    psql -X -q -v ON_ERROR_STOP=1 -c "CREATE VIEW bench_mem_v WITH (ssp.continuous) AS
+        SELECT region, count(*), sum(amount), avg(amount) FROM bench_mem GROUP BY region"
+    printf '%-10s %12s %12s\n' events "VmRSS kB" "RssAnon kB"
+    for m in $(seq "$millions"); do
+        for c in 0 1 2 3 4; do
+            # spread evenly: librdkafka's sticky partitioner would put a run
+            # of them in one partition, beyond what the test broker keeps
+            psql -X -q -v ON_ERROR_STOP=1 -c "INSERT INTO bench_mem
+                SELECT g, 'r' || g % 100, g % 1000, timestamptz '2024-01-01' + g * interval '1 ms', g % 16
+                FROM generate_series(($m - 1) * 1000000 + $c * 200000 + 1, ($m - 1) * 1000000 + ($c + 1) * 200000) g"
+            [ "$(psql -X -At -c "SELECT ssp.wait('bench_mem_v', '300 s')")" = t ] ||
+                ssp_die "the view did not catch up"
+        done
+        pid=$(psql -X -At -c "SELECT worker_pid FROM ssp.views WHERE view = 'bench_mem_v'::regclass")
+        rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
+        anon=$(awk '/^RssAnon/ {print $2}' "/proc/$pid/status")
+        first_anon=${first_anon:-$anon}
+        printf '%-10s %12s %12s\n' "${m}000000" "$rss" "$anon"
+    done
+    echo
+    psql -X -At -c "SELECT format('applied %s events, %s dead letters', processed, dead_letters)
+        FROM ssp.views WHERE view = 'bench_mem_v'::regclass"
+    awk -v a="$first_anon" -v b="$anon" 'BEGIN {
+        printf "private memory growth from the first million to the last: %.1f MB (target under 10 MB: %s)\n",
+            (b - a) / 1024, ((b - a) / 1024 < 10 ? "met" : "MISSED") }'
+    psql -X -q -c "DROP VIEW bench_mem_v"
 }
 
 # main [WORKLOAD...]: run the workloads named, or all of them.

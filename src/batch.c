@@ -513,7 +513,7 @@ ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
 					et->seen_at[p] = now;
 			}
 			watermark = ssp_watermark(et->maxev, et->seen_at, et->lagging, nparts,
-									  src->base, src->n, et->watermark, view->idle_ms,
+									  src->n > 1, et->watermark, view->idle_ms,
 									  view->grace);
 		}
 		store_progress(&bs, next, watermark);

@@ -266,57 +266,40 @@ ssp_event_time(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls)
 /*
  * ssp_watermark: the view's watermark, less grace, never below the
  * previous one.  It is the smallest latest-event-time over the partitions
- * (of the nsources topics, topic i's from base[i]) that count: one with
- * messages not read yet always counts (one that has none seen yet holds the
- * watermark where it is: events are not late merely because another
- * partition was read first); one read to its end counts unless idle for
- * idle_ms (seen_at: when a message of it was last applied, or when the
- * worker started watching it).  Partitions that never had a message do not
- * count, unless no partition of their topic has had one: a stream that has
- * said nothing yet holds the watermark until idle too (rows of a join are
- * not late merely because the other stream was read first).  If none
- * counts, the largest latest-event-time.
+ * that count: one with messages not read yet always counts (one that has
+ * none seen yet holds the watermark where it is: events are not late
+ * merely because another partition was read first); one read to its end
+ * counts unless idle for idle_ms (seen_at: when a message of it was last
+ * applied, or when the worker started watching it).  A partition that
+ * never had a message does not count, except with hold_empty (a join of
+ * two streams, whose topics fill independently): then it holds the
+ * watermark until idle, since the client's view of its end may be older
+ * than its first messages.  If none counts, the largest
+ * latest-event-time.
  */
 TimestampTz
 ssp_watermark(const TimestampTz *maxev, const TimestampTz *seen_at,
-			  const bool *lagging, int nparts, const int *base, int nsources,
+			  const bool *lagging, int nparts, bool hold_empty,
 			  TimestampTz previous, int64 idle_ms, Interval *grace)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz active = DT_NOEND;
 	TimestampTz any = DT_NOBEGIN;
 	TimestampTz w;
-	int			i;
 	int			p;
 
-	for (i = 0; i < nsources; i++)
-	{
-		int			end = i + 1 < nsources ? base[i + 1] : nparts;
-		bool		heard = false;
-		bool		waiting = false;
-
-		for (p = base[i]; p < end; p++)
-		{
-			heard |= maxev[p] != DT_NOBEGIN;
-			waiting |= lagging[p] || (seen_at[p] != DT_NOBEGIN &&
-									  !TimestampDifferenceExceeds(seen_at[p], now, (int) Min(idle_ms, INT_MAX)));
-		}
-		if (!heard && waiting)
-			return previous;
-	}
 	for (p = 0; p < nparts; p++)
 	{
-		bool		idle;
+		bool		idle = seen_at[p] == DT_NOBEGIN ||
+			TimestampDifferenceExceeds(seen_at[p], now, (int) Min(idle_ms, INT_MAX));
 
 		if (maxev[p] == DT_NOBEGIN)
 		{
-			if (lagging[p])
-				return previous;	/* unread messages of unknown time */
+			if (lagging[p] || (hold_empty && !idle))
+				return previous;	/* messages of unknown time may come */
 			continue;			/* empty so far: not counted */
 		}
 		any = Max(any, maxev[p]);
-		idle = seen_at[p] == DT_NOBEGIN ||
-			TimestampDifferenceExceeds(seen_at[p], now, (int) Min(idle_ms, INT_MAX));
 		if (lagging[p] || !idle)
 			active = Min(active, maxev[p]);
 	}

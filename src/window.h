@@ -26,9 +26,8 @@ typedef struct SspWindowSpec
 
 extern void ssp_find_window(SspStream *stream, List *group_exprs, SspWindowSpec *spec);
 extern TimestampTz ssp_watermark(const TimestampTz *maxev, const TimestampTz *seen_at,
-								 const bool *lagging, int nparts, const int *base,
-								 int nsources, TimestampTz previous, int64 idle_ms,
-								 Interval *grace);
+								 const bool *lagging, int nparts, bool hold_empty,
+								 TimestampTz previous, int64 idle_ms, Interval *grace);
 extern bool ssp_is_event_time(SspStream *stream, AttrNumber attnum);
 extern char *ssp_event_time_detail(SspStream *stream);
 extern TimestampTz ssp_event_time(SspStream *stream, SspMessage *msg,

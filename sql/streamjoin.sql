@@ -29,6 +29,8 @@ CREATE VIEW r WITH (ssp.continuous) AS
 CREATE VIEW r WITH (ssp.continuous) AS
   SELECT count(*) FROM orders o, payments p WHERE p.ts BETWEEN o.ts AND o.ts + interval '1 day';
 CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o JOIN payments p USING (order_id);
+CREATE VIEW r WITH (ssp.continuous) AS
   SELECT count(*) FROM orders o JOIN orders o2 ON o2.ts BETWEEN o.ts AND o.ts + interval '1 day';
 CREATE VIEW r WITH (ssp.continuous) AS
   SELECT count(*) FROM orders o JOIN clicks c ON c.at BETWEEN o.ts AND o.ts + interval '1 day';

@@ -95,10 +95,8 @@ term(Build *b, Node *node)
 		{
 			case F_TIMESTAMPTZ_PL_INTERVAL:
 			case F_TIMESTAMP_PL_INTERVAL:
-				break;
 			case F_TIMESTAMPTZ_MI_INTERVAL:
 			case F_TIMESTAMP_MI_INTERVAL:
-				t.minus = true;
 				break;
 			case F_INTERVAL_PL_TIMESTAMPTZ:
 			case F_INTERVAL_PL_TIMESTAMP:

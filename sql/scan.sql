@@ -98,6 +98,44 @@ SELECT g.v, jsonb_typeof(g.j) = 'object' AS valid,
          AND r.n IS NOT DISTINCT FROM g.j -> 'o' ->> 'x' AS same
 FROM r JOIN g USING (i) ORDER BY g.i;
 
+-- timestamps: the common ISO form is read without timestamptz_in, and
+-- gives what timestamptz_in gives (every other form goes to it, and so
+-- does every error); in two time zones, as forms without an offset use it
+\set topic scan_ts_ :run
+CREATE FOREIGN TABLE ts_w (v text, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'text');
+CREATE FOREIGN TABLE ts_r (s text, ts timestamptz, off bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic', format 'json', on_error 'null');
+CREATE TABLE ts_cases (s text);
+INSERT INTO ts_cases VALUES
+  ('2024-05-01T12:00:00Z'), ('2024-05-01 12:00:00+00'), ('2024-01-01T00:00:00.02+00:00'),
+  ('2024-02-29T23:59:59.999999-07:00'), ('1999-12-31T23:59:59.5+05:30'), ('2000-03-01T00:00:00+0530'),
+  ('0001-01-01T00:00:00Z'), ('9999-12-31T23:59:59.999999+14:00'), ('2024-05-01T12:00:00-00:30'),
+  ('1900-02-28T12:00:00+01'), ('2100-02-28T00:00:00Z'), ('2024-12-31T23:59:59.000001-14:59'),
+  ('2024-05-01T12:00:00.1234567Z'), ('2024-05-01T24:00:00Z'), ('2024-05-01T12:00:00'),
+  ('2024-05-01T12:00Z'), ('2016-12-31T23:59:60Z'), ('2024-05-01T12:00:00+15:00'),
+  ('2024-05-01 12:00:00 +01:00'), ('2024-5-1T12:00:00Z'), ('2024-05-01T12:00:00z'),
+  ('2024-05-01T12:00:00+01:00:30'), ('2024-05-01T12:00:00.5'), ('2024-05-01'),
+  ('2023-02-29T00:00:00Z'), ('2024-13-01T00:00:00Z'), ('2024-04-31T00:00:00Z'),
+  ('2024-05-01T25:00:00Z'), ('2024-05-01T12:60:00Z'), ('2024-05-01T12:00:61Z'),
+  ('2024-05-01T12:00:00+16:00'), ('2024-05-01T12:00:00.Z'), ('0000-01-01T00:00:00Z'),
+  ('2024-05-01T12:00:00+1'), ('2024-05-01T12:00:00Zulu'), ('2024-05-01X12:00:00Z'),
+  ('2024-05-01T12:00:00+01:0x'), ('+024-05-01T12:00:00Z');
+INSERT INTO ts_w SELECT json_build_object('s', s, 'ts', s)::text, 0 FROM ts_cases;
+CREATE FUNCTION try_timestamptz(t text) RETURNS timestamptz LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN t::timestamptz;
+EXCEPTION WHEN others THEN
+  RETURN NULL;
+END $$;
+SELECT count(*) AS cases, count(try_timestamptz(s)) AS valid,
+       count(*) FILTER (WHERE ts IS DISTINCT FROM try_timestamptz(s)) AS different
+FROM ts_r;
+SET timezone = 'America/New_York';
+SELECT count(*) FILTER (WHERE ts IS DISTINCT FROM try_timestamptz(s)) AS different FROM ts_r;
+SELECT s, ts FROM ts_r WHERE s IN ('2024-05-01T12:00:00', '2024-02-29T23:59:59.999999-07:00') ORDER BY off;
+SET timezone = 'UTC';
+
 -- a topic that does not exist
 CREATE FOREIGN TABLE nowhere (a int) SERVER kafka OPTIONS (topic 'no_such_topic');
 SELECT * FROM nowhere;

@@ -218,6 +218,21 @@ SELECT region, count(*), sum(amount / qty), max(id) FROM dl_lenient
 -- message with a wrong id is not a dead letter for it
 SELECT columns FROM ssp.continuous_views WHERE view IN ('per_unit'::regclass, 'dl_count'::regclass) ORDER BY view::text;
 SELECT * FROM dl_count;
+-- a null group key is a group of its own, merged across batches like any
+-- other (ten messages a batch)
+\set topic views_null_ :run
+CREATE FOREIGN TABLE tagged (tag text, n int, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic');
+CREATE VIEW by_tag WITH (ssp.continuous, ssp.batch_size = 10) AS
+  SELECT tag, n % 2 AS odd, count(*), sum(n) FROM tagged GROUP BY tag, odd;
+INSERT INTO tagged SELECT CASE WHEN g % 3 = 0 THEN NULL ELSE 't' || g % 2 END,
+                          CASE WHEN g % 5 = 0 THEN NULL ELSE g END, 0
+  FROM generate_series(1, 100) g;
+SELECT ssp.wait('by_tag');
+SELECT * FROM by_tag ORDER BY tag, odd;
+(SELECT * FROM by_tag EXCEPT ALL SELECT tag, n % 2, count(*), sum(n) FROM tagged GROUP BY 1, 2)
+UNION ALL
+(SELECT tag, n % 2, count(*), sum(n) FROM tagged GROUP BY 1, 2 EXCEPT ALL SELECT * FROM by_tag);
 DROP SERVER kafka CASCADE;
 DROP TABLE customers;
 DROP ROLE ssp_reader;

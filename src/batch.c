@@ -175,7 +175,7 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 		nulls[0] = bs->et && bs->et->watermark != DT_NOBEGIN ? ' ' : 'n';
 		args[1] = Int32GetDatum((int32) ++run);
 		rc = SPI_execute_with_args(bs->view->apply_sql, 2, argtypes, args, nulls, false, 0);
-		if (rc != SPI_OK_INSERT)
+		if (rc != SPI_OK_INSERT && rc != SPI_OK_MERGE)
 			elog(ERROR, "ssp: apply statement of view \"%s\" failed: %s",
 				 bs->view->name, SPI_result_code_string(rc));
 		*late = 0;

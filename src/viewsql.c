@@ -5,8 +5,9 @@
  *	  the apply statement run on each batch (ssp_batch, the stream as "b"),
  *	  and the view users query.
  *
- *	- aggregating views: one row per group and window, merged with
- *	  INSERT ... ON CONFLICT DO UPDATE; tumbling and hopping windows,
+ *	- aggregating views: one row per group and window, merged with MERGE
+ *	  (INSERT ... ON CONFLICT DO UPDATE over a join of streams); tumbling
+ *	  and hopping windows,
  *	  sliding windows (steps merged at read time), session windows (merged
  *	  by gaps and islands);
  *	- views without aggregates: append-only, or keyed by ssp.primary_key
@@ -319,6 +320,69 @@ build_session(Build *b, const char *mrel, StringInfo create, StringInfo apply)
 }
 
 /*
+ * merge_groups: the apply statement of an aggregating view over a stream,
+ * a MERGE of the batch's groups into the mrel.  A MERGE joins the groups
+ * with the mrel as the planner sees fit: a hash join over the whole table
+ * when a batch touches much of it, as in a catch-up, or an index probe
+ * per group for a few groups.  INSERT ... ON CONFLICT probes the unique
+ * index before it inserts, group by group, which cost twice as much in a
+ * catch-up (only the worker writes the mrel, so MERGE's inserts never
+ * race).  The join's "=" cannot match a group with a null key, whereas the
+ * unique index treats nulls as equal, so such groups are left to an
+ * INSERT ... ON CONFLICT of their own.
+ */
+static void
+merge_groups(Build *b, const char *mrel, StringInfo cols, StringInfo values,
+			 StringInfo sel, StringInfo keys, const char *where, const char *group, const char *update, StringInfo apply)
+{
+	StringInfoData on;
+	StringInfoData notnull;
+	StringInfoData isnull;
+	List	   *keycols = NIL;
+	List	   *keyexprs = NIL;
+	ListCell   *lc;
+	ListCell   *e;
+	int			i = 0;
+
+	foreach(lc, b->group_exprs)
+	{
+		keycols = lappend(keycols, (char *) quote_identifier(list_nth(b->group_cols, i)));
+		keyexprs = lappend(keyexprs, i == b->window ? b->window_start : ssp_deparse(b, lfirst(lc)));
+		i++;
+	}
+	if (b->step_expr)
+	{
+		keycols = lappend(keycols, "_step");
+		keyexprs = lappend(keyexprs, b->step_expr);
+	}
+
+	initStringInfo(&on);
+	initStringInfo(&notnull);
+	initStringInfo(&isnull);
+	forboth(lc, keycols, e, keyexprs)
+	{
+		const char *c = lfirst(lc);
+
+		appendStringInfo(&on, "%sm.%s = excluded.%s", on.len ? " AND " : "", c, c);
+		appendStringInfo(&notnull, "%sexcluded.%s IS NOT NULL", notnull.len ? " AND " : "", c);
+		appendStringInfo(&isnull, "%s(%s) IS NULL", isnull.len ? " OR " : "", (char *) lfirst(e));
+	}
+	if (keycols == NIL)
+		appendStringInfoString(&on, "m._g0");	/* the one group */
+
+	appendStringInfo(apply, "MERGE INTO %s AS m USING (SELECT %s FROM %s%s%s%s) AS excluded (%s) ON %s "
+					 "WHEN MATCHED THEN %s WHEN NOT MATCHED%s%s THEN INSERT (%s) VALUES (%s)",
+					 mrel, sel->data, b->from, b->window >= 0 ? b->window_from : "", where, group,
+					 cols->data, on.data,
+					 strcmp(update, "NOTHING") == 0 ? "DO NOTHING" : update,
+					 notnull.len ? " AND " : "", notnull.data, cols->data, values->data);
+	if (keycols != NIL)
+		appendStringInfo(apply, ";\nINSERT INTO %s AS m (%s) SELECT %s FROM %s%s%s %s (%s)%s ON CONFLICT (%s) DO %s",
+						 mrel, cols->data, sel->data, b->from, b->window >= 0 ? b->window_from : "",
+						 where, where[0] ? "AND" : "WHERE", isnull.data, group, keys->data, update);
+}
+
+/*
  * build_aggregating: the mrel, view and apply SQL of a view with GROUP BY
  * or aggregates.
  */
@@ -329,6 +393,7 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	Query	   *q = b->query;
 	ListCell   *lc;
 	StringInfoData cols;
+	StringInfoData values;	/* cols, as excluded.col */
 	StringInfoData sel;
 	StringInfoData set;
 	StringInfoData keys;
@@ -359,6 +424,7 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	}
 
 	initStringInfo(&cols);
+	initStringInfo(&values);
 	initStringInfo(&sel);
 	initStringInfo(&set);
 	initStringInfo(&keys);
@@ -372,6 +438,7 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 		appendStringInfo(create, "%s%s %s", i ? ", " : "", col,
 						 format_type_with_typemod(exprType(e), exprTypmod(e)));
 		appendStringInfo(&cols, "%s%s", i ? ", " : "", col);
+		appendStringInfo(&values, "%sexcluded.%s", i ? ", " : "", col);
 		appendStringInfo(&keys, "%s%s", i ? ", " : "", col);
 		appendStringInfo(&sel, "%s%s", i ? ", " : "",
 						 i == b->window ? b->window_start : ssp_deparse(b, e));
@@ -381,6 +448,7 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	{
 		appendStringInfo(create, "%s_step timestamp with time zone", i ? ", " : "");
 		appendStringInfo(&cols, "%s_step", i ? ", " : "");
+		appendStringInfo(&values, "%sexcluded._step", i ? ", " : "");
 		appendStringInfo(&keys, "%s_step", i ? ", " : "");
 		appendStringInfo(&sel, "%s%s", i ? ", " : "", b->step_expr);
 	}
@@ -391,6 +459,7 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 
 		appendStringInfo(create, "%s_g0 boolean NOT NULL DEFAULT true", sep);
 		appendStringInfo(&cols, "%s_g0", sep);
+		appendStringInfo(&values, "%sexcluded._g0", sep);
 		appendStringInfo(&keys, "%s_g0", sep);
 		appendStringInfo(&sel, "%strue", sep);
 		i = 1;
@@ -407,6 +476,7 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 		{
 			appendStringInfo(create, ", %s %s", (char *) lfirst(c), (char *) lfirst(t));
 			appendStringInfo(&cols, ", %s", (char *) lfirst(c));
+			appendStringInfo(&values, ", excluded.%s", (char *) lfirst(c));
 			appendStringInfo(&sel, ", %s", (char *) lfirst(pa));
 			appendStringInfo(&set, "%s%s = %s", set.len ? ", " : "",
 							 (char *) lfirst(c), (char *) lfirst(m));
@@ -422,13 +492,13 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 						 quote_identifier(list_nth(b->group_cols, b->window)));
 
 	/* the apply statement: reduce the batch to its groups, merge them */
-	appendStringInfo(apply, "%sINSERT INTO %s AS m (%s) SELECT %s FROM %s%s",
-					 b->apply_prefix ? b->apply_prefix : "",
-					 mrel, cols.data, sel.data, b->from, b->window >= 0 ? b->window_from : "");
 	{
 		/* the view's WHERE; open windows only; steps still in range only */
 		List	   *conds = NIL;
 		int			ngroup = list_length(b->group_exprs) + (b->step_expr ? 1 : 0);
+		StringInfoData where;
+		StringInfoData group;
+		char	   *update = set.len ? psprintf("UPDATE SET %s", set.data) : "NOTHING";
 
 		if (q->jointree->quals)
 			conds = lappend(conds, psprintf("(%s)", ssp_deparse(b, q->jointree->quals)));
@@ -438,13 +508,24 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 			conds = lappend(conds, psprintf("%s + %s::interval > pg_catalog.now() - %s::interval",
 											b->step_expr, quote_literal_cstr(b->opts->step),
 											quote_literal_cstr(b->opts->sliding)));
+		initStringInfo(&where);
 		for (i = 0; i < list_length(conds); i++)
-			appendStringInfo(apply, " %s %s", i ? "AND" : "WHERE", (char *) list_nth(conds, i));
+			appendStringInfo(&where, " %s %s", i ? "AND" : "WHERE", (char *) list_nth(conds, i));
+		initStringInfo(&group);
 		for (i = 1; i <= ngroup; i++)
-			appendStringInfo(apply, "%s%d", i > 1 ? ", " : " GROUP BY ", i);
+			appendStringInfo(&group, "%s%d", i > 1 ? ", " : " GROUP BY ", i);
+
+		if (b->apply_prefix)
+		{
+			/* a join of streams: its pairs can be read once only */
+			appendStringInfo(apply, "%sINSERT INTO %s AS m (%s) SELECT %s FROM %s%s%s%s ON CONFLICT (%s) DO %s",
+							 b->apply_prefix, mrel, cols.data, sel.data, b->from,
+							 b->window >= 0 ? b->window_from : "", where.data, group.data,
+							 keys.data, update);
+		}
+		else
+			merge_groups(b, mrel, &cols, &values, &sel, &keys, where.data, group.data, update, apply);
 	}
-	appendStringInfo(apply, " ON CONFLICT (%s) DO %s", keys.data,
-					 set.len ? psprintf("UPDATE SET %s", set.data) : "NOTHING");
 
 	aggregating_view(b, names, mrel, view, viewsql);
 }

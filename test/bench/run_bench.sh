@@ -112,7 +112,7 @@ CREATE FOREIGN TABLE bench_orders (id bigint, region text, amount numeric, ts ti
 CREATE FOREIGN TABLE bench_payments (id bigint, region text, amount numeric, ts timestamptz)
   SERVER kafka OPTIONS (topic 'bench_payments', timestamp 'ts');
 CREATE FOREIGN TABLE bench_catchup (order_id bigint, customer_id bigint, region text, amount numeric,
-    ts timestamptz)
+    ts timestamptz, p int OPTIONS (meta 'partition'))
   SERVER kafka OPTIONS (topic 'bench_catchup', timestamp 'ts');
 CREATE FOREIGN TABLE bench_fresh (seq bigint, produced_at timestamptz)
   SERVER kafka OPTIONS (topic 'bench_fresh', timestamp 'produced_at');
@@ -122,15 +122,24 @@ CREATE FOREIGN TABLE bench_mem (id bigint, region text, amount numeric, ts times
 SQL
 }
 
-# bench_view_seconds NAME DEFINITION [OPTIONS]: seconds for a new view to
-# catch up; OPTIONS are view options after ssp.continuous (default: a grace
-# of a day).
+# bench_view_seconds NAME DEFINITION [OPTIONS [MESSAGES]]: seconds for a
+# new view to catch up; OPTIONS are view options after ssp.continuous
+# (default: a grace of a day); with MESSAGES, fails unless the view
+# processed that many.
 bench_view_seconds() {
     psql -X -q -At -v ON_ERROR_STOP=1 <<SQL
 CREATE VIEW $1 WITH (ssp.continuous${3-, ssp.grace = '1 day'}) AS $2;
 SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
 SELECT ssp.wait('$1', '600 s') \g /dev/null
 SELECT round((extract(epoch FROM clock_timestamp()) - :t0)::numeric, 3);
+DO \$\$
+DECLARE
+  n bigint := (SELECT processed FROM ssp.views WHERE view = '$1'::regclass);
+BEGIN
+  IF '${4:-}' <> '' AND n <> '${4:-0}'::bigint THEN
+    RAISE EXCEPTION 'view $1 processed % messages, not ${4:-}', n;
+  END IF;
+END \$\$;
 DROP VIEW $1;
 SQL
 }
@@ -245,8 +254,9 @@ bench_catchup() {
     bench_report catchup bench_catchup_run "$n" "$r"
 }
 
-# bench_produce_orders N: N orders into topic bench_catchup (64
-# partitions), once per bench run.
+# bench_produce_orders N: N orders into topic bench_catchup, spread evenly
+# over its 64 partitions (the producer's sticky partitioner would fill some
+# past what the test broker keeps), once per bench run.
 bench_produce_orders() {
     bench_start_postgres
     [ -n "${BENCH_ORDERS:-}" ] && return 0
@@ -254,7 +264,7 @@ bench_produce_orders() {
     psql -X -q -v ON_ERROR_STOP=1 <<SQL
 INSERT INTO bench_catchup
   SELECT g, g % 100000, 'region-' || lpad((g % 1000)::text, 4, '0'), round((g % 100000) * 0.01, 2),
-         timestamptz '2024-01-01' + g * interval '10 ms'
+         timestamptz '2024-01-01' + g * interval '10 ms', g % 64
   FROM generate_series(1, $1) g;
 SQL
     BENCH_ORDERS=$1
@@ -335,7 +345,7 @@ bench_views_run() {
 }
 
 bench_catchup_run() {
-    local n=$1 r=$2 i t0 s a b bytes
+    local n=$1 r=$2 i t0 s a b bytes got
     local -a ssp=() base_a=() base_b=()
     local agg="count(*) AS n, sum(amount) AS total, avg(amount) AS mean"
     local kcat=(kcat -C -b "$SSP_BROKERS" -t bench_catchup -o beginning -e -q -f '%s\n'
@@ -349,7 +359,7 @@ bench_catchup_run() {
     echo "baseline B: ${kcat[*]} > /dev/null"
     echo
     for i in $(seq "$r"); do
-        s=$(bench_view_seconds bench_catchup_view "SELECT region, date_trunc('minute', ts) AS minute, $agg FROM bench_catchup GROUP BY region, minute" "")
+        s=$(bench_view_seconds bench_catchup_view "SELECT region, date_trunc('minute', ts) AS minute, $agg FROM bench_catchup GROUP BY region, minute" "" "$n")
         psql -X -q -c "SET client_min_messages = warning" -c "TRUNCATE baseline_raw" -c "DROP TABLE IF EXISTS baseline_result"
         t0=$(bench_now)
         "${kcat[@]}" | psql -X -q -v ON_ERROR_STOP=1 -c "COPY baseline_raw (doc) FROM STDIN"
@@ -358,6 +368,8 @@ bench_catchup_run() {
             sum((doc->>'amount')::numeric) AS total, avg((doc->>'amount')::numeric) AS mean
             FROM baseline_raw GROUP BY 1, 2"
         a=$(awk -v a="$t0" -v b="$(bench_now)" 'BEGIN {printf "%.3f", b - a}')
+        got=$(psql -X -q -At -c "SELECT count(*) FROM baseline_raw")
+        [ "$got" = "$n" ] || ssp_die "baseline A read $got messages, not $n"
         t0=$(bench_now)
         "${kcat[@]}" >/dev/null
         b=$(awk -v a="$t0" -v b="$(bench_now)" 'BEGIN {printf "%.3f", b - a}')

@@ -347,7 +347,9 @@ merge_groups(Build *b, const char *mrel, StringInfo cols, StringInfo values,
 	foreach(lc, b->group_exprs)
 	{
 		keycols = lappend(keycols, (char *) quote_identifier(list_nth(b->group_cols, i)));
-		keyexprs = lappend(keyexprs, i == b->window ? b->window_start : ssp_deparse(b, lfirst(lc)));
+		/* a hopping window's start comes from generate_series: never null */
+		keyexprs = lappend(keyexprs, i != b->window ? ssp_deparse(b, lfirst(lc)) :
+						   b->spec.hop ? NULL : b->window_start);
 		i++;
 	}
 	if (b->step_expr)
@@ -364,6 +366,8 @@ merge_groups(Build *b, const char *mrel, StringInfo cols, StringInfo values,
 		const char *c = lfirst(lc);
 
 		appendStringInfo(&on, "%sm.%s = excluded.%s", on.len ? " AND " : "", c, c);
+		if (lfirst(e) == NULL)
+			continue;
 		appendStringInfo(&notnull, "%sexcluded.%s IS NOT NULL", notnull.len ? " AND " : "", c);
 		appendStringInfo(&isnull, "%s(%s) IS NULL", isnull.len ? " OR " : "", (char *) lfirst(e));
 	}
@@ -376,7 +380,7 @@ merge_groups(Build *b, const char *mrel, StringInfo cols, StringInfo values,
 					 cols->data, on.data,
 					 strcmp(update, "NOTHING") == 0 ? "DO NOTHING" : update,
 					 notnull.len ? " AND " : "", notnull.data, cols->data, values->data);
-	if (keycols != NIL)
+	if (isnull.len > 0)
 		appendStringInfo(apply, ";\nINSERT INTO %s AS m (%s) SELECT %s FROM %s%s%s %s (%s)%s ON CONFLICT (%s) DO %s",
 						 mrel, cols->data, sel->data, b->from, b->window >= 0 ? b->window_from : "",
 						 where, where[0] ? "AND" : "WHERE", isnull.data, group, keys->data, update);

@@ -149,6 +149,9 @@ LANGUAGE C STRICT VOLATILE;
 CREATE VIEW views AS
 SELECT c.view,
        CASE WHEN c.paused THEN 'paused'
+            WHEN w.pid IS NOT NULL AND w.status IN ('running', 'catching up')
+                 AND pg_catalog.cardinality(pg_catalog.pg_blocking_pids(w.pid)) > 0
+              THEN 'waiting for a lock'
             WHEN w.status IS NOT NULL THEN w.status
             ELSE 'starting' END AS status,
        w.pid AS worker_pid,

@@ -241,6 +241,14 @@ ssp_wait(PG_FUNCTION_ARGS)
 	{
 		if (reached(view, topicsd, partsd, highsd))
 			PG_RETURN_BOOL(true);
+		if (IsolationUsesXactSnapshot())
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("ssp.wait cannot wait in a %s transaction",
+							IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ"),
+					 errdetail("View \"%s\" has not applied every message yet, and the transaction's snapshot would never see it do so.",
+							   v->name),
+					 errhint("Call ssp.wait in a READ COMMITTED transaction.")));
 		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), (int) Min(timeout_ms, INT_MAX)))
 			PG_RETURN_BOOL(false);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

@@ -36,6 +36,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -159,6 +160,24 @@ launch_scheduler(LauncherDb *ldb)
 }
 
 /*
+ * ssp_bgworker_session: settings for the session of an ssp background
+ * worker, after it connects.  Settings meant for users' sessions
+ * (postgresql.conf, ALTER DATABASE) are not all for these: a lock_timeout
+ * would fail a batch whenever a user holds a lock on the view's table,
+ * where it should be waited out (ssp.views then says "waiting for a
+ * lock"), and SERIALIZABLE by default would add serialization failures
+ * that nothing retries.  (statement_timeout and
+ * idle_in_transaction_session_timeout are armed for client statements
+ * only.)
+ */
+void
+ssp_bgworker_session(void)
+{
+	SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+/*
  * ssp_launcher_main: the launcher's loop.  Connected to no database, it
  * reads pg_database only.
  */
@@ -172,6 +191,7 @@ ssp_launcher_main(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	ssp_bgworker_session();
 
 	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 	ssp_shared->launcher_latch = MyLatch;
@@ -404,6 +424,7 @@ ssp_scheduler_main(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	ssp_bgworker_session();
 
 	slot = ssp_db_slot(dboid, true);
 	if (slot == NULL)

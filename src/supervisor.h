@@ -17,5 +17,6 @@ typedef struct SspWorkerArgs
 } SspWorkerArgs;
 
 extern void ssp_supervisor_init(void);
+extern void ssp_bgworker_session(void);
 
 #endif							/* SSP_SUPERVISOR_H */

@@ -532,6 +532,8 @@ ssp_worker_main(Datum arg)
 	 * operation) cannot SET ROLE back to the session's superuser.
 	 */
 	BackgroundWorkerInitializeConnectionByOid(wargs.dboid, InvalidOid, 0);
+
+	ssp_bgworker_session();
 	SetUserIdAndSecContext(wargs.owner,
 						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
 

@@ -64,14 +64,15 @@ sub ctl
 
 # new_node($name, %opts): a started node with ssp in shared_preload_libraries
 # and the extension created in database postgres.  allows_streaming => 1
-# prepares it for standbys.
+# prepares it for standbys; conf => "..." adds lines to postgresql.conf.
 sub new_node
 {
 	my ($name, %opts) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init(allows_streaming => $opts{allows_streaming} // 0);
 	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'ssp'\nmax_worker_processes = 32\nrestart_after_crash = on\n");
+		"shared_preload_libraries = 'ssp'\nmax_worker_processes = 32\nrestart_after_crash = on\n"
+		  . ($opts{conf} // ''));
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION ssp');
 	return $node;
@@ -84,7 +85,9 @@ sub wait_views
 	for my $v (@views)
 	{
 		my $r = $node->safe_psql($db, "SELECT ssp.wait('$v', '180 s')");
-		die "ssp.wait('$v') timed out" unless $r eq 't';
+		next if $r eq 't';
+		my $state = $node->safe_psql($db, "SELECT * FROM ssp.views WHERE view = '$v'::regclass");
+		die "ssp.wait('$v') timed out; ssp.views: $state";
 	}
 }
 

@@ -1,0 +1,98 @@
+# What users' settings and sessions can do to the workers, and what they
+# must not: a statement_timeout and a lock_timeout of 1 ms and SERIALIZABLE
+# by default in postgresql.conf (meant for users' sessions) do not stop the
+# workers; a user holding a lock on a view's table makes its worker wait,
+# shown as "waiting for a lock", and it goes on when the lock goes; with no
+# background worker slot free, a view says so and starts when one frees;
+# ssp.wait refuses to wait where its snapshot could never see the view
+# move.  Every view ends exactly equal to its query.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SspTest;
+
+# the test's own sessions are users that have set these back
+$ENV{PGOPTIONS} = '-c statement_timeout=0 -c lock_timeout=0 -c default_transaction_isolation=read\\ committed';
+
+my $broker = SspTest::start_broker(topics => ['orders:8']);
+# two slots for workers: the ssp launcher and this database's scheduler
+# take two of the four
+my $node = SspTest::new_node('sessions', conf => qq{
+max_worker_processes = 4
+max_logical_replication_workers = 0
+max_parallel_workers = 0
+statement_timeout = '1ms'
+lock_timeout = '1ms'
+default_transaction_isolation = 'serializable'
+});
+
+$node->safe_psql('postgres', qq{
+	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$broker->{bootstrap}');
+	CREATE FOREIGN TABLE orders (order_id bigint, region text, amount numeric,
+	    p int OPTIONS (meta 'partition'))
+	  SERVER kafka OPTIONS (topic 'orders');
+	INSERT INTO orders SELECT g, 'r' || g % 10, g % 100, g % 8 FROM generate_series(1, 20000) g;
+	CREATE VIEW by_region WITH (ssp.continuous) AS
+	  SELECT region, count(*) AS n, sum(amount) AS total FROM orders GROUP BY region;
+	CREATE VIEW copy WITH (ssp.continuous) AS SELECT order_id, region FROM orders;
+});
+
+sub equal_to_query
+{
+	my ($view, $query) = @_;
+	return SspTest::differences($node, 'postgres', "SELECT * FROM $view", $query);
+}
+
+my %query = (
+	by_region => 'SELECT region, count(*), sum(amount) FROM orders GROUP BY region',
+	copy => 'SELECT order_id, region FROM orders',
+	totals => 'SELECT count(*), sum(amount) FROM orders');
+
+# timeouts and isolation meant for users do not apply to the workers
+SspTest::wait_views($node, 'postgres', 'by_region', 'copy');
+is(equal_to_query('by_region', $query{by_region}), '0',
+	'a statement_timeout of 1 ms does not stop a worker');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM copy'), '20000', 'all 20,000 orders copied');
+
+# a user locks the view's table: the worker waits and says so
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('BEGIN; LOCK TABLE by_region_mrel IN ACCESS EXCLUSIVE MODE');
+$node->safe_psql('postgres',
+	"INSERT INTO orders SELECT g, 'r' || g % 10, g % 100, g % 8 FROM generate_series(20001, 25000) g");
+ok($node->poll_query_until('postgres',
+		"SELECT status = 'waiting for a lock' FROM ssp.views WHERE view = 'by_region'::regclass"),
+	'ssp.views says the worker waits for a lock');
+is($node->safe_psql('postgres',
+		"SELECT last_error IS NULL FROM ssp.views WHERE view = 'by_region'::regclass"),
+	't', 'waiting is not an error');
+my ($rc, $stdout, $stderr) = $node->psql('postgres',
+	"BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT ssp.wait('by_region', '1 s'); COMMIT;");
+like($stderr, qr/ssp.wait cannot wait in a REPEATABLE READ transaction/,
+	'ssp.wait refuses to wait under a snapshot that cannot see the view move');
+$locker->query_safe('ROLLBACK');
+$locker->quit;
+SspTest::wait_views($node, 'postgres', 'by_region', 'copy');
+is(equal_to_query('by_region', $query{by_region}), '0',
+	'once the lock goes, the view catches up exactly');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM copy'), '25000', 'all 25,000 orders copied');
+
+# no slot free for a third worker: the view says why, and starts when a
+# slot frees
+$node->safe_psql('postgres', 'CREATE VIEW totals WITH (ssp.continuous) AS
+	SELECT count(*) AS n, sum(amount) AS total FROM orders');
+ok($node->poll_query_until('postgres',
+		"SELECT status = 'failed' AND last_error LIKE '%no background worker slot free%max_worker_processes%'
+		   FROM ssp.views WHERE view = 'totals'::regclass"),
+	'a view without a worker slot says so');
+is($node->safe_psql('postgres', "SELECT processed FROM ssp.views WHERE view = 'totals'::regclass"),
+	'0', 'and has applied nothing');
+$node->safe_psql('postgres', 'DROP VIEW copy');
+SspTest::wait_views($node, 'postgres', 'totals');
+is(equal_to_query('totals', $query{totals}), '0', 'it starts once a slot is free, and is exact');
+is($node->safe_psql('postgres', "SELECT status FROM ssp.views WHERE view = 'totals'::regclass"),
+	'running', 'and runs');
+
+$node->stop;
+done_testing();

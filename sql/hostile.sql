@@ -46,4 +46,27 @@ SELECT count(*) FROM msgs;
 INSERT INTO raw (v, p) VALUES (convert_to(repeat('x', 11000000), 'UTF8'), 0);
 DROP VIEW hv;
 SELECT count(*) FROM ssp.dead_letters;
+
+-- identifiers and option values that try SQL injection are only names:
+-- quotes, semicolons and comments in the stream's, its columns', the view's
+-- and its columns' names reach the apply statement quoted
+CREATE TABLE victim (x int);
+INSERT INTO victim VALUES (1);
+\set topic hostile_names_ :run
+CREATE FOREIGN TABLE "s'; DROP TABLE victim; --" (
+    "k"")); DROP TABLE victim; --" text, "v'--" int, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic');
+INSERT INTO "s'; DROP TABLE victim; --" VALUES ('a"b', 1, 0), ('a"b', 2, 0), ($$c'd$$, 3, 0), (NULL, 4, 0);
+CREATE VIEW "v""; DROP TABLE victim; --" ("g'; --", "n"";") WITH (ssp.continuous) AS
+  SELECT "k"")); DROP TABLE victim; --", sum("v'--") FROM "s'; DROP TABLE victim; --"
+  GROUP BY 1;
+SELECT ssp.wait('"v""; DROP TABLE victim; --"');
+SELECT * FROM "v""; DROP TABLE victim; --" ORDER BY 1;
+SELECT topics FROM ssp.views WHERE view = '"v""; DROP TABLE victim; --"'::regclass;
+-- a topic name that Kafka cannot have is refused by the client, clearly
+CREATE FOREIGN TABLE bad_topic (x int) SERVER kafka OPTIONS (topic 'x''; DROP TABLE victim; --');
+SELECT * FROM bad_topic;
+SELECT * FROM victim;
+DROP VIEW "v""; DROP TABLE victim; --";
+DROP TABLE victim;
 DROP SERVER kafka CASCADE;

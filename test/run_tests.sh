@@ -44,9 +44,25 @@ ssp_log "TAP tests"
 export PG_REGRESS="$SSP_INSTALL$PG_PGXS/src/test/regress/pg_regress"
 export TESTDIR="$SSP_WORK/tap"
 mkdir -p "$TESTDIR"
+# the TAP tests that inject faults add their figures here (SspTest::report)
+export SSP_RELIABILITY_REPORT="$SSP_WORK/reliability.tsv"
+: >"$SSP_RELIABILITY_REPORT"
 if ! prove -I "$PG_PGXS/src/test/perl" -I "$SSP_SRC/test/tap" ${SSP_TAP:-"$SSP_SRC"/test/tap/t/*.pl}; then
     status=1
     tail -n 60 "$TESTDIR"/tmp_check/log/regress_log_* || true
+fi
+
+if [ -s "$SSP_RELIABILITY_REPORT" ]; then
+    ssp_log "reliability report"
+    awk -F '\t' 'BEGIN {
+            fmt = "%-28s %7s %10s %10s %7s %5s %6s\n"
+            printf fmt, "test", "faults", "produced", "applied", "dead", "lost", "twice"
+        }
+        { printf fmt, $1, $2, $3, $4, $5, $6, $7
+          for (i = 2; i <= 7; i++) t[i] += $i }
+        END { printf fmt, "total", t[2], t[3], t[4], t[5], t[6], t[7]
+              if (t[6] + t[7] > 0) { print "MESSAGES LOST OR COUNTED TWICE"; exit 1 } }' \
+        "$SSP_RELIABILITY_REPORT" | tee "$SSP_WORK/reliability.txt" >&2 || status=1
 fi
 
 if [ $status -eq 0 ]; then

@@ -107,6 +107,29 @@ sub wait_restarted
 	die 'server did not come back';
 }
 
+# report(%figures): one line of the reliability report that make test
+# prints at the end (test/run_tests.sh): test, faults injected, messages
+# produced, applied by the views, dead letters, lost and counted twice.
+sub report
+{
+	my (%f) = @_;
+	my $file = $ENV{SSP_RELIABILITY_REPORT} or return;
+	my $test = $0 =~ s{.*/}{}r =~ s{\.pl$}{}r;
+	open(my $fh, '>>', $file) or die "$file: $!";
+	print $fh join("\t", $test, map { $f{$_} // 0 } qw(faults produced applied dead_letters lost twice)),
+	  "\n";
+	close($fh);
+}
+
+# lost_and_twice($node, $db, $view, $truth): rows of query truth missing
+# from query view, and rows of view beyond truth (EXCEPT ALL each way).
+sub lost_and_twice
+{
+	my ($node, $db, $view, $truth) = @_;
+	return split /\|/, $node->safe_psql($db,
+		"SELECT (SELECT count(*) FROM ($truth EXCEPT ALL $view) l), (SELECT count(*) FROM ($view EXCEPT ALL $truth) t)");
+}
+
 # differences($node, $db, $a, $b): rows of query a not in b, and of b not in
 # a (EXCEPT ALL both ways); 0 when they are equal.
 sub differences

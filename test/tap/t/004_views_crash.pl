@@ -97,6 +97,12 @@ is(SspTest::differences($node, 'postgres', 'SELECT * FROM per_minute',
 		 HAVING ssp.tumble(ts, '1 minute') + interval '1 minute' >= '$w'::timestamptz - interval '10 minutes'"),
 	'0', 'windowed view with grace and retention exact after crashes');
 is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), '100000', 'counts add up');
+my ($lost, $twice) = SspTest::lost_and_twice($node, 'postgres', 'SELECT * FROM copy',
+	'SELECT order_id, region, amount FROM t');
+SspTest::report(faults => $kills + 1, produced => 100000,
+	applied => $node->safe_psql('postgres', 'SELECT count(*) FROM copy'),
+	dead_letters => $node->safe_psql('postgres', 'SELECT sum(dead_letters) FROM ssp.views'),
+	lost => $lost, twice => $twice);
 
 $node->stop;
 done_testing();

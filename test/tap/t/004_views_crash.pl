@@ -1,6 +1,7 @@
 # Exactly once across crashes: while messages are produced, view workers
 # (grouped, append-only, and windowed with grace and retention) are killed
-# with SIGKILL several times and Postgres is stopped with -m immediate; the
+# with SIGKILL several times, so are the scheduler and the launcher, and
+# Postgres is stopped with -m immediate; the
 # views end exactly equal to their queries over the messages: nothing lost,
 # nothing counted twice.
 use strict;
@@ -60,6 +61,16 @@ for my $chunk (0 .. 39)
 		my @pids = worker_pids();
 		ok(kill('KILL', $pids[$kills % 3]), "SIGKILL to worker $pids[$kills % 3]");
 		push @killed, $pids[$kills % 3];
+		$kills++;
+		SspTest::wait_restarted($node);
+	}
+	elsif ($chunk == 13 || $chunk == 30)
+	{
+		# SIGKILL the database's scheduler, then the launcher
+		my $type = $chunk == 13 ? 'ssp scheduler' : 'ssp launcher';
+		my $pid = $node->safe_psql('postgres',
+			"SELECT pid FROM pg_stat_activity WHERE backend_type = '$type'");
+		ok($pid && kill('KILL', $pid), "SIGKILL to the $type");
 		$kills++;
 		SspTest::wait_restarted($node);
 	}

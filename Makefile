@@ -14,6 +14,7 @@ OBJS = \
 	src/kafka.o \
 	src/decode.o \
 	src/jsonscan.o \
+	src/isotime.o \
 	src/encode.o \
 	src/fdw.o \
 	src/scan.o \
@@ -56,12 +57,16 @@ $(OBJS): $(wildcard src/*.h)
 test/broker/ssp_test_broker: test/broker/ssp_test_broker.c
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lrdkafka
 
-.PHONY: test bench demo demo-stop
+.PHONY: test bench fuzz demo demo-stop
 test:
 	bash test/run_tests.sh
 
 bench:
 	bash test/bench/run_bench.sh $(WORKLOADS)
+
+FUZZ_SECONDS ?= 300
+fuzz:
+	bash test/fuzz/run_fuzz.sh $(FUZZ_SECONDS) keep
 
 demo:
 	bash test/demo.sh

@@ -34,7 +34,6 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/datetime.h"
 #include "utils/jsonfuncs.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -42,6 +41,7 @@
 #include "utils/timestamp.h"
 
 #include "ssp.h"
+#include "isotime.h"
 #include "jsonscan.h"
 
 
@@ -293,102 +293,6 @@ ssp_timestamptz_to_ms(Datum ts)
 	return (DatumGetTimestampTz(ts) + epoch_us) / 1000;
 }
 
-/*
- * iso_digits: n decimal digits at p as a number, or -1.
- */
-static inline int
-iso_digits(const char *p, int n)
-{
-	int			v = 0;
-
-	while (n-- > 0)
-	{
-		if (*p < '0' || *p > '9')
-			return -1;
-		v = v * 10 + (*p++ - '0');
-	}
-	return v;
-}
-
-/*
- * iso_timestamptz: the common timestamp of a message, "YYYY-MM-DDTHH:MM:SS",
- * 'T' or a space between date and time, an optional fraction of up to six
- * digits, then "Z" or an offset "+HH", "+HH:MM" or "+HHMM"; true and *ts
- * if data is exactly that and valid.  timestamptz_in took 6% of a
- * catch-up's time on such strings (it tokenises for every form it knows).
- * Anything else, an offset-less time (the session's time zone), a leap
- * second, 24:00, more fraction digits (rounded), is left to it: so every
- * string gets what timestamptz_in would give, and errors in its words.
- */
-static bool
-iso_timestamptz(const char *p, size_t len, TimestampTz *ts)
-{
-	const char *end = p + len;
-	int			y, mo, d, h, mi, sec, oh, om = 0;
-	int64		frac = 0;
-	int64		t;
-
-	if (len < 20 || p[4] != '-' || p[7] != '-' || (p[10] != 'T' && p[10] != ' ') ||
-		p[13] != ':' || p[16] != ':')
-		return false;
-	y = iso_digits(p, 4);
-	mo = iso_digits(p + 5, 2);
-	d = iso_digits(p + 8, 2);
-	h = iso_digits(p + 11, 2);
-	mi = iso_digits(p + 14, 2);
-	sec = iso_digits(p + 17, 2);
-	if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > day_tab[isleap(y)][mo - 1] ||
-		h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59)
-		return false;
-	p += 19;
-	if (*p == '.')
-	{
-		int			n = 0;
-		int64		scale = USECS_PER_SEC;
-
-		while (++p < end && *p >= '0' && *p <= '9')
-		{
-			if (++n > 6)
-				return false;
-			scale /= 10;
-			frac += (*p - '0') * scale;
-		}
-		if (n == 0)
-			return false;
-	}
-	if (p >= end)
-		return false;
-	if (*p == 'Z')
-		oh = 0, p++;
-	else if (*p == '+' || *p == '-')
-	{
-		int			sign = *p++ == '-' ? -1 : 1;
-
-		if (end - p == 2)
-			oh = iso_digits(p, 2);
-		else if (end - p == 5 && p[2] == ':')
-			oh = iso_digits(p, 2), om = iso_digits(p + 3, 2);
-		else if (end - p == 4)
-			oh = iso_digits(p, 2), om = iso_digits(p + 2, 2);
-		else
-			return false;
-		if (oh < 0 || oh > 14 || om < 0 || om > 59)
-			return false;
-		p = end;
-		oh *= sign;
-		om *= sign;
-	}
-	else
-		return false;
-	if (p != end)
-		return false;
-
-	t = (int64) (date2j(y, mo, d) - POSTGRES_EPOCH_JDATE) * SECS_PER_DAY +
-		((h - oh) * MINS_PER_HOUR + (mi - om)) * SECS_PER_MINUTE + sec;
-	*ts = t * USECS_PER_SEC + frac;
-	return true;
-}
-
 /* text_input: bytes (not NUL-terminated) through the column's input. */
 static Datum
 text_input(SspColumn *col, const char *data, size_t len)
@@ -411,7 +315,7 @@ text_input(SspColumn *col, const char *data, size_t len)
 	{
 		TimestampTz ts;
 
-		if (iso_timestamptz(data, len, &ts))
+		if (ssp_iso_timestamptz(data, len, &ts))
 			return TimestampTzGetDatum(ts);
 	}
 	str = pnstrdup(data, len);

@@ -249,6 +249,8 @@ scan_value(Scan *s, PathNode *node)
 	{
 		JsonFound  *f = &s->found[node->column];
 
+		if (f->scalar)
+			pfree(f->scalar);	/* a duplicate field's first value */
 		f->found = true;
 		f->type = type;
 		f->raw = (char *) start;

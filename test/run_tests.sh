@@ -6,6 +6,17 @@
 # SSP_FUZZ_SECONDS (default 30) each.
 source "$(dirname "$0")/lib.sh"
 SSP_PACKAGES="$SSP_PACKAGES clang libclang-rt-14-dev"	# test/fuzz
+# as root: a small filesystem for test/tap/t/014_disk_full.pl to fill
+if [ "$(id -u)" -eq 0 ] && [ -z "${SSP_INNER:-}" ] && [ -z "${SSP_SMALL_DISK:-}" ]; then
+    SSP_SMALL_DISK=$(mktemp -d /tmp/ssp-small-disk.XXXXXX)
+    if mount -t tmpfs -o size=24m,mode=1777 tmpfs "$SSP_SMALL_DISK"; then
+        export SSP_SMALL_DISK
+        trap 'umount "$SSP_SMALL_DISK" 2>/dev/null; rmdir "$SSP_SMALL_DISK"; ssp_cleanup' EXIT
+    else
+        rmdir "$SSP_SMALL_DISK"
+        SSP_SMALL_DISK=
+    fi
+fi
 ssp_setup "$@"
 ssp_build
 

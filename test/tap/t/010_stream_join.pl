@@ -186,8 +186,9 @@ is($node->safe_psql('postgres', 'SELECT (SELECT count(*) FROM order_payment_left
 my ($lost, $twice) = SspTest::lost_and_twice($node, 'postgres', 'SELECT * FROM order_payment',
 	"SELECT o.order_id, o.amount, p.amount, p.ts - o.ts FROM o_all o LEFT JOIN p_all p
 	   ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + interval '1 day'");
-SspTest::report(faults => $kills + 1, produced => $orders + $payments,
-	applied => $node->safe_psql('postgres', 'SELECT count(*) FROM order_payment'),
+SspTest::report(faults => $kills + 1,
+	produced => $node->safe_psql('postgres', 'SELECT (SELECT count(*) FROM orders) + (SELECT count(*) FROM payments)'),
+	applied => $node->safe_psql('postgres', "SELECT processed FROM ssp.views WHERE view = 'order_payment'::regclass"),
 	dead_letters => $node->safe_psql('postgres', 'SELECT sum(dead_letters) FROM ssp.views'),
 	lost => $lost, twice => $twice);
 

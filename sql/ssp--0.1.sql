@@ -34,6 +34,7 @@ CREATE TABLE continuous_views (
     start text NOT NULL,
     commit_interval_ms int NOT NULL,
     batch_size int NOT NULL,
+    parallelism int NOT NULL DEFAULT 1, -- workers, each on a share of the partitions
     on_error text NOT NULL,
     paused boolean NOT NULL DEFAULT false,
     generation int NOT NULL DEFAULT 1,
@@ -138,20 +139,21 @@ CREATE FUNCTION numeric_sqrt_scaled(numeric) RETURNS numeric
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN pg_catalog.round(pg_catalog.sqrt($1), pg_catalog.scale($1));
 
--- The live state of the workers, from shared memory.
+-- The live state of the workers, from shared memory: one row per worker
+-- (part: which of a view's workers, with ssp.parallelism).
 CREATE FUNCTION worker_status(
     OUT view oid, OUT pid int, OUT status text, OUT lag bigint,
-    OUT last_error text)
+    OUT last_error text, OUT part int)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ssp_worker_status'
 LANGUAGE C STRICT VOLATILE;
 
+-- A view with several workers shows the most telling of their states,
+-- their lags summed, the first worker's pid and any one's error.
 CREATE VIEW views AS
 SELECT c.view,
        CASE WHEN c.paused THEN 'paused'
-            WHEN w.pid IS NOT NULL AND w.status IN ('running', 'catching up')
-                 AND pg_catalog.cardinality(pg_catalog.pg_blocking_pids(w.pid)) > 0
-              THEN 'waiting for a lock'
+            WHEN w.status IN ('running', 'catching up') AND w.blocked THEN 'waiting for a lock'
             WHEN w.status IS NOT NULL THEN w.status
             ELSE 'starting' END AS status,
        w.pid AS worker_pid,
@@ -166,7 +168,20 @@ SELECT c.view,
        c.topics,
        c.mrel
 FROM continuous_views c
-LEFT JOIN worker_status() w ON w.view = c.view::oid;
+LEFT JOIN (
+  SELECT s.view,
+         pg_catalog.min(s.pid) FILTER (WHERE s.part = 0) AS pid,
+         CASE WHEN pg_catalog.bool_or(s.status = 'failed') THEN 'failed'
+              WHEN pg_catalog.bool_or(s.status = 'waiting for broker') THEN 'waiting for broker'
+              WHEN pg_catalog.bool_or(s.status = 'starting') THEN 'starting'
+              WHEN pg_catalog.bool_or(s.status = 'catching up') THEN 'catching up'
+              ELSE pg_catalog.min(s.status) END AS status,
+         pg_catalog.sum(s.lag)::bigint AS lag,
+         pg_catalog.min(s.last_error) AS last_error,
+         pg_catalog.bool_or(s.pid IS NOT NULL AND
+                            pg_catalog.cardinality(pg_catalog.pg_blocking_pids(s.pid)) > 0) AS blocked
+  FROM worker_status() s
+  GROUP BY s.view) w ON w.view = c.view::oid;
 
 CREATE FUNCTION wait(view regclass, timeout interval DEFAULT '30 s')
 RETURNS boolean

@@ -35,7 +35,10 @@ CREATE VIEW r WITH (ssp.continuous, ssp.commit_interval = '2 hours') AS SELECT r
 CREATE VIEW r WITH (ssp.continuous, ssp.commit_interval = 'soon') AS SELECT region FROM orders;
 CREATE VIEW r WITH (ssp.continuous, ssp.on_error = 'ignore') AS SELECT region FROM orders;
 CREATE VIEW r WITH (ssp.continuous, ssp.start = 'yesterday at noon') AS SELECT region FROM orders;
-CREATE VIEW r WITH (ssp.continuous, ssp.parallelism = 2) AS SELECT region FROM orders;
+CREATE VIEW r WITH (ssp.continuous, ssp.parallelism = 0) AS SELECT region FROM orders;
+CREATE VIEW r WITH (ssp.continuous, ssp.parallelism = 17) AS SELECT region FROM orders;
+CREATE VIEW r WITH (ssp.continuous, ssp.parallelism = 2, ssp.primary_key = 'order_id') AS
+  SELECT order_id, region FROM orders;
 CREATE VIEW r WITH (ssp.continuous, ssp.colour = 'blue') AS SELECT region FROM orders;
 CREATE VIEW r WITH (ssp.continuous, security_barrier) AS SELECT region FROM orders;
 
@@ -218,6 +221,36 @@ SELECT region, count(*), sum(amount / qty), max(id) FROM dl_lenient
 -- message with a wrong id is not a dead letter for it
 SELECT columns FROM ssp.continuous_views WHERE view IN ('per_unit'::regclass, 'dl_count'::regclass) ORDER BY view::text;
 SELECT * FROM dl_count;
+-- parallel workers: each reads its share of the partitions (p % 3) and
+-- keeps its own row per group, merged when the view is read
+CREATE VIEW par_region WITH (ssp.continuous, ssp.parallelism = 3, ssp.batch_size = 300) AS
+  SELECT region, count(*) AS n, sum(amount) AS total, avg(qty) AS mean_qty, max(ts) AS latest
+  FROM orders GROUP BY region;
+CREATE VIEW par_all WITH (ssp.continuous, ssp.parallelism = 2) AS
+  SELECT count(*) AS n, min(amount), stddev(qty) AS sd FROM orders;
+CREATE VIEW par_copy WITH (ssp.continuous, ssp.parallelism = 4) AS
+  SELECT order_id, region FROM orders WHERE qty > 5;
+SELECT ssp.wait('par_region'), ssp.wait('par_all'), ssp.wait('par_copy');
+(SELECT * FROM par_region EXCEPT ALL
+ SELECT region, count(*), sum(amount), avg(qty), max(ts) FROM orders GROUP BY region)
+UNION ALL
+(SELECT region, count(*), sum(amount), avg(qty), max(ts) FROM orders GROUP BY region
+ EXCEPT ALL SELECT * FROM par_region);
+SELECT (SELECT row(n, min, sd) FROM par_all) = (SELECT row(count(*), min(amount), stddev(qty)) FROM orders) AS same;
+SELECT count(*) FROM ((SELECT * FROM par_copy EXCEPT ALL SELECT order_id, region FROM orders WHERE qty > 5)
+  UNION ALL (SELECT order_id, region FROM orders WHERE qty > 5 EXCEPT ALL SELECT * FROM par_copy)) d;
+-- one row in ssp.views per view; a worker per part
+SELECT view, status, processed FROM ssp.views WHERE view::text LIKE 'par_%' ORDER BY view::text;
+SELECT view::regclass, count(*) AS workers FROM ssp.worker_status()
+  WHERE view::regclass::text LIKE 'par_%' GROUP BY 1 ORDER BY 1;
+-- each worker its own rows: a region's rows come from several workers
+SELECT count(DISTINCT _w) > 1 AS several FROM par_region_mrel;
+-- reset replays through all of them
+SELECT ssp.reset('par_region');
+SELECT ssp.wait('par_region');
+SELECT sum(n) = (SELECT count(*) FROM orders) AS all_counted FROM par_region;
+DROP VIEW par_region, par_all, par_copy;
+
 -- a null group key is a group of its own, merged across batches like any
 -- other (ten messages a batch)
 \set topic views_null_ :run

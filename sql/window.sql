@@ -47,6 +47,10 @@ CREATE VIEW r WITH (ssp.continuous, ssp.sliding = '1 day') AS SELECT id FROM ev;
 CREATE VIEW r WITH (ssp.continuous, ssp.step = '1 second') AS SELECT count(*) FROM ev;
 CREATE VIEW r WITH (ssp.continuous, ssp.sliding = '1 day') AS
   SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM ev GROUP BY w;
+CREATE VIEW r WITH (ssp.continuous, ssp.parallelism = 2) AS
+  SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM ev GROUP BY w;
+CREATE VIEW r WITH (ssp.continuous, ssp.parallelism = 2, ssp.sliding = '1 hour') AS
+  SELECT region, count(*) FROM ev GROUP BY region;
 CREATE FOREIGN TABLE ev_no_time (id int) SERVER kafka OPTIONS (topic :'topic');
 CREATE VIEW r WITH (ssp.continuous, ssp.sliding = '1 day') AS SELECT count(*) FROM ev_no_time;
 -- the Kafka timestamp is the event time of a stream without option timestamp

@@ -109,17 +109,18 @@ is_data_error(int sqlerrcode)
 /*
  * run_apply: decode msgs[lo, hi) into the batch relations of their
  * sources, and run the apply statement over them, with the watermark as
- * $1 and the run as $2 (a number new in the transaction, by which a join
- * tells the rows this run buffered); *late gets the late events among them
+ * $1, the run as $2 (a number new in the transaction, by which a join
+ * tells the rows this run buffered) and the worker's part as $3 (its rows,
+ * with ssp.parallelism); *late gets the late events among them
  * and maxev their latest event time per slot.
  */
 static void
 run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 {
 	static uint32 run = 0;
-	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
-	Datum		args[2];
-	char		nulls[2] = "  ";
+	Oid			argtypes[3] = {TIMESTAMPTZOID, INT4OID, INT4OID};
+	Datum		args[3];
+	char		nulls[3] = "   ";
 	int			nsrc = bs->src->n;
 	Tuplestorestate **ts = palloc(sizeof(Tuplestorestate *) * nsrc);
 	int		   *counts = palloc0(sizeof(int) * nsrc);
@@ -174,7 +175,8 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 		args[0] = TimestampTzGetDatum(bs->et ? bs->et->watermark : 0);
 		nulls[0] = bs->et && bs->et->watermark != DT_NOBEGIN ? ' ' : 'n';
 		args[1] = Int32GetDatum((int32) ++run);
-		rc = SPI_execute_with_args(bs->view->apply_sql, 2, argtypes, args, nulls, false, 0);
+		args[2] = Int32GetDatum(bs->view->part);
+		rc = SPI_execute_with_args(bs->view->apply_sql, 3, argtypes, args, nulls, false, 0);
 		if (rc != SPI_OK_INSERT && rc != SPI_OK_MERGE)
 			elog(ERROR, "ssp: apply statement of view \"%s\" failed: %s",
 				 bs->view->name, SPI_result_code_string(rc));
@@ -183,7 +185,7 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 		{
 			bool		isnull;
 
-			if (SPI_execute_with_args(bs->view->late_sql, 2, argtypes, args, nulls, true, 1) != SPI_OK_SELECT)
+			if (SPI_execute_with_args(bs->view->late_sql, 3, argtypes, args, nulls, true, 1) != SPI_OK_SELECT)
 				elog(ERROR, "ssp: could not count late events");
 			*late = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		}
@@ -330,14 +332,29 @@ apply_range(BatchState *bs, int lo, int hi)
 	}
 }
 
-/* claim_view: lock the view's row; false if it was dropped, paused or reset. */
+/*
+ * claim_view: hold off ssp.reset until the batch ends; false if the view
+ * was dropped, paused or reset.  One worker locks the view's row; the
+ * workers of a view with ssp.parallelism share an advisory lock, which
+ * ssp.reset takes exclusively (ssp_view_lock_key), so that their batches
+ * run at once.
+ */
 static bool
 claim_view(SspView *view)
 {
 	Oid			argtypes[2] = {OIDOID, INT4OID};
 	Datum		args[2] = {ObjectIdGetDatum(view->view), Int32GetDatum(view->generation)};
+	Oid			keytype = INT8OID;
+	Datum		key = Int64GetDatum(ssp_view_lock_key(view->view));
 
-	if (SPI_execute_with_args("SELECT 1 FROM ssp.continuous_views WHERE view = $1::regclass "
+	if (view->parallelism > 1 &&
+		SPI_execute_with_args("SELECT pg_catalog.pg_advisory_xact_lock_shared($1)",
+							  1, &keytype, &key, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not lock continuous view \"%s\"", view->name);
+	if (SPI_execute_with_args(view->parallelism > 1 ?
+							  "SELECT 1 FROM ssp.continuous_views WHERE view = $1::regclass "
+							  "AND generation = $2 AND NOT paused" :
+							  "SELECT 1 FROM ssp.continuous_views WHERE view = $1::regclass "
 							  "AND generation = $2 AND NOT paused FOR NO KEY UPDATE",
 							  2, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");

@@ -32,6 +32,7 @@ typedef struct SspViewOptions
 	char	   *step;
 	/* tables from compacted topics */
 	List	   *primary_key;	/* column names */
+	int			parallelism;	/* workers, each on a share of the partitions */
 } SspViewOptions;
 
 /* What one aggregate of the query becomes. */

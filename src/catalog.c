@@ -69,7 +69,7 @@ ssp_view_load(Oid view, bool missing_ok)
 		elog(ERROR, "ssp: SPI_connect failed");
 	if (SPI_execute_with_args("SELECT mrel::oid, streams::oid[], topics, apply_sql, commit_interval_ms, "
 							  "batch_size, on_error, paused, generation, late_sql, retention_sql, grace, "
-							  "(extract(epoch FROM idle_timeout) * 1000)::bigint, watermark, columns, buffers::oid[] "
+							  "(extract(epoch FROM idle_timeout) * 1000)::bigint, watermark, columns, buffers::oid[], parallelism "
 							  "FROM ssp.continuous_views WHERE view = $1::oid::regclass",
 							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
@@ -105,6 +105,7 @@ ssp_view_load(Oid view, bool missing_ok)
 		v->apply_sql = TextDatumGetCString(SPI_getbinval(tup, desc, 4, &isnull));
 		v->commit_interval_ms = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
 		v->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
+		v->parallelism = DatumGetInt32(SPI_getbinval(tup, desc, 17, &isnull));
 		v->on_error = ssp_parse_on_error(TextDatumGetCString(SPI_getbinval(tup, desc, 7, &isnull)));
 		v->paused = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
 		v->generation = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));

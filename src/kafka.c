@@ -767,7 +767,7 @@ ssp_kafka_drain_fd(SspKafka *kafka)
 
 /*
  * ssp_kafka_assign_at: read every partition from its offset; -1 means the
- * oldest retained message.
+ * oldest retained message, SSP_OFFSET_NOT_OURS not to read it.
  */
 void
 ssp_kafka_assign_at(SspKafka *kafka, int nparts, const int64 *offsets)
@@ -777,8 +777,9 @@ ssp_kafka_assign_at(SspKafka *kafka, int nparts, const int64 *offsets)
 	int			p;
 
 	for (p = 0; p < nparts; p++)
-		rd_kafka_topic_partition_list_add(list, kafka->topic, p)->offset =
-			offsets[p] >= 0 ? offsets[p] : RD_KAFKA_OFFSET_BEGINNING;
+		if (offsets[p] != SSP_OFFSET_NOT_OURS)
+			rd_kafka_topic_partition_list_add(list, kafka->topic, p)->offset =
+				offsets[p] >= 0 ? offsets[p] : RD_KAFKA_OFFSET_BEGINNING;
 	err = rd_kafka_assign(kafka->rk, list);
 	rd_kafka_topic_partition_list_destroy(list);
 	if (err)
@@ -880,6 +881,7 @@ ssp_kafka_release(SspKafka *kafka)
  * watermarks the client last saw (no broker request); -1 if it has seen
  * none.  If lagging is not NULL, it says per partition whether messages
  * may wait there: true too when the client does not know the end yet.
+ * Partitions at SSP_OFFSET_NOT_OURS are not counted.
  */
 int64
 ssp_kafka_lag(SspKafka *kafka, int nparts, const int64 *next, bool *lagging)
@@ -893,6 +895,12 @@ ssp_kafka_lag(SspKafka *kafka, int nparts, const int64 *next, bool *lagging)
 		int64		low,
 					high;
 
+		if (next[p] == SSP_OFFSET_NOT_OURS)
+		{
+			if (lagging)
+				lagging[p] = false;
+			continue;
+		}
 		if (rd_kafka_get_watermark_offsets(kafka->rk, kafka->topic, p, &low, &high) != RD_KAFKA_RESP_ERR_NO_ERROR ||
 			high < 0)
 		{

@@ -51,8 +51,8 @@ ssp_worker_status(PG_FUNCTION_ARGS)
 	for (i = 0; i < ssp_shared->nworkers; i++)
 	{
 		SspWorkerSlot s;
-		Datum		values[5];
-		bool		nulls[5] = {false, false, false, false, false};
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, false, false, false};
 
 		LWLockAcquire(ssp_shared->lock, LW_SHARED);
 		s = ssp_shared->workers[i];
@@ -68,6 +68,7 @@ ssp_worker_status(PG_FUNCTION_ARGS)
 		nulls[3] = s.lag < 0;
 		values[4] = CStringGetTextDatum(s.last_error);
 		nulls[4] = s.last_error[0] == '\0';
+		values[5] = Int32GetDatum(s.part);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -143,7 +144,14 @@ ssp_reset(PG_FUNCTION_ARGS)
 	ssp_check_start(start);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	/* the row lock waits for a batch in flight, and makes the next one fail */
+	/*
+	 * The row lock (and, for parallel workers, the advisory lock) waits for
+	 * a batch in flight, and makes the next one fail.
+	 */
+	if (SPI_execute_with_args("SELECT pg_catalog.pg_advisory_xact_lock($1)", 1,
+							  (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(ssp_view_lock_key(view))},
+							  NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not lock continuous view \"%s\"", v->name);
 	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET generation = generation + 1, "
 							  "processed = 0, dead_letters = 0, late_events = 0, watermark = NULL, "
 							  "start = $2, last_commit = NULL "

@@ -74,11 +74,11 @@ ssp_shmem_init(void)
 }
 
 /*
- * ssp_worker_slot: the slot of a view, created if asked; NULL if there is
- * none (or no room).
+ * ssp_worker_slot: the slot of a view's worker (part: which of them, with
+ * ssp.parallelism), created if asked; NULL if there is none (or no room).
  */
 SspWorkerSlot *
-ssp_worker_slot(Oid dboid, Oid view, bool create)
+ssp_worker_slot(Oid dboid, Oid view, int part, bool create)
 {
 	SspWorkerSlot *free_slot = NULL;
 	SspWorkerSlot *result = NULL;
@@ -89,7 +89,7 @@ ssp_worker_slot(Oid dboid, Oid view, bool create)
 	{
 		SspWorkerSlot *s = &ssp_shared->workers[i];
 
-		if (s->in_use && s->dboid == dboid && s->view == view)
+		if (s->in_use && s->dboid == dboid && s->view == view && s->part == part)
 		{
 			result = s;
 			break;
@@ -103,6 +103,7 @@ ssp_worker_slot(Oid dboid, Oid view, bool create)
 		free_slot->in_use = true;
 		free_slot->dboid = dboid;
 		free_slot->view = view;
+		free_slot->part = part;
 		free_slot->lag = -1;
 		result = free_slot;
 	}

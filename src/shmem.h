@@ -22,6 +22,7 @@ typedef struct SspWorkerSlot
 	bool		in_use;
 	Oid			dboid;
 	Oid			view;
+	int			part;			/* which of the view's workers (ssp.parallelism) */
 	int			pid;			/* 0 when no worker runs */
 	bool		failed;			/* the last worker exited on an error */
 	bool		confirmed;		/* the last worker started was seen to run */
@@ -51,7 +52,7 @@ typedef struct SspShared
 extern SspShared *ssp_shared;
 
 extern void ssp_shmem_init(void);
-extern SspWorkerSlot *ssp_worker_slot(Oid dboid, Oid view, bool create);
+extern SspWorkerSlot *ssp_worker_slot(Oid dboid, Oid view, int part, bool create);
 extern void ssp_slot_set_status(SspWorkerSlot *slot, const char *status, int64 lag);
 extern void ssp_slot_set_error(SspWorkerSlot *slot, const char *error);
 extern SspDbSlot *ssp_db_slot(Oid dboid, bool create);

@@ -65,6 +65,7 @@ typedef struct LauncherDb
 typedef struct SchedView
 {
 	Oid			view;
+	int			part;			/* which of its workers (ssp.parallelism) */
 	Oid			owner;
 	int			generation;
 	bool		wanted;			/* in the catalog and not paused */
@@ -274,8 +275,9 @@ read_views(List **views)
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "ssp: SPI_connect failed");
-		if (SPI_execute("SELECT c.view::oid, r.relowner, c.paused, c.generation "
-						"FROM ssp.continuous_views c JOIN pg_catalog.pg_class r ON r.oid = c.view",
+		if (SPI_execute("SELECT c.view::oid, r.relowner, c.paused, c.generation, part "
+						"FROM ssp.continuous_views c JOIN pg_catalog.pg_class r ON r.oid = c.view, "
+						"pg_catalog.generate_series(0, c.parallelism - 1) part",
 						true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "ssp: could not read ssp.continuous_views");
 		for (i = 0; i < SPI_processed; i++)
@@ -284,11 +286,12 @@ read_views(List **views)
 			TupleDesc	desc = SPI_tuptable->tupdesc;
 			bool		isnull;
 			Oid			view = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+			int			part = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
 			SchedView  *sv = NULL;
 			int			generation;
 
 			foreach(lc, *views)
-				if (((SchedView *) lfirst(lc))->view == view)
+				if (((SchedView *) lfirst(lc))->view == view && ((SchedView *) lfirst(lc))->part == part)
 					sv = lfirst(lc);
 			if (sv == NULL)
 			{
@@ -297,6 +300,7 @@ read_views(List **views)
 				/* the list outlives the transaction */
 				sv = palloc0(sizeof(SchedView));
 				sv->view = view;
+				sv->part = part;
 				*views = lappend(*views, sv);
 				MemoryContextSwitchTo(old);
 			}
@@ -320,9 +324,9 @@ static void
 start_view_worker(SchedView *sv)
 {
 	BackgroundWorker w;
-	SspWorkerArgs args = {MyDatabaseId, sv->owner};
+	SspWorkerArgs args = {MyDatabaseId, sv->owner, sv->part};
 
-	SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, true);
+	SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, sv->part, true);
 
 	/* a worker that dies before it says it runs has failed */
 	if (slot)
@@ -332,7 +336,10 @@ start_view_worker(SchedView *sv)
 		LWLockRelease(ssp_shared->lock);
 	}
 	init_worker(&w, "ssp_worker_main", "ssp worker");
-	snprintf(w.bgw_name, BGW_MAXLEN, "ssp worker for view %u", sv->view);
+	if (sv->part == 0)
+		snprintf(w.bgw_name, BGW_MAXLEN, "ssp worker for view %u", sv->view);
+	else
+		snprintf(w.bgw_name, BGW_MAXLEN, "ssp worker for view %u, part %d", sv->view, sv->part);
 	w.bgw_main_arg = ObjectIdGetDatum(sv->view);
 	memcpy(w.bgw_extra, &args, sizeof(args));
 	w.bgw_notify_pid = MyProcPid;
@@ -363,7 +370,7 @@ reconcile(List **views)
 		if (sv->handle && !worker_running(sv->handle))
 		{
 			/* the worker exited: on an error, back off */
-			SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, false);
+			SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, sv->part, false);
 
 			pfree(sv->handle);
 			sv->handle = NULL;
@@ -395,7 +402,7 @@ reconcile(List **views)
 
 		if (!sv->seen && sv->handle == NULL)
 		{
-			SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, false);
+			SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, sv->part, false);
 
 			if (slot)
 			{

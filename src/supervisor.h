@@ -14,6 +14,7 @@ typedef struct SspWorkerArgs
 {
 	Oid			dboid;
 	Oid			owner;
+	int			part;			/* which of the view's workers */
 } SspWorkerArgs;
 
 extern void ssp_supervisor_init(void);

@@ -119,7 +119,7 @@ static SspViewOptions
 parse_options(ViewStmt *stmt)
 {
 	SspViewOptions opts = {pstrdup("earliest"), SSP_DEFAULT_COMMIT_INTERVAL_MS,
-	SSP_DEFAULT_BATCH_SIZE, pstrdup("dead_letter"), NULL, NULL, NULL, false, NULL, NULL, NIL};
+	SSP_DEFAULT_BATCH_SIZE, pstrdup("dead_letter"), NULL, NULL, NULL, false, NULL, NULL, NIL, 1};
 	ListCell   *lc;
 
 	foreach(lc, stmt->options)
@@ -186,15 +186,21 @@ parse_options(ViewStmt *stmt)
 						 errmsg("invalid column list \"%s\" for ssp.primary_key", defGetString(def))));
 		}
 		else if (strcmp(n, "parallelism") == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("option \"ssp.%s\" is not supported yet", n),
-					 errdetail("Parallel workers are not implemented in this version.")));
+		{
+			int64		v = defGetInt64(def);
+
+			if (v < 1 || v > SSP_MAX_PARALLELISM)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("ssp.parallelism must be between 1 and %d, not %lld",
+								SSP_MAX_PARALLELISM, (long long) v)));
+			opts.parallelism = (int) v;
+		}
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unrecognized continuous view option \"ssp.%s\"", n),
-					 errhint("Valid options are ssp.start, ssp.commit_interval, ssp.batch_size, ssp.on_error, ssp.grace, ssp.retention, ssp.idle_timeout, ssp.emit, ssp.sliding, ssp.step and ssp.primary_key.")));
+					 errhint("Valid options are ssp.start, ssp.commit_interval, ssp.batch_size, ssp.on_error, ssp.grace, ssp.retention, ssp.idle_timeout, ssp.emit, ssp.sliding, ssp.step, ssp.primary_key and ssp.parallelism.")));
 	}
 	if (opts.step && !opts.sliding)
 		ereport(ERROR,
@@ -345,10 +351,10 @@ record_view(Oid viewoid, Oid mreloid, Oid nspid, int nstreams, Oid *streams,
 	ListCell   *lc;
 	ObjectAddress viewaddr,
 				mreladdr;
-	Datum		args[16];
-	char		nulls[16] = "                ";
-	Oid			argtypes[16] = {OIDOID, OIDOID, OIDARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
-	TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, OIDARRAYOID};
+	Datum		args[17];
+	char		nulls[17] = "                 ";
+	Oid			argtypes[17] = {OIDOID, OIDOID, OIDARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
+	TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, OIDARRAYOID, INT4OID};
 	Datum	   *elems = palloc(sizeof(Datum) * Max(nstreams, list_length(b->buffer_names)));
 	Oid		   *buffers = palloc(sizeof(Oid) * Max(list_length(b->buffer_names), 1));
 	int			nbuffers = 0;
@@ -402,11 +408,13 @@ record_view(Oid viewoid, Oid mreloid, Oid nspid, int nstreams, Oid *streams,
 		elems[i] = ObjectIdGetDatum(buffers[i]);
 	args[15] = PointerGetDatum(construct_array(elems, nbuffers, OIDOID, 4, true, TYPALIGN_INT));
 	nulls[15] = nbuffers ? ' ' : 'n';
+	args[16] = Int32GetDatum(opts->parallelism);
 	if (SPI_execute_with_args("INSERT INTO ssp.continuous_views (view, mrel, streams, topics, apply_sql, start, "
-							  "commit_interval_ms, batch_size, on_error, late_sql, retention_sql, grace, idle_timeout, emit, columns, buffers) "
+							  "commit_interval_ms, batch_size, on_error, late_sql, retention_sql, grace, idle_timeout, emit, columns, buffers, "
+							  "parallelism) "
 							  "VALUES ($1, $2, $3::regclass[], $4, $5, $6, $7, $8, $9, $10, $11, $12::interval, $13::interval, $14, "
-							  "$15::smallint[], $16::regclass[])",
-							  16, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
+							  "$15::smallint[], $16::regclass[], $17)",
+							  17, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "ssp: could not record the continuous view");
 }
 
@@ -693,6 +701,11 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("ssp.primary_key applies to views without aggregates"),
 				 errdetail("It keeps the latest row per key, as a table kept from a compacted topic.")));
+	if (opts.parallelism > 1 && (b.stream_join || b.window >= 0 || opts.sliding || opts.primary_key))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.parallelism cannot be used with windows, ssp.sliding, ssp.primary_key or a join of two streams"),
+				 errdetail("Each worker reads only its share of the partitions, and these need the event times, or the order of the messages, of all of them.")));
 	if (opts.sliding && !b.step_expr)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -52,7 +52,23 @@ typedef struct SspView
 	TimestampTz watermark;		/* as last committed; DT_NOBEGIN: none */
 	bool		some_columns;	/* reads only the stream columns in columns */
 	List	   *columns;		/* int: stream attnums it reads */
+	int			parallelism;	/* workers; each reads partitions p % parallelism == part */
+	int			part;			/* which of them this is (in a worker) */
 } SspView;
+
+/* workers of one view at most (ssp.parallelism) */
+#define SSP_MAX_PARALLELISM 16
+
+/*
+ * ssp_view_lock_key: the advisory lock by which ssp.reset waits for the
+ * batches of a view's parallel workers (batch.c).
+ */
+#define SSP_LOCK_CLASS INT64CONST(0x53535000)	/* "SSP" */
+static inline int64
+ssp_view_lock_key(Oid view)
+{
+	return (SSP_LOCK_CLASS << 32) | (int64) view;
+}
 
 /* view.c */
 extern bool ssp_is_continuous_stmt(ViewStmt *stmt);

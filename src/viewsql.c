@@ -145,11 +145,13 @@ find_sliding(Build *b, const char *mrel)
 }
 
 /*
- * sliding_source: what the view of a sliding window reads: the states of
- * the steps in range, merged per group (as "m", like the table itself).
+ * merged_source: what the view reads when a group has several rows in the
+ * mrel, merged per group (as "m", like the table itself): a sliding
+ * window's steps in range (where), or the rows of each of the view's
+ * parallel workers.
  */
 static char *
-sliding_source(Build *b, const char *mrel)
+merged_source(Build *b, const char *mrel, const char *where)
 {
 	StringInfoData keys;
 	StringInfoData merged;
@@ -173,7 +175,7 @@ sliding_source(Build *b, const char *mrel)
 							 (char *) lfirst(c), (char *) lfirst(t), (char *) lfirst(c));
 	}
 	return psprintf("(SELECT %s%s FROM %s m WHERE %s GROUP BY %s) m",
-					keys.data, merged.data, mrel, b->in_range, keys.data);
+					keys.data, merged.data, mrel, where, keys.data);
 }
 
 /*
@@ -201,9 +203,11 @@ aggregating_view(Build *b, List *names, const char *mrel, const char *view,
 						 quote_identifier(list_nth(names, i)));
 		i++;
 	}
-	/* a sliding window reads its steps in range, merged */
+	/* a sliding window reads its steps in range, merged; parallel workers' rows, merged */
 	appendStringInfo(viewsql, " FROM %s",
-					 b->step_expr ? sliding_source(b, mrel) : psprintf("%s m", mrel));
+					 b->step_expr ? merged_source(b, mrel, b->in_range) :
+					 b->opts->parallelism > 1 ? merged_source(b, mrel, "true") :
+					 psprintf("%s m", mrel));
 	if (q->havingQual)
 		appendStringInfo(viewsql, " WHERE %s", ssp_final_sql(b, q->havingQual));
 	if (b->opts->emit_final)
@@ -357,6 +361,11 @@ merge_groups(Build *b, const char *mrel, StringInfo cols, StringInfo values,
 		keycols = lappend(keycols, "_step");
 		keyexprs = lappend(keyexprs, b->step_expr);
 	}
+	if (b->opts->parallelism > 1)
+	{
+		keycols = lappend(keycols, "_w");
+		keyexprs = lappend(keyexprs, NULL);		/* $3: never null */
+	}
 
 	initStringInfo(&on);
 	initStringInfo(&notnull);
@@ -456,10 +465,21 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 		appendStringInfo(&keys, "%s_step", i ? ", " : "");
 		appendStringInfo(&sel, "%s%s", i ? ", " : "", b->step_expr);
 	}
+	if (b->opts->parallelism > 1)
+	{
+		/* each worker its own row per group, merged at read time: no contention */
+		const char *sep = i || b->step_expr ? ", " : "";
+
+		appendStringInfo(create, "%s_w smallint NOT NULL", sep);
+		appendStringInfo(&cols, "%s_w", sep);
+		appendStringInfo(&values, "%sexcluded._w", sep);
+		appendStringInfo(&keys, "%s_w", sep);
+		appendStringInfo(&sel, "%s$3::smallint", sep);
+	}
 	if (b->group_exprs == NIL)
 	{
 		/* one group: a constant key, so ON CONFLICT has something to match */
-		const char *sep = b->step_expr ? ", " : "";
+		const char *sep = b->step_expr || b->opts->parallelism > 1 ? ", " : "";
 
 		appendStringInfo(create, "%s_g0 boolean NOT NULL DEFAULT true", sep);
 		appendStringInfo(&cols, "%s_g0", sep);

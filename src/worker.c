@@ -54,6 +54,7 @@ typedef struct Worker
 	int64	   *eof;			/* per slot: end seen, -1: none */
 	bool	   *lost;			/* per slot: next offset deleted */
 	SspMessage *msgs;
+	int			part;			/* which of the view's workers (ssp.parallelism) */
 } Worker;
 
 /* A row of ssp.offsets. */
@@ -117,10 +118,11 @@ load(Worker *w, Oid viewoid, MemoryContext cxt)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	old = MemoryContextSwitchTo(cxt);
 	w->view = ssp_view_load(viewoid, true);
-	if (w->view == NULL || w->view->paused)
+	if (w->view == NULL || w->view->paused || w->part >= w->view->parallelism)
 		ok = false;
 	else
 	{
+		w->view->part = w->part;
 		ssp_view_repair_dependencies(w->view);
 		w->src.n = w->view->nsources;
 		w->src.streams = palloc0(sizeof(SspStream *) * w->src.n);
@@ -270,6 +272,12 @@ connect_topics(Worker *w, MemoryContext cxt)
 	for (p = 0; p < src->nslots; p++)
 		if (w->et.seen_at[p] == DT_NOBEGIN)
 			w->et.seen_at[p] = GetCurrentTimestamp();
+	/* with ssp.parallelism, the other workers read the other partitions */
+	if (w->view->parallelism > 1)
+		for (i = 0; i < src->n; i++)
+			for (p = 0; p < src->nparts[i]; p++)
+				if (p % w->view->parallelism != w->part)
+					w->next[src->base[i] + p] = SSP_OFFSET_NOT_OURS;
 	for (i = 0; i < src->n; i++)
 		ssp_kafka_assign_at(w->kafka[i], src->nparts[i], w->next + src->base[i]);
 }
@@ -538,7 +546,8 @@ ssp_worker_main(Datum arg)
 						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
 
 	memset(&w, 0, sizeof(w));
-	w.slot = ssp_worker_slot(wargs.dboid, viewoid, true);
+	w.part = wargs.part;
+	w.slot = ssp_worker_slot(wargs.dboid, viewoid, wargs.part, true);
 	if (w.slot == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),

@@ -27,6 +27,10 @@ $node->safe_psql('postgres', qq{
 	    ssp.grace = '1 hour', ssp.retention = '10 minutes') AS
 	  SELECT region, ssp.tumble(ts, '1 minute') AS w, count(*) AS n, sum(amount) AS total
 	  FROM orders GROUP BY region, w;
+	-- two workers, each on half the partitions, each with its own rows
+	CREATE VIEW par_region WITH (ssp.continuous, ssp.parallelism = 2, ssp.batch_size = 400,
+	    ssp.commit_interval = '5ms') AS
+	  SELECT region, count(*) AS n, sum(amount) AS total FROM orders GROUP BY region;
 });
 
 sub worker_pids
@@ -39,7 +43,7 @@ sub worker_pids
 sub wait_workers
 {
 	$node->poll_query_until('postgres',
-		'SELECT count(*) = 3 FROM ssp.views WHERE worker_pid IS NOT NULL')
+		'SELECT count(*) = 4 FROM ssp.views WHERE worker_pid IS NOT NULL')
 	  or die 'workers did not start';
 }
 
@@ -59,8 +63,8 @@ for my $chunk (0 .. 39)
 		# SIGKILL a worker mid-stream (Postgres then restarts every backend)
 		wait_workers();
 		my @pids = worker_pids();
-		ok(kill('KILL', $pids[$kills % 3]), "SIGKILL to worker $pids[$kills % 3]");
-		push @killed, $pids[$kills % 3];
+		ok(kill('KILL', $pids[$kills % 4]), "SIGKILL to worker $pids[$kills % 4]");
+		push @killed, $pids[$kills % 4];
 		$kills++;
 		SspTest::wait_restarted($node);
 	}
@@ -82,11 +86,11 @@ for my $chunk (0 .. 39)
 }
 wait_workers();
 my @after = worker_pids();
-is(scalar(@after), 3, 'every worker runs again after the kills and the crash');
+is(scalar(@after), 4, 'every worker runs again after the kills and the crash');
 my %running = map { $_ => 1 } @after;
 is(scalar(grep { $running{$_} } @killed), 0, "none of the $kills killed workers is the one running now");
 
-SspTest::wait_views($node, 'postgres', 'by_region', 'copy', 'per_minute');
+SspTest::wait_views($node, 'postgres', 'by_region', 'copy', 'per_minute', 'par_region');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM t'), '100000', '100,000 messages produced');
 is(SspTest::differences($node, 'postgres', 'SELECT * FROM by_region',
 		'SELECT region, count(*), sum(amount) FROM t GROUP BY region'),
@@ -108,6 +112,9 @@ is(SspTest::differences($node, 'postgres', 'SELECT * FROM per_minute',
 		 HAVING ssp.tumble(ts, '1 minute') + interval '1 minute' >= '$w'::timestamptz - interval '10 minutes'"),
 	'0', 'windowed view with grace and retention exact after crashes');
 is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), '100000', 'counts add up');
+is(SspTest::differences($node, 'postgres', 'SELECT * FROM par_region',
+		'SELECT region, count(*), sum(amount) FROM t GROUP BY region'),
+	'0', 'a view with two parallel workers exact after crashes');
 my ($lost, $twice) = SspTest::lost_and_twice($node, 'postgres', 'SELECT * FROM copy',
 	'SELECT order_id, region, amount FROM t');
 SspTest::report(faults => $kills + 1, produced => 100000,

@@ -125,11 +125,18 @@ $$ SELECT w FROM pg_catalog.generate_series(ssp.tumble(ts, slide, origin) - size
                                             ssp.tumble(ts, slide, origin), slide) AS w
    WHERE w OPERATOR(pg_catalog.+) size OPERATOR(pg_catalog.>) ts $$;
 
--- Sliding windows merge the float8 transition arrays of their steps.
+-- Sliding windows merge the float8 transition arrays of their steps, and
+-- views with parallel workers those of their workers.
 CREATE AGGREGATE float8_combine_agg(double precision[]) (
     SFUNC = pg_catalog.float8_combine,
     STYPE = double precision[],
     INITCOND = '{0,0,0}',
+    PARALLEL = SAFE
+);
+CREATE AGGREGATE float8_regr_combine_agg(double precision[]) (
+    SFUNC = pg_catalog.float8_regr_combine,
+    STYPE = double precision[],
+    INITCOND = '{0,0,0,0,0,0}',
     PARALLEL = SAFE
 );
 

@@ -221,6 +221,46 @@ SELECT region, count(*), sum(amount / qty), max(id) FROM dl_lenient
 -- message with a wrong id is not a dead letter for it
 SELECT columns FROM ssp.continuous_views WHERE view IN ('per_unit'::regclass, 'dl_count'::regclass) ORDER BY view::text;
 SELECT * FROM dl_count;
+-- the regression family and bitwise aggregates: Postgres's own transition
+-- states, merged across batches (one worker) and across workers (two)
+CREATE VIEW stats WITH (ssp.continuous, ssp.batch_size = 700) AS
+  SELECT region, corr(amount, qty) AS c, covar_pop(amount, qty) AS cp, covar_samp(amount, qty) AS cs,
+         regr_slope(amount, qty) AS slope, regr_intercept(amount, qty) AS icpt, regr_r2(amount, qty) AS r2,
+         regr_avgx(amount, qty) AS ax, regr_avgy(amount, qty) AS ay, regr_sxx(amount, qty) AS sxx,
+         regr_syy(amount, qty) AS syy, regr_sxy(amount, qty) AS sxy, regr_count(amount, qty) AS rc,
+         bit_and(qty) AS band, bit_or(qty) AS bor, bit_xor(order_id) AS bxor,
+         regr_slope(amount, qty) FILTER (WHERE qty > 2) AS slope3
+  FROM orders GROUP BY region;
+CREATE VIEW stats_par WITH (ssp.continuous, ssp.parallelism = 2) AS
+  SELECT region, corr(amount, qty) AS c, regr_slope(amount, qty) AS slope, regr_count(amount, qty) AS rc,
+         bit_xor(order_id) AS bxor, bit_or(qty) AS bor
+  FROM orders GROUP BY region;
+SELECT ssp.wait('stats'), ssp.wait('stats_par');
+CREATE FUNCTION r6(float8) RETURNS numeric LANGUAGE sql AS 'SELECT round($1::numeric, 6)';
+SELECT count(*) AS regions,
+       count(*) FILTER (WHERE (r6(s.c), r6(s.cp), r6(s.cs), r6(s.slope), r6(s.icpt), r6(s.r2), r6(s.ax), r6(s.ay),
+                               r6(s.sxx), r6(s.syy), r6(s.sxy), s.rc, s.band, s.bor, s.bxor, r6(s.slope3))
+                         IS NOT DISTINCT FROM
+                              (r6(q.c), r6(q.cp), r6(q.cs), r6(q.slope), r6(q.icpt), r6(q.r2), r6(q.ax), r6(q.ay),
+                               r6(q.sxx), r6(q.syy), r6(q.sxy), q.rc, q.band, q.bor, q.bxor, r6(q.slope3))) AS same
+FROM stats s JOIN (
+  SELECT region, corr(amount, qty) AS c, covar_pop(amount, qty) AS cp, covar_samp(amount, qty) AS cs,
+         regr_slope(amount, qty) AS slope, regr_intercept(amount, qty) AS icpt, regr_r2(amount, qty) AS r2,
+         regr_avgx(amount, qty) AS ax, regr_avgy(amount, qty) AS ay, regr_sxx(amount, qty) AS sxx,
+         regr_syy(amount, qty) AS syy, regr_sxy(amount, qty) AS sxy, regr_count(amount, qty) AS rc,
+         bit_and(qty) AS band, bit_or(qty) AS bor, bit_xor(order_id) AS bxor,
+         regr_slope(amount, qty) FILTER (WHERE qty > 2) AS slope3
+  FROM orders GROUP BY region) q USING (region);
+SELECT count(*) AS regions,
+       count(*) FILTER (WHERE (r6(s.c), r6(s.slope), s.rc, s.bxor, s.bor)
+                         IS NOT DISTINCT FROM (r6(q.c), r6(q.slope), q.rc, q.bxor, q.bor)) AS same
+FROM stats_par s JOIN (
+  SELECT region, corr(amount, qty) AS c, regr_slope(amount, qty) AS slope, regr_count(amount, qty) AS rc,
+         bit_xor(order_id) AS bxor, bit_or(qty) AS bor
+  FROM orders GROUP BY region) q USING (region);
+DROP VIEW stats, stats_par;
+DROP FUNCTION r6;
+
 -- parallel workers: each reads its share of the partitions (p % 3) and
 -- keeps its own row per group, merged when the view is read
 CREATE VIEW par_region WITH (ssp.continuous, ssp.parallelism = 3, ssp.batch_size = 300) AS

@@ -49,6 +49,23 @@ aggname(Aggref *agg)
 	return get_func_name(agg->aggfnoid);
 }
 
+/* the two-argument float aggregates: Postgres's own (N, Sx, Sxx, Sy, Syy, Sxy) */
+static const char *const regr_aggs[] = {
+	"corr", "covar_pop", "covar_samp", "regr_avgx", "regr_avgy", "regr_count",
+	"regr_intercept", "regr_r2", "regr_slope", "regr_sxx", "regr_sxy", "regr_syy", NULL
+};
+
+static bool
+is_regr(const char *name)
+{
+	const char *const *r;
+
+	for (r = regr_aggs; *r; r++)
+		if (strcmp(name, *r) == 0)
+			return true;
+	return false;
+}
+
 /* check_agg: refuse an aggregate that cannot be kept as mergeable state. */
 static void
 check_agg(Aggref *agg)
@@ -71,7 +88,7 @@ check_agg(Aggref *agg)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("ORDER BY inside aggregate %s is not supported in a continuous view", name)));
-	if (list_length(agg->args) > 1)
+	if (list_length(agg->args) > (is_regr(name) ? 2 : 1))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("aggregate function %s is not supported in a continuous view",
@@ -124,6 +141,36 @@ plan_variance(AggPlan *p, const char *name, const char *arg, const char *filter,
 								sd ? "ssp.numeric_sqrt_scaled" : "", var);
 		}
 	}
+}
+
+/*
+ * plan_regr: corr, covar_* and regr_*(y, x).  The state is Postgres's own
+ * transition array (N, Sx, Sxx, Sy, Syy, Sxy), a batch's made from the
+ * regr_* aggregates themselves, merged by float8_regr_combine and finished
+ * by the aggregate's own final function, as parallel aggregation does (the
+ * last digits may differ from a serial run).  regr_count is a count.
+ */
+static void
+plan_regr(AggPlan *p, const char *name, const char *y, const char *x, const char *filter,
+		  char *c1)
+{
+	char	   *n = psprintf("pg_catalog.regr_count(%s, %s)%s", y, x, filter);
+
+	if (strcmp(name, "regr_count") == 0)
+	{
+		COL(c1, "bigint", n, psprintf("m.%s + excluded.%s", c1, c1), "pg_catalog.sum");
+		p->final = psprintf("m.%s", c1);
+		return;
+	}
+	COL(c1, "double precision[]",
+		psprintf("ARRAY[%s::double precision, "
+				 "COALESCE(pg_catalog.regr_avgx(%s, %s)%s * %s, 0), COALESCE(pg_catalog.regr_sxx(%s, %s)%s, 0), "
+				 "COALESCE(pg_catalog.regr_avgy(%s, %s)%s * %s, 0), COALESCE(pg_catalog.regr_syy(%s, %s)%s, 0), "
+				 "COALESCE(pg_catalog.regr_sxy(%s, %s)%s, 0)]",
+				 n, y, x, filter, n, y, x, filter, y, x, filter, n, y, x, filter, y, x, filter),
+		psprintf("pg_catalog.float8_regr_combine(m.%s, excluded.%s)", c1, c1),
+		"ssp.float8_regr_combine_agg");
+	p->final = psprintf("pg_catalog.float8_%s(m.%s)", name, c1);
 }
 
 /* plan_agg: what an aggregate becomes; refuses unsupported ones. */
@@ -198,6 +245,19 @@ plan_agg(Build *b, Aggref *agg, int n)
 	else if ((strncmp(name, "stddev", 6) == 0 || strncmp(name, "var", 3) == 0) &&
 			 (isfloat || isexact))
 		plan_variance(p, name, arg, filter, isfloat, c1, c2, c3);
+	else if (is_regr(name))
+		plan_regr(p, name, arg, ssp_deparse(b, (Node *) ((TargetEntry *) lsecond(agg->args))->expr),
+				  filter, c1);
+	else if ((strcmp(name, "bit_and") == 0 || strcmp(name, "bit_or") == 0 ||
+			  strcmp(name, "bit_xor") == 0) && agg->aggtype == argtype)
+	{
+		const char *op = name[4] == 'a' ? "&" : name[4] == 'o' ? "|" : "#";
+
+		COL(c1, aggtype, psprintf("pg_catalog.%s(%s)%s", name, arg, filter),
+			psprintf("CASE WHEN m.%s IS NULL THEN excluded.%s WHEN excluded.%s IS NULL THEN m.%s ELSE m.%s %s excluded.%s END",
+					 c1, c1, c1, c1, c1, op, c1), psprintf("pg_catalog.%s", name));
+		p->final = psprintf("m.%s", c1);
+	}
 	else
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

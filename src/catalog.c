@@ -245,6 +245,10 @@ ssp_view_repair_dependencies(SspView *v)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
+	/* one at a time: a view's parallel workers start together */
+	if (SPI_execute_with_args("SELECT 1 FROM ssp.continuous_views WHERE view = $2::regclass FOR NO KEY UPDATE",
+							  2, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not lock the view's catalog row");
 	if (SPI_execute_with_args("SELECT 1 FROM pg_catalog.pg_depend WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
 							  "AND objid = $1 AND refobjid = $2 AND deptype = 'i'",
 							  2, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)

@@ -42,6 +42,10 @@
 	 p->merges = lappend(p->merges, (merge)), \
 	 p->readaggs = lappend(p->readaggs, (readagg)))
 #define SUM_MERGE(c) psprintf("COALESCE(m.%s + excluded.%s, m.%s, excluded.%s)", c, c, c, c)
+/* m.c op excluded.c, where a NULL side (no input yet) gives the other */
+#define NULLS_SKIPPED_MERGE(c, op) \
+	psprintf("CASE WHEN m.%s IS NULL THEN excluded.%s WHEN excluded.%s IS NULL THEN m.%s ELSE m.%s %s excluded.%s END", \
+			 c, c, c, c, c, op, c)
 
 static const char *
 aggname(Aggref *agg)
@@ -220,8 +224,7 @@ plan_agg(Build *b, Aggref *agg, int n)
 		bool		isand = strcmp(name, "bool_or") != 0;
 
 		COL(c1, "boolean", psprintf("pg_catalog.%s(%s)%s", isand ? "bool_and" : "bool_or", arg, filter),
-			psprintf("CASE WHEN m.%s IS NULL THEN excluded.%s WHEN excluded.%s IS NULL THEN m.%s ELSE m.%s %s excluded.%s END",
-					 c1, c1, c1, c1, c1, isand ? "AND" : "OR", c1), isand ? "pg_catalog.bool_and" : "pg_catalog.bool_or");
+			NULLS_SKIPPED_MERGE(c1, isand ? "AND" : "OR"), isand ? "pg_catalog.bool_and" : "pg_catalog.bool_or");
 		p->final = psprintf("m.%s", c1);
 	}
 	else if (strcmp(name, "avg") == 0 && argtype == INTERVALOID)
@@ -254,8 +257,7 @@ plan_agg(Build *b, Aggref *agg, int n)
 		const char *op = name[4] == 'a' ? "&" : name[4] == 'o' ? "|" : "#";
 
 		COL(c1, aggtype, psprintf("pg_catalog.%s(%s)%s", name, arg, filter),
-			psprintf("CASE WHEN m.%s IS NULL THEN excluded.%s WHEN excluded.%s IS NULL THEN m.%s ELSE m.%s %s excluded.%s END",
-					 c1, c1, c1, c1, c1, op, c1), psprintf("pg_catalog.%s", name));
+			NULLS_SKIPPED_MERGE(c1, op), psprintf("pg_catalog.%s", name));
 		p->final = psprintf("m.%s", c1);
 	}
 	else

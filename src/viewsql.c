@@ -324,6 +324,44 @@ build_session(Build *b, const char *mrel, StringInfo create, StringInfo apply)
 }
 
 /*
+ * The columns of an aggregating view's mrel as the statements need them:
+ * its definition, column list, the same as excluded.col, the batch's value
+ * for each (sel), the unique key, and for each key column a test that is
+ * null when it is (NULL for a key never null).
+ */
+typedef struct MrelCols
+{
+	StringInfo	create;
+	StringInfoData cols;
+	StringInfoData values;
+	StringInfoData sel;
+	StringInfoData keys;
+	List	   *keycols;
+	List	   *nulltests;
+	int			n;
+} MrelCols;
+
+static void
+add_column(MrelCols *m, const char *col, const char *type, const char *expr)
+{
+	const char *sep = m->n++ ? ", " : "";
+
+	appendStringInfo(m->create, "%s%s %s", sep, col, type);
+	appendStringInfo(&m->cols, "%s%s", sep, col);
+	appendStringInfo(&m->values, "%sexcluded.%s", sep, col);
+	appendStringInfo(&m->sel, "%s%s", sep, expr);
+}
+
+static void
+add_key(MrelCols *m, const char *col, const char *type, const char *expr, const char *nulltest)
+{
+	add_column(m, col, type, expr);
+	appendStringInfo(&m->keys, "%s%s", m->keycols ? ", " : "", col);
+	m->keycols = lappend(m->keycols, (char *) col);
+	m->nulltests = lappend(m->nulltests, (char *) nulltest);
+}
+
+/*
  * merge_groups: the apply statement of an aggregating view over a stream,
  * a MERGE of the batch's groups into the mrel.  A MERGE joins the groups
  * with the mrel as the planner sees fit: a hash join over the whole table
@@ -336,41 +374,19 @@ build_session(Build *b, const char *mrel, StringInfo create, StringInfo apply)
  * INSERT ... ON CONFLICT of their own.
  */
 static void
-merge_groups(Build *b, const char *mrel, StringInfo cols, StringInfo values,
-			 StringInfo sel, StringInfo keys, const char *where, const char *group, const char *update, StringInfo apply)
+merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const char *group,
+			 const char *set, StringInfo apply)
 {
 	StringInfoData on;
 	StringInfoData notnull;
 	StringInfoData isnull;
-	List	   *keycols = NIL;
-	List	   *keyexprs = NIL;
 	ListCell   *lc;
 	ListCell   *e;
-	int			i = 0;
-
-	foreach(lc, b->group_exprs)
-	{
-		keycols = lappend(keycols, (char *) quote_identifier(list_nth(b->group_cols, i)));
-		/* a hopping window's start comes from generate_series: never null */
-		keyexprs = lappend(keyexprs, i != b->window ? ssp_deparse(b, lfirst(lc)) :
-						   b->spec.hop ? NULL : b->window_start);
-		i++;
-	}
-	if (b->step_expr)
-	{
-		keycols = lappend(keycols, "_step");
-		keyexprs = lappend(keyexprs, b->step_expr);
-	}
-	if (b->opts->parallelism > 1)
-	{
-		keycols = lappend(keycols, "_w");
-		keyexprs = lappend(keyexprs, NULL);		/* $3: never null */
-	}
 
 	initStringInfo(&on);
 	initStringInfo(&notnull);
 	initStringInfo(&isnull);
-	forboth(lc, keycols, e, keyexprs)
+	forboth(lc, m->keycols, e, m->nulltests)
 	{
 		const char *c = lfirst(lc);
 
@@ -380,19 +396,17 @@ merge_groups(Build *b, const char *mrel, StringInfo cols, StringInfo values,
 		appendStringInfo(&notnull, "%sexcluded.%s IS NOT NULL", notnull.len ? " AND " : "", c);
 		appendStringInfo(&isnull, "%s(%s) IS NULL", isnull.len ? " OR " : "", (char *) lfirst(e));
 	}
-	if (keycols == NIL)
-		appendStringInfoString(&on, "m._g0");	/* the one group */
 
 	appendStringInfo(apply, "MERGE INTO %s AS m USING (SELECT %s FROM %s%s%s%s) AS excluded (%s) ON %s "
 					 "WHEN MATCHED THEN %s WHEN NOT MATCHED%s%s THEN INSERT (%s) VALUES (%s)",
-					 mrel, sel->data, b->from, b->window >= 0 ? b->window_from : "", where, group,
-					 cols->data, on.data,
-					 strcmp(update, "NOTHING") == 0 ? "DO NOTHING" : update,
-					 notnull.len ? " AND " : "", notnull.data, cols->data, values->data);
+					 mrel, m->sel.data, b->from, b->window >= 0 ? b->window_from : "", where, group,
+					 m->cols.data, on.data, set[0] ? psprintf("UPDATE SET %s", set) : "DO NOTHING",
+					 notnull.len ? " AND " : "", notnull.data, m->cols.data, m->values.data);
 	if (isnull.len > 0)
 		appendStringInfo(apply, ";\nINSERT INTO %s AS m (%s) SELECT %s FROM %s%s%s %s (%s)%s ON CONFLICT (%s) DO %s",
-						 mrel, cols->data, sel->data, b->from, b->window >= 0 ? b->window_from : "",
-						 where, where[0] ? "AND" : "WHERE", isnull.data, group, keys->data, update);
+						 mrel, m->cols.data, m->sel.data, b->from, b->window >= 0 ? b->window_from : "",
+						 where, where[0] ? "AND" : "WHERE", isnull.data, group, m->keys.data,
+						 set[0] ? psprintf("UPDATE SET %s", set) : "NOTHING");
 }
 
 /*
@@ -405,11 +419,8 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 {
 	Query	   *q = b->query;
 	ListCell   *lc;
-	StringInfoData cols;
-	StringInfoData values;	/* cols, as excluded.col */
-	StringInfoData sel;
+	MrelCols	m;
 	StringInfoData set;
-	StringInfoData keys;
 	int			i = 0;
 
 	/* group keys: named after the select-list entry that is the key, if any */
@@ -436,81 +447,54 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 		return;
 	}
 
-	initStringInfo(&cols);
-	initStringInfo(&values);
-	initStringInfo(&sel);
+	memset(&m, 0, sizeof(m));
+	m.create = create;
+	initStringInfo(&m.cols);
+	initStringInfo(&m.values);
+	initStringInfo(&m.sel);
+	initStringInfo(&m.keys);
 	initStringInfo(&set);
-	initStringInfo(&keys);
 	appendStringInfo(create, "CREATE TABLE %s (", mrel);
 	i = 0;
 	foreach(lc, b->group_exprs)
 	{
 		Node	   *e = lfirst(lc);
-		const char *col = quote_identifier(list_nth(b->group_cols, i));
+		const char *expr = i == b->window ? b->window_start : ssp_deparse(b, e);
 
-		appendStringInfo(create, "%s%s %s", i ? ", " : "", col,
-						 format_type_with_typemod(exprType(e), exprTypmod(e)));
-		appendStringInfo(&cols, "%s%s", i ? ", " : "", col);
-		appendStringInfo(&values, "%sexcluded.%s", i ? ", " : "", col);
-		appendStringInfo(&keys, "%s%s", i ? ", " : "", col);
-		appendStringInfo(&sel, "%s%s", i ? ", " : "",
-						 i == b->window ? b->window_start : ssp_deparse(b, e));
+		/* a hopping window's start comes from generate_series: never null */
+		add_key(&m, quote_identifier(list_nth(b->group_cols, i)),
+				format_type_with_typemod(exprType(e), exprTypmod(e)), expr,
+				i == b->window && b->spec.hop ? NULL : expr);
 		i++;
 	}
 	if (b->step_expr)
-	{
-		appendStringInfo(create, "%s_step timestamp with time zone", i ? ", " : "");
-		appendStringInfo(&cols, "%s_step", i ? ", " : "");
-		appendStringInfo(&values, "%sexcluded._step", i ? ", " : "");
-		appendStringInfo(&keys, "%s_step", i ? ", " : "");
-		appendStringInfo(&sel, "%s%s", i ? ", " : "", b->step_expr);
-	}
+		add_key(&m, "_step", "timestamp with time zone", b->step_expr, b->step_expr);
+	/* each parallel worker its own row per group, merged at read time */
 	if (b->opts->parallelism > 1)
-	{
-		/* each worker its own row per group, merged at read time: no contention */
-		const char *sep = i || b->step_expr ? ", " : "";
-
-		appendStringInfo(create, "%s_w smallint NOT NULL", sep);
-		appendStringInfo(&cols, "%s_w", sep);
-		appendStringInfo(&values, "%sexcluded._w", sep);
-		appendStringInfo(&keys, "%s_w", sep);
-		appendStringInfo(&sel, "%s$3::smallint", sep);
-	}
+		add_key(&m, "_w", "smallint NOT NULL", "$3::smallint", NULL);
+	/* one group: a constant key, so the statements have something to match */
 	if (b->group_exprs == NIL)
-	{
-		/* one group: a constant key, so ON CONFLICT has something to match */
-		const char *sep = b->step_expr || b->opts->parallelism > 1 ? ", " : "";
-
-		appendStringInfo(create, "%s_g0 boolean NOT NULL DEFAULT true", sep);
-		appendStringInfo(&cols, "%s_g0", sep);
-		appendStringInfo(&values, "%sexcluded._g0", sep);
-		appendStringInfo(&keys, "%s_g0", sep);
-		appendStringInfo(&sel, "%strue", sep);
-		i = 1;
-	}
+		add_key(&m, "_g0", "boolean NOT NULL DEFAULT true", "true", NULL);
 	foreach(lc, b->plans)
 	{
 		AggPlan    *p = lfirst(lc);
 		ListCell   *c,
 				   *t,
 				   *pa,
-				   *m;
+				   *mg;
 
-		forfour(c, p->cols, t, p->types, pa, p->partials, m, p->merges)
+		forfour(c, p->cols, t, p->types, pa, p->partials, mg, p->merges)
 		{
-			appendStringInfo(create, ", %s %s", (char *) lfirst(c), (char *) lfirst(t));
-			appendStringInfo(&cols, ", %s", (char *) lfirst(c));
-			appendStringInfo(&values, ", excluded.%s", (char *) lfirst(c));
-			appendStringInfo(&sel, ", %s", (char *) lfirst(pa));
+			add_column(&m, lfirst(c), lfirst(t), lfirst(pa));
 			appendStringInfo(&set, "%s%s = %s", set.len ? ", " : "",
-							 (char *) lfirst(c), (char *) lfirst(m));
+							 (char *) lfirst(c), (char *) lfirst(mg));
 		}
 	}
 	/*
 	 * Half-empty pages: a group's new state then usually fits on its page,
 	 * a HOT update that adds no index entries (catch-up 8-10% faster).
 	 */
-	appendStringInfo(create, ") WITH (fillfactor = 50);\nCREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT", mrel, keys.data);
+	appendStringInfo(create, ") WITH (fillfactor = 50);\nCREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT", mrel, m.keys.data);
 	if (b->window >= 0)
 		appendStringInfo(create, ";\nCREATE INDEX ON %s (%s)", mrel,
 						 quote_identifier(list_nth(b->group_cols, b->window)));
@@ -522,7 +506,6 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 		int			ngroup = list_length(b->group_exprs) + (b->step_expr ? 1 : 0);
 		StringInfoData where;
 		StringInfoData group;
-		char	   *update = set.len ? psprintf("UPDATE SET %s", set.data) : "NOTHING";
 
 		if (q->jointree->quals)
 			conds = lappend(conds, psprintf("(%s)", ssp_deparse(b, q->jointree->quals)));
@@ -543,12 +526,12 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 		{
 			/* a join of streams: its pairs can be read once only */
 			appendStringInfo(apply, "%sINSERT INTO %s AS m (%s) SELECT %s FROM %s%s%s%s ON CONFLICT (%s) DO %s",
-							 b->apply_prefix, mrel, cols.data, sel.data, b->from,
+							 b->apply_prefix, mrel, m.cols.data, m.sel.data, b->from,
 							 b->window >= 0 ? b->window_from : "", where.data, group.data,
-							 keys.data, update);
+							 m.keys.data, set.len ? psprintf("UPDATE SET %s", set.data) : "NOTHING");
 		}
 		else
-			merge_groups(b, mrel, &cols, &values, &sel, &keys, where.data, group.data, update, apply);
+			merge_groups(b, mrel, &m, where.data, group.data, set.data, apply);
 	}
 
 	aggregating_view(b, names, mrel, view, viewsql);

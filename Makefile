@@ -30,13 +30,14 @@ OBJS = \
 	src/supervisor.o \
 	src/shmem.o \
 	src/operate.o \
-	src/window.o
+	src/window.o \
+	src/combine.o
 
 EXTENSION = ssp
 DATA = sql/ssp--0.1.sql
 PGFILEDESC = "ssp - stateful stream processing over Kafka"
 
-REGRESS = option roundtrip scan insert view window join streamjoin hostile
+REGRESS = option roundtrip scan insert view aggregates window join streamjoin hostile
 REGRESS_OPTS = --inputdir=. --load-extension=ssp
 
 SHLIB_LINK = -lrdkafka

@@ -140,6 +140,39 @@ CREATE AGGREGATE float8_regr_combine_agg(double precision[]) (
     PARALLEL = SAFE
 );
 
+-- Any aggregate with a combine function (src/combine.c), kept as its
+-- transition state, serialised where the state type is internal.  Each
+-- call names the aggregate and ends with NULLs of its input types.
+-- agg_partial: the state over a batch's rows (state: NULL of its type).
+CREATE FUNCTION agg_partial_trans(internal, regprocedure, anyelement, VARIADIC "any")
+RETURNS internal AS 'MODULE_PATHNAME', 'ssp_agg_partial_trans' LANGUAGE C PARALLEL SAFE;
+CREATE FUNCTION agg_partial_final(internal, regprocedure, anyelement, VARIADIC "any")
+RETURNS anyelement AS 'MODULE_PATHNAME', 'ssp_agg_partial_final' LANGUAGE C PARALLEL SAFE;
+CREATE AGGREGATE agg_partial(regprocedure, anyelement, VARIADIC "any") (
+    SFUNC = agg_partial_trans,
+    STYPE = internal,
+    FINALFUNC = agg_partial_final,
+    FINALFUNC_EXTRA
+);
+-- agg_combine: two stored states merged.
+CREATE FUNCTION agg_combine(regprocedure, anyelement, anyelement, VARIADIC "any")
+RETURNS anyelement AS 'MODULE_PATHNAME', 'ssp_agg_combine' LANGUAGE C STABLE PARALLEL SAFE;
+-- agg_combine_agg: many stored states merged.
+CREATE FUNCTION agg_combine_trans(internal, regprocedure, anyelement, VARIADIC "any")
+RETURNS internal AS 'MODULE_PATHNAME', 'ssp_agg_combine_trans' LANGUAGE C PARALLEL SAFE;
+CREATE FUNCTION agg_combine_final(internal, regprocedure, anyelement, VARIADIC "any")
+RETURNS anyelement AS 'MODULE_PATHNAME', 'ssp_agg_combine_final' LANGUAGE C PARALLEL SAFE;
+CREATE AGGREGATE agg_combine_agg(regprocedure, anyelement, VARIADIC "any") (
+    SFUNC = agg_combine_trans,
+    STYPE = internal,
+    FINALFUNC = agg_combine_final,
+    FINALFUNC_EXTRA
+);
+-- agg_finalize: the aggregate's value from a stored state (result: NULL
+-- of the aggregate's type).
+CREATE FUNCTION agg_finalize(regprocedure, "any", anyelement, VARIADIC "any")
+RETURNS anyelement AS 'MODULE_PATHNAME', 'ssp_agg_finalize' LANGUAGE C STABLE PARALLEL SAFE;
+
 -- stddev over numeric: the square root at the scale of the variance, as
 -- Postgres's own stddev computes it
 CREATE FUNCTION numeric_sqrt_scaled(numeric) RETURNS numeric

@@ -6,10 +6,13 @@
  *	  merge with the stored state, the merge of many states (for sliding
  *	  and session windows), and the finished value the view shows.
  *
- * Only aggregates whose state merges are taken: count, sum, avg (as sum
- * and count), min, max, bool_and/or/every, and the stddev/variance family
- * (n, sum and sum of squares in numeric for exact inputs, Postgres's own
- * float8 transition arrays for floats).
+ * The built-in aggregates have a fast path in plain SQL: count, sum, avg
+ * (as sum and count), min, max, bool_and/or/every, bit_and/or/xor, the
+ * stddev/variance family (n, sum and sum of squares in numeric for exact
+ * inputs, Postgres's own float8 transition arrays for floats) and the
+ * corr/covar/regr family.  Any other aggregate with a combine function
+ * takes the generic path (plan_generic): its own transition state is
+ * stored, through the functions of combine.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,6 +22,7 @@
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
+#include "parser/parse_agg.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
@@ -27,6 +31,7 @@
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/ruleutils.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "ssp.h"
@@ -70,34 +75,42 @@ is_regr(const char *name)
 	return false;
 }
 
-/* check_agg: refuse an aggregate that cannot be kept as mergeable state. */
+/*
+ * check_agg: refuse an aggregate whose state cannot be kept and merged: an
+ * ordered-set one, DISTINCT or ORDER BY inside it.
+ */
 static void
 check_agg(Aggref *agg)
 {
 	const char *name = aggname(agg);
 
-	if (get_func_namespace(agg->aggfnoid) != PG_CATALOG_NAMESPACE || agg->aggkind != AGGKIND_NORMAL)
+	if (agg->aggkind != AGGKIND_NORMAL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("aggregate function %s is not supported in a continuous view",
+				 errmsg("ordered-set aggregate %s is not supported in a continuous view",
 						format_procedure(agg->aggfnoid)),
-				 errhint("%s", ssp_refuse_hint)));
+				 errdetail("It needs all of a group's values at once; a continuous view keeps a state that merges."),
+				 errhint("For percentiles, the tdigest extension's aggregate tdigest(value, 100) can be kept; read it with tdigest_percentile().")));
 	if (agg->aggdistinct)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("DISTINCT inside aggregate %s is not supported in a continuous view", name),
 				 errdetail("Counting distinct values exactly needs every value seen so far."),
-				 errhint("Keep the values as a GROUP BY key and count the view's rows, or use an approximate count when hll support arrives.")));
+				 strcmp(name, "count") == 0 ?
+				 errhint("For an approximate count of distinct values, keep hll_add_agg(hll_hash_any(x)) of the hll extension and read it with hll_cardinality().") :
+				 errhint("Keep the values as a GROUP BY key instead.")));
 	if (agg->aggorder)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("ORDER BY inside aggregate %s is not supported in a continuous view", name)));
-	if (list_length(agg->args) > (is_regr(name) ? 2 : 1))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("aggregate function %s is not supported in a continuous view",
-						format_procedure(agg->aggfnoid)),
-				 errhint("%s", ssp_refuse_hint)));
+				 errmsg("ORDER BY inside aggregate %s is not supported in a continuous view", name),
+				 errdetail("A continuous view merges the states of batches in no particular order.")));
+}
+
+/* the fast path handles only Postgres's own aggregates */
+static bool
+is_builtin(Aggref *agg)
+{
+	return get_func_namespace(agg->aggfnoid) == PG_CATALOG_NAMESPACE;
 }
 
 /*
@@ -177,6 +190,102 @@ plan_regr(AggPlan *p, const char *name, const char *y, const char *x, const char
 	p->final = psprintf("pg_catalog.float8_%s(m.%s)", name, c1);
 }
 
+/*
+ * qualified_type: a type's name for a cast that keeps any length: bit
+ * and character without one would mean bit(1) and character(1).
+ */
+static char *
+qualified_type(Oid type)
+{
+	return format_type_extended(type, -1, FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+}
+
+/*
+ * plan_generic: any aggregate with a combine function, by its own
+ * transition state (combine.c): serialised to bytea where it is internal,
+ * a batch's made by ssp.agg_partial, merged by ssp.agg_combine, finished
+ * by ssp.agg_finalize.  The calls name the aggregate as a regprocedure
+ * literal, which survives a dump and restore, and end with NULLs of its
+ * input types, from which the functions resolve polymorphic types.
+ */
+static AggPlan *
+plan_generic(Build *b, Aggref *agg, AggPlan *p, char *c1)
+{
+	HeapTuple	tup;
+	Form_pg_aggregate form;
+	Oid			argtypes[FUNC_MAX_ARGS];
+	int			nargs = 0;
+	Oid			transtype;
+	const char *state;
+	StringInfoData args;
+	StringInfoData nulls;
+	ListCell   *lc;
+
+	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(agg->aggfnoid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for aggregate %u", agg->aggfnoid);
+	form = (Form_pg_aggregate) GETSTRUCT(tup);
+	if (!OidIsValid(form->aggcombinefn))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate function %s is not supported in a continuous view",
+						format_procedure(agg->aggfnoid)),
+				 errdetail("It has no combine function, so the states of two batches cannot be merged."),
+				 errhint("A continuous view keeps any aggregate that Postgres can run in parallel: one with a COMBINEFUNC (and SERIALFUNC and DESERIALFUNC where its state type is internal).")));
+	initStringInfo(&args);
+	initStringInfo(&nulls);
+	foreach(lc, agg->args)
+	{
+		Expr	   *e = ((TargetEntry *) lfirst(lc))->expr;
+		const char *type = qualified_type(exprType((Node *) e));
+
+		argtypes[nargs++] = exprType((Node *) e);
+		/* each input as the type the aggregate takes, so it sees that type */
+		appendStringInfo(&args, ", (%s)::%s", ssp_deparse(b, (Node *) e), type);
+		appendStringInfo(&nulls, ", NULL::%s", type);
+	}
+	if (nargs == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate function %s is not supported in a continuous view",
+						format_procedure(agg->aggfnoid)),
+				 errdetail("Only aggregates with arguments can be kept by their state.")));
+	transtype = resolve_aggregate_transtype(agg->aggfnoid, form->aggtranstype, argtypes, nargs);
+	if (transtype == INTERNALOID && (!OidIsValid(form->aggserialfn) || !OidIsValid(form->aggdeserialfn)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate function %s is not supported in a continuous view",
+						format_procedure(agg->aggfnoid)),
+				 errdetail("Its state is of type internal and it has no serialization functions, so the state cannot be stored.")));
+	ReleaseSysCache(tup);
+
+	state = transtype == INTERNALOID ? "bytea" : qualified_type(transtype);
+	p->fn = psprintf("%s::pg_catalog.regprocedure",
+					 quote_literal_cstr(format_procedure_qualified(agg->aggfnoid)));
+	p->nulls = nulls.data;
+	COL(c1, (char *) state,
+		psprintf("ssp.agg_partial(%s, NULL::%s%s)%s", p->fn, state, args.data,
+				 agg->aggfilter ? psprintf(" FILTER (WHERE %s)",
+										   ssp_deparse(b, (Node *) agg->aggfilter)) : ""),
+		psprintf("ssp.agg_combine(%s, m.%s, excluded.%s%s)", p->fn, c1, c1, p->nulls),
+		NULL);
+	p->final = psprintf("ssp.agg_finalize(%s, m.%s, NULL::%s%s)", p->fn, c1,
+						qualified_type(agg->aggtype), p->nulls);
+	return p;
+}
+
+/*
+ * ssp_merge_many: SQL that merges the states in expr of one state column
+ * over many rows, with readagg (NULL: a generic aggregate's).
+ */
+char *
+ssp_merge_many(AggPlan *p, const char *readagg, const char *expr)
+{
+	if (readagg == NULL)
+		return psprintf("ssp.agg_combine_agg(%s, %s%s)", p->fn, expr, p->nulls);
+	return psprintf("%s(%s)", readagg, expr);
+}
+
 /* plan_agg: what an aggregate becomes; refuses unsupported ones. */
 static AggPlan *
 plan_agg(Build *b, Aggref *agg, int n)
@@ -195,12 +304,14 @@ plan_agg(Build *b, Aggref *agg, int n)
 	char	   *c3 = psprintf("_a%d_sq", n);
 
 	check_agg(agg);
+	if (!is_builtin(agg) || (!ssp_aggregate_fast_path && agg->args != NIL))
+		return plan_generic(b, agg, p, c1);
 	if (agg->args)
 		arg = ssp_deparse(b, (Node *) ((TargetEntry *) linitial(agg->args))->expr);
 	if (agg->aggfilter)
 		filter = psprintf(" FILTER (WHERE %s)", ssp_deparse(b, (Node *) agg->aggfilter));
 
-	if (strcmp(name, "count") == 0)
+	if (strcmp(name, "count") == 0 && list_length(agg->args) <= 1)
 	{
 		COL(c1, "bigint", psprintf("pg_catalog.count(%s)%s", arg ? arg : "*", filter),
 			psprintf("m.%s + excluded.%s", c1, c1), "pg_catalog.sum");
@@ -261,11 +372,7 @@ plan_agg(Build *b, Aggref *agg, int n)
 		p->final = psprintf("m.%s", c1);
 	}
 	else
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("aggregate function %s is not supported in a continuous view",
-						format_procedure(agg->aggfnoid)),
-				 errhint("%s", ssp_refuse_hint)));
+		return plan_generic(b, agg, p, c1);
 	return p;
 }
 

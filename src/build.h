@@ -42,8 +42,12 @@ typedef struct AggPlan
 	List	   *types;			/* their SQL types */
 	List	   *partials;		/* per column: the partial aggregate over a batch */
 	List	   *merges;			/* per column: merge of m.col and excluded.col */
-	List	   *readaggs;		/* per column: the aggregate that merges many */
+	List	   *readaggs;		/* per column: the aggregate that merges many
+								 * (NULL: generic, ssp_merge_many) */
 	char	   *final;			/* the finished value, over m.cols */
+	/* the generic path: any aggregate with a combine function */
+	char	   *fn;				/* the aggregate, a regprocedure literal */
+	char	   *nulls;			/* ", NULL::type" per input type */
 } AggPlan;
 
 /* The parts of the SQL being built. */
@@ -92,6 +96,7 @@ extern char *ssp_deparse(Build *b, Node *expr);
 /* aggregate.c */
 extern bool ssp_collect_aggs(Node *node, Build *b);
 extern char *ssp_final_sql(Build *b, Node *expr);
+extern char *ssp_merge_many(AggPlan *p, const char *readagg, const char *expr);
 
 /* join.c */
 extern JoinExpr *ssp_find_stream_join(Build *b, Node *node);

@@ -26,6 +26,9 @@ PG_MODULE_MAGIC;
 /* ssp.broker_timeout: longest wait for the broker in a backend, in ms */
 int			ssp_broker_timeout = 30000;
 
+/* ssp.aggregate_fast_path: built-in aggregates kept in plain SQL states */
+bool		ssp_aggregate_fast_path = true;
+
 void		_PG_init(void);
 
 /*
@@ -49,6 +52,16 @@ _PG_init(void)
 							PGC_USERSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("ssp.aggregate_fast_path",
+							 "Keeps built-in aggregates of new continuous views in plain SQL states.",
+							 "Off: they are kept through their own transition and combine "
+							 "functions, as any other aggregate is (for testing and comparison).",
+							 &ssp_aggregate_fast_path,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("ssp");
 

@@ -22,6 +22,7 @@
 
 /* GUCs (ssp.c) */
 extern int	ssp_broker_timeout;
+extern bool ssp_aggregate_fast_path;
 
 /* Formats of a message's value. */
 typedef enum SspFormat

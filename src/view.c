@@ -56,7 +56,7 @@
 
 
 const char *const ssp_refuse_hint =
-"A continuous view reads one stream (joined with tables, or with a second stream on a time bound), with WHERE, GROUP BY, HAVING and the aggregates count, sum, avg, min, max, bool_and, bool_or, every, bit_and, bit_or, bit_xor, stddev, variance and their _samp and _pop forms, corr, covar_pop, covar_samp and the regr_ family.";
+"A continuous view reads one stream (joined with tables, or with a second stream on a time bound), with WHERE, GROUP BY, HAVING and any aggregate that Postgres can run in parallel, that is one with a combine function: count, sum, avg, min, max, stddev and the other built-in ones, hll_add_agg and tdigest of the hll and tdigest extensions, or your own.";
 
 /*
  * ssp_is_continuous_stmt: does CREATE VIEW carry the option ssp.continuous?

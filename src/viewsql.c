@@ -171,8 +171,9 @@ merged_source(Build *b, const char *mrel, const char *where)
 				   *r;
 
 		forthree(c, p->cols, t, p->types, r, p->readaggs)
-			appendStringInfo(&merged, ", %s(m.%s)::%s AS %s", (char *) lfirst(r),
-							 (char *) lfirst(c), (char *) lfirst(t), (char *) lfirst(c));
+			appendStringInfo(&merged, ", %s::%s AS %s",
+							 ssp_merge_many(p, lfirst(r), psprintf("m.%s", (char *) lfirst(c))),
+							 (char *) lfirst(t), (char *) lfirst(c));
 	}
 	return psprintf("(SELECT %s%s FROM %s m WHERE %s GROUP BY %s) m",
 					keys.data, merged.data, mrel, where, keys.data);
@@ -289,7 +290,8 @@ build_session(Build *b, const char *mrel, StringInfo create, StringInfo apply)
 		{
 			appendStringInfo(create, ", %s %s", (char *) lfirst(c), (char *) lfirst(t));
 			appendStringInfo(&partials, ", %s AS %s", (char *) lfirst(pa), (char *) lfirst(c));
-			appendStringInfo(&merged, ", %s(%s)::%s", (char *) lfirst(r), (char *) lfirst(c), (char *) lfirst(t));
+			appendStringInfo(&merged, ", %s::%s", ssp_merge_many(p, lfirst(r), lfirst(c)),
+							 (char *) lfirst(t));
 			appendStringInfo(&statecols, ", %s", (char *) lfirst(c));
 			appendStringInfo(&mstates, ", m.%s", (char *) lfirst(c));
 		}

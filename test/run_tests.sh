@@ -6,6 +6,8 @@
 # SSP_FUZZ_SECONDS (default 30) each.
 source "$(dirname "$0")/lib.sh"
 SSP_PACKAGES="$SSP_PACKAGES clang libclang-rt-14-dev"	# test/fuzz
+# sql/aggregates.sql: approximate aggregates (ssp does not need them to run)
+SSP_PACKAGES="$SSP_PACKAGES postgresql-$SSP_PG_VERSION-hll postgresql-$SSP_PG_VERSION-tdigest"
 # as root: a small filesystem for test/tap/t/014_disk_full.pl to fill
 if [ "$(id -u)" -eq 0 ] && [ -z "${SSP_INNER:-}" ] && [ -z "${SSP_SMALL_DISK:-}" ]; then
     SSP_SMALL_DISK=$(mktemp -d /tmp/ssp-small-disk.XXXXXX)

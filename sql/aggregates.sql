@@ -1,0 +1,161 @@
+-- Aggregates: every built-in one that Postgres can combine, hll and
+-- tdigest, aggregates made here, and those refused.  Each view equals the
+-- plain query over the same messages, merged across batches of 300 (one
+-- worker) and across two workers.
+\getenv brokers SSP_BROKERS
+\getenv run SSP_RUN_ID
+CREATE EXTENSION hll;
+CREATE EXTENSION tdigest;
+CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+\set topic aggs_ :run
+CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
+-- a column of every type a built-in combinable aggregate takes
+CREATE FOREIGN TABLE m (g int, i2 smallint, i4 int, i8 bigint, n numeric, f4 real, f8 float8,
+    iv interval, mn money, d date, t time, tz timetz, ts timestamp, tstz timestamptz,
+    tx text, c char(3), o oid, arr int[], e mood, ip inet, lsn pg_lsn, x8 xid8, ti tid,
+    b boolean, bt bit(4), r int4range, mr int4multirange, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic');
+INSERT INTO m
+  SELECT g % 7, g % 300 - 150, g * 37 % 1000, g * 7919 % 100003, (g % 1000) * 0.37,
+         (g % 97) / 8.0, (g % 89) / 3.0, g * interval '17 min', (g % 500) * 0.5,
+         date '2024-01-01' + g % 400, time '00:00' + g * interval '7 s',
+         (time '00:00' + g * interval '11 s')::timetz, timestamp '2024-01-01' + g * interval '1 h',
+         timestamptz '2024-01-01 00:00+00' + g * interval '3 h',
+         'x' || g * 13 % 1000, chr(65 + g % 26) || 'b', g * 3 % 1000, ARRAY[g % 10, g % 3],
+         (enum_range(NULL::mood))[1 + g % 3], ('10.0.' || g % 256 || '.' || g % 7)::inet,
+         ('0/' || to_hex(g * 16))::pg_lsn, (g * 5)::text::xid8, ('(' || g % 50 || ',' || g % 9 || ')')::tid,
+         g % 11 <> 0, (g % 16)::bit(4), int4range(g % 20, 200 - g % 30),
+         int4multirange(int4range(g % 20, 100), int4range(150, 300 - g % 40)), g % 4
+  FROM generate_series(1, 2100) g;
+-- nulls in every column too
+INSERT INTO m (g, p) SELECT g % 7, g % 4 FROM generate_series(1, 70) g;
+
+-- aggregates made here: a plain state with an initial value; a strict
+-- transition function without one (the first value becomes the state); an
+-- internal state, serialised
+CREATE FUNCTION total_sfunc(bigint, int) RETURNS bigint LANGUAGE sql IMMUTABLE
+  AS 'SELECT $1 + COALESCE($2, 0)';
+CREATE AGGREGATE total(int) (SFUNC = total_sfunc, STYPE = bigint, COMBINEFUNC = int8pl, INITCOND = '0');
+CREATE AGGREGATE widest(int4range) (SFUNC = range_merge, STYPE = int4range, COMBINEFUNC = range_merge);
+CREATE AGGREGATE mean(numeric) (SFUNC = numeric_avg_accum, STYPE = internal, FINALFUNC = numeric_avg,
+  COMBINEFUNC = numeric_avg_combine, SERIALFUNC = numeric_avg_serialize,
+  DESERIALFUNC = numeric_avg_deserialize);
+
+-- the query, once as a plain view (the reference) and once continuous; floats rounded
+CREATE FUNCTION r6(float8) RETURNS numeric LANGUAGE sql IMMUTABLE AS 'SELECT round($1::numeric, 6)';
+CREATE VIEW plain AS
+  SELECT g, count(*) AS n, count(i4) AS ci4,
+  avg(i2) AS avg_i2, avg(i4) AS avg_i4, avg(i8) AS avg_i8, avg(n) AS avg_n, r6(avg(f4)) AS avg_f4, r6(avg(f8)) AS avg_f8, avg(iv) AS avg_iv,
+  sum(i2) AS sum_i2, sum(i4) AS sum_i4, sum(i8) AS sum_i8, sum(n) AS sum_n, r6(sum(f4)) AS sum_f4, r6(sum(f8)) AS sum_f8, sum(iv) AS sum_iv, sum(mn) AS sum_mn,
+  min(i2) AS min_i2, min(i4) AS min_i4, min(i8) AS min_i8, min(n) AS min_n, min(f4) AS min_f4, min(f8) AS min_f8, min(iv) AS min_iv, min(mn) AS min_mn,
+  min(d) AS min_d, min(t) AS min_t, min(tz) AS min_tz, min(ts) AS min_ts, min(tstz) AS min_tstz, min(tx) AS min_tx, min(c) AS min_c, min(o) AS min_o,
+  min(arr) AS min_arr, min(e) AS min_e, min(ip) AS min_ip, min(lsn) AS min_lsn, min(x8) AS min_x8, min(ti) AS min_ti,
+  max(i2) AS max_i2, max(i4) AS max_i4, max(i8) AS max_i8, max(n) AS max_n, max(f4) AS max_f4, max(f8) AS max_f8, max(iv) AS max_iv, max(mn) AS max_mn,
+  max(d) AS max_d, max(t) AS max_t, max(tz) AS max_tz, max(ts) AS max_ts, max(tstz) AS max_tstz, max(tx) AS max_tx, max(c) AS max_c, max(o) AS max_o,
+  max(arr) AS max_arr, max(e) AS max_e, max(ip) AS max_ip, max(lsn) AS max_lsn, max(x8) AS max_x8, max(ti) AS max_ti,
+  var_pop(i2) AS vp_i2, var_pop(i4) AS vp_i4, var_pop(i8) AS vp_i8, var_pop(n) AS vp_n, r6(var_pop(f4)) AS vp_f4, r6(var_pop(f8)) AS vp_f8,
+  var_samp(i2) AS vs_i2, var_samp(i4) AS vs_i4, var_samp(i8) AS vs_i8, var_samp(n) AS vs_n, r6(var_samp(f4)) AS vs_f4, r6(var_samp(f8)) AS vs_f8,
+  variance(i2) AS v_i2, variance(i4) AS v_i4, variance(i8) AS v_i8, variance(n) AS v_n, r6(variance(f4)) AS v_f4, r6(variance(f8)) AS v_f8,
+  stddev_pop(i2) AS sp_i2, stddev_pop(i4) AS sp_i4, stddev_pop(i8) AS sp_i8, stddev_pop(n) AS sp_n, r6(stddev_pop(f4)) AS sp_f4, r6(stddev_pop(f8)) AS sp_f8,
+  stddev_samp(i2) AS ss_i2, stddev_samp(i4) AS ss_i4, stddev_samp(i8) AS ss_i8, stddev_samp(n) AS ss_n, r6(stddev_samp(f4)) AS ss_f4, r6(stddev_samp(f8)) AS ss_f8,
+  stddev(i2) AS s_i2, stddev(i4) AS s_i4, stddev(i8) AS s_i8, stddev(n) AS s_n, r6(stddev(f4)) AS s_f4, r6(stddev(f8)) AS s_f8,
+  regr_count(f8, i4) AS rc, r6(regr_sxx(f8, i4)) AS rsxx, r6(regr_syy(f8, i4)) AS rsyy, r6(regr_sxy(f8, i4)) AS rsxy,
+  r6(regr_avgx(f8, i4)) AS rax, r6(regr_avgy(f8, i4)) AS ray, r6(regr_r2(f8, i4)) AS rr2, r6(regr_slope(f8, i4)) AS rslope,
+  r6(regr_intercept(f8, i4)) AS ricpt, r6(covar_pop(f8, i4)) AS cvp, r6(covar_samp(f8, i4)) AS cvs, r6(corr(f8, i4)) AS corr,
+  bool_and(b) AS band, bool_or(b) AS bor, every(b) AS bevery,
+  bit_and(i2) AS ba_i2, bit_or(i2) AS bo_i2, bit_xor(i2) AS bx_i2, bit_and(i4) AS ba_i4, bit_or(i4) AS bo_i4, bit_xor(i4) AS bx_i4,
+  bit_and(i8) AS ba_i8, bit_or(i8) AS bo_i8, bit_xor(i8) AS bx_i8, bit_and(bt) AS ba_bt, bit_or(bt) AS bo_bt, bit_xor(bt) AS bx_bt,
+  range_intersect_agg(r) AS ri_r, range_intersect_agg(mr) AS ri_mr,
+  total(i4) AS total, total(i4) FILTER (WHERE i2 > 0) AS total_pos, widest(r) AS widest, mean(n) AS mean,
+  hll_cardinality(hll_add_agg(hll_hash_integer(i4))) AS distinct_i4, hll_cardinality(hll_add_agg(hll_hash_text(tx), 12)) AS distinct_tx
+  FROM m GROUP BY g;
+-- the continuous views: the same query (one worker, and two)
+SELECT format('CREATE VIEW %I WITH (ssp.continuous, ssp.batch_size = 300%s) AS %s',
+              v, o, pg_get_viewdef('plain'::regclass))
+FROM (VALUES ('cv', ''), ('cv2', ', ssp.parallelism = 2')) x(v, o) \gexec
+-- and with the built-in aggregates through their own functions, as any other
+SET ssp.aggregate_fast_path = off;
+SELECT format('CREATE VIEW cv3 WITH (ssp.continuous, ssp.batch_size = 300) AS %s',
+              pg_get_viewdef('plain'::regclass)) \gexec
+RESET ssp.aggregate_fast_path;
+-- every built-in aggregate with a combine function is in the query (its
+-- parse tree names them)
+SELECT a.aggfnoid::regprocedure AS missing
+FROM pg_aggregate a JOIN pg_proc f ON f.oid = a.aggfnoid
+WHERE a.aggcombinefn <> 0 AND f.pronamespace = 'pg_catalog'::regnamespace AND a.aggkind = 'n'
+  AND strpos((SELECT ev_action::text FROM pg_rewrite WHERE ev_class = 'plain'::regclass),
+             ':aggfnoid ' || a.aggfnoid::oid || ' ') = 0;
+SELECT ssp.wait('cv'), ssp.wait('cv2'), ssp.wait('cv3');
+SELECT view, processed FROM ssp.views WHERE view IN ('cv'::regclass, 'cv2'::regclass, 'cv3'::regclass)
+ORDER BY 1;
+-- equal to the plain query: the groups, and no row of either missing from the other
+CREATE TEMP TABLE expected AS SELECT * FROM plain;
+SELECT (SELECT count(*) FROM expected) AS groups,
+       (SELECT count(*) FROM (SELECT * FROM cv EXCEPT SELECT * FROM expected) x) AS cv_extra,
+       (SELECT count(*) FROM (SELECT * FROM expected EXCEPT SELECT * FROM cv) x) AS cv_missing,
+       (SELECT count(*) FROM (SELECT * FROM cv2 EXCEPT SELECT * FROM expected) x) AS cv2_extra,
+       (SELECT count(*) FROM (SELECT * FROM expected EXCEPT SELECT * FROM cv2) x) AS cv2_missing,
+       (SELECT count(*) FROM (SELECT * FROM cv3 EXCEPT SELECT * FROM expected) x) AS cv3_extra,
+       (SELECT count(*) FROM (SELECT * FROM expected EXCEPT SELECT * FROM cv3) x) AS cv3_missing;
+SELECT g, n, total, total_pos, widest, mean, distinct_i4, distinct_tx, ri_r, ri_mr
+FROM cv ORDER BY g;
+-- the states are the aggregates' own: hll's is a sketch, stored in a bytea column
+SELECT format_type(a.atttypid, a.atttypmod) AS state, count(*)
+FROM pg_attribute a JOIN ssp.continuous_views c ON a.attrelid = c.mrel
+WHERE c.view = 'cv'::regclass AND a.attnum > 0 AND a.attname LIKE '\_a%'
+GROUP BY 1 ORDER BY 1;
+SELECT count(*) AS generic_states
+FROM pg_attribute a JOIN ssp.continuous_views c ON a.attrelid = c.mrel
+WHERE c.view = 'cv3'::regclass AND a.attnum > 0 AND a.attname LIKE '\_a%';
+
+-- tdigest: approximate percentiles, within 1% of the range of the values
+-- (the documented error; t-digest with 100 centroids)
+CREATE VIEW td WITH (ssp.continuous, ssp.batch_size = 300) AS
+  SELECT g, tdigest(f8, 100) AS d, tdigest_percentile(n::float8, 100, 0.9) AS n90 FROM m GROUP BY g;
+CREATE VIEW td2 WITH (ssp.continuous, ssp.parallelism = 2, ssp.batch_size = 300) AS
+  SELECT g, tdigest(f8, 100) AS d FROM m GROUP BY g;
+SELECT ssp.wait('td'), ssp.wait('td2');
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE abs(v.p50 - q.p50) <= 0.01 * q.range AND abs(v.p99 - q.p99) <= 0.01 * q.range
+                          AND abs(v.n90 - q.n90) <= 0.01 * q.nrange
+                          AND abs(v2.p50 - q.p50) <= 0.01 * q.range) AS within_1pct
+FROM (SELECT g, tdigest_percentile(d, 0.5) AS p50, tdigest_percentile(d, 0.99) AS p99, min(n90) AS n90
+      FROM td GROUP BY g) v
+JOIN (SELECT g, tdigest_percentile(d, 0.5) AS p50 FROM td2 GROUP BY g) v2 USING (g)
+JOIN (SELECT g, percentile_cont(0.5) WITHIN GROUP (ORDER BY f8) AS p50,
+             percentile_cont(0.99) WITHIN GROUP (ORDER BY f8) AS p99, max(f8) - min(f8) AS range,
+             percentile_cont(0.9) WITHIN GROUP (ORDER BY n) AS n90, max(n) - min(n) AS nrange
+      FROM m GROUP BY g) q USING (g);
+
+-- session windows merge the states of the sessions an event joins
+ALTER FOREIGN TABLE m OPTIONS (ADD timestamp 'tstz');
+CREATE VIEW sess WITH (ssp.continuous, ssp.batch_size = 300, ssp.grace = '1000 days') AS
+  SELECT g, ssp.session(tstz, '1 day') AS s, total(i4) AS total, mean(n) AS mean,
+         hll_cardinality(hll_add_agg(hll_hash_integer(i4))) AS distinct_i4
+  FROM m WHERE tstz IS NOT NULL GROUP BY 1, 2;
+SELECT ssp.wait('sess');
+-- a group's events are 21 hours apart: one session each, built from many batches
+SELECT count(*) AS sessions,
+       count(*) FILTER (WHERE (s.total, s.mean, s.distinct_i4) = (q.total, q.mean, q.distinct_i4)) AS same
+FROM sess s JOIN (SELECT g, total(i4) AS total, mean(n) AS mean,
+                         hll_cardinality(hll_add_agg(hll_hash_integer(i4))) AS distinct_i4
+                  FROM m WHERE tstz IS NOT NULL GROUP BY g) q USING (g);
+
+-- refused, with what to use instead
+CREATE VIEW r WITH (ssp.continuous) AS SELECT count(DISTINCT i4) FROM m;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT sum(DISTINCT i4) FROM m;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY f8) FROM m;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT string_agg(tx, ',') FROM m;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT array_agg(i4 ORDER BY i4) FROM m;
+CREATE AGGREGATE unmergeable(int) (SFUNC = total_sfunc, STYPE = bigint, INITCOND = '0');
+CREATE VIEW r WITH (ssp.continuous) AS SELECT unmergeable(i4) FROM m;
+CREATE AGGREGATE unstorable(numeric) (SFUNC = numeric_avg_accum, STYPE = internal,
+  FINALFUNC = numeric_avg, COMBINEFUNC = numeric_avg_combine);
+CREATE VIEW r WITH (ssp.continuous) AS SELECT unstorable(n) FROM m;
+
+DROP VIEW plain, cv, cv2, cv3, td, td2, sess;
+DROP SERVER kafka CASCADE;
+DROP AGGREGATE total(int), widest(int4range), mean(numeric), unmergeable(int), unstorable(numeric);
+DROP FUNCTION total_sfunc, r6;
+DROP TYPE mood;
+DROP EXTENSION hll, tdigest;

@@ -172,3 +172,31 @@ ssp_wake_launcher(void)
 	if (latch)
 		SetLatch(latch);
 }
+
+/*
+ * ssp_shmem_forget_databases: free the slots of databases not in live
+ * (dropped ones, or ones that no longer take connections) once nothing
+ * runs there: no scheduler would ever free them.
+ */
+void
+ssp_shmem_forget_databases(List *live)
+{
+	int			i;
+
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < ssp_shared->nworkers; i++)
+	{
+		SspWorkerSlot *s = &ssp_shared->workers[i];
+
+		if (s->in_use && s->pid == 0 && !list_member_oid(live, s->dboid))
+			s->in_use = false;
+	}
+	for (i = 0; i < ssp_shared->ndbs; i++)
+	{
+		SspDbSlot  *s = &ssp_shared->dbs[i];
+
+		if (OidIsValid(s->dboid) && s->pid == 0 && !list_member_oid(live, s->dboid))
+			s->dboid = InvalidOid;
+	}
+	LWLockRelease(ssp_shared->lock);
+}

@@ -11,6 +11,7 @@
 #define SSP_SHMEM_H
 
 #include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 
@@ -57,5 +58,6 @@ extern void ssp_slot_set_status(SspWorkerSlot *slot, const char *status, int64 l
 extern void ssp_slot_set_error(SspWorkerSlot *slot, const char *error);
 extern SspDbSlot *ssp_db_slot(Oid dboid, bool create);
 extern void ssp_wake_launcher(void);
+extern void ssp_shmem_forget_databases(List *live);
 
 #endif							/* SSP_SHMEM_H */

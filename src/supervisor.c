@@ -230,6 +230,7 @@ ssp_launcher_main(Datum arg)
 				continue;
 			launch_scheduler(ldb);
 		}
+		ssp_shmem_forget_databases(oids);
 		list_free(oids);
 
 		rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

@@ -173,11 +173,13 @@ CREATE AGGREGATE agg_combine_agg(regprocedure, anyelement, VARIADIC "any") (
 CREATE FUNCTION agg_finalize(regprocedure, "any", anyelement, VARIADIC "any")
 RETURNS anyelement AS 'MODULE_PATHNAME', 'ssp_agg_finalize' LANGUAGE C STABLE PARALLEL SAFE;
 
--- stddev over numeric: the square root at the scale of the variance, as
--- Postgres's own stddev computes it
+-- stddev over numeric: the square root rounded at the scale of the
+-- variance, as Postgres's own stddev computes it.  Taken 20 digits finer
+-- first: sqrt() rounds at a scale of its own, and rounding twice could
+-- land one unit off in the last digit.
 CREATE FUNCTION numeric_sqrt_scaled(numeric) RETURNS numeric
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN pg_catalog.round(pg_catalog.sqrt($1), pg_catalog.scale($1));
+RETURN pg_catalog.round(pg_catalog.sqrt($1 OPERATOR(pg_catalog.*) 1.00000000000000000000), pg_catalog.scale($1));
 
 -- The live state of the workers, from shared memory: one row per worker
 -- (part: which of a view's workers, with ssp.parallelism).

@@ -615,8 +615,11 @@ ssp_agg_finalize(PG_FUNCTION_ARGS)
 	f = fns_for(fcinfo, PG_GETARG_OID(0), nargs, argtypes, rettype);
 	if (!OidIsValid(f->finalfn.fn_oid))
 	{
+		/* the state is the value: as read from the table, maybe toasted */
 		if (isnull)
 			PG_RETURN_NULL();
+		if (f->translen == -1)
+			PG_RETURN_POINTER(PG_DETOAST_DATUM_COPY(PG_GETARG_DATUM(1)));
 		return PG_GETARG_DATUM(1);
 	}
 	aggstate = standin_begin();

@@ -1,5 +1,7 @@
 # Exactly once across crashes: while messages are produced, view workers
-# (grouped, append-only, and windowed with grace and retention) are killed
+# (grouped, append-only, windowed with grace and retention, parallel, and
+# one of aggregates kept by their own states: hll, tdigest, user-defined
+# ones) are killed
 # with SIGKILL several times, so are the scheduler and the launcher, and
 # Postgres is stopped with -m immediate; the
 # views end exactly equal to their queries over the messages: nothing lost,
@@ -31,6 +33,19 @@ $node->safe_psql('postgres', qq{
 	CREATE VIEW par_region WITH (ssp.continuous, ssp.parallelism = 2, ssp.batch_size = 400,
 	    ssp.commit_interval = '5ms') AS
 	  SELECT region, count(*) AS n, sum(amount) AS total FROM orders GROUP BY region;
+	-- aggregates kept by their own transition states (src/combine.c)
+	CREATE EXTENSION hll;
+	CREATE EXTENSION tdigest;
+	CREATE AGGREGATE mean(numeric) (SFUNC = numeric_avg_accum, STYPE = internal, FINALFUNC = numeric_avg,
+	  COMBINEFUNC = numeric_avg_combine, SERIALFUNC = numeric_avg_serialize,
+	  DESERIALFUNC = numeric_avg_deserialize);
+	CREATE FUNCTION total_sfunc(bigint, numeric) RETURNS bigint LANGUAGE sql IMMUTABLE
+	  AS 'SELECT \$1 + COALESCE(\$2, 0)::bigint';
+	CREATE AGGREGATE total(numeric) (SFUNC = total_sfunc, STYPE = bigint, COMBINEFUNC = int8pl, INITCOND = '0');
+	CREATE VIEW sketches WITH (ssp.continuous, ssp.batch_size = 450, ssp.commit_interval = '5ms') AS
+	  SELECT region, hll_add_agg(hll_hash_bigint(order_id % 5000)) AS h, tdigest(amount::float8, 100) AS d,
+	         mean(amount) AS mean, total(amount) AS total
+	  FROM orders GROUP BY region;
 });
 
 sub worker_pids
@@ -43,7 +58,7 @@ sub worker_pids
 sub wait_workers
 {
 	$node->poll_query_until('postgres',
-		'SELECT count(*) = 4 FROM ssp.views WHERE worker_pid IS NOT NULL')
+		'SELECT count(*) = 5 FROM ssp.views WHERE worker_pid IS NOT NULL')
 	  or die 'workers did not start';
 }
 
@@ -63,8 +78,8 @@ for my $chunk (0 .. 39)
 		# SIGKILL a worker mid-stream (Postgres then restarts every backend)
 		wait_workers();
 		my @pids = worker_pids();
-		ok(kill('KILL', $pids[$kills % 4]), "SIGKILL to worker $pids[$kills % 4]");
-		push @killed, $pids[$kills % 4];
+		ok(kill('KILL', $pids[$kills % 5]), "SIGKILL to worker $pids[$kills % 5]");
+		push @killed, $pids[$kills % 5];
 		$kills++;
 		SspTest::wait_restarted($node);
 	}
@@ -86,11 +101,11 @@ for my $chunk (0 .. 39)
 }
 wait_workers();
 my @after = worker_pids();
-is(scalar(@after), 4, 'every worker runs again after the kills and the crash');
+is(scalar(@after), 5, 'every worker runs again after the kills and the crash');
 my %running = map { $_ => 1 } @after;
 is(scalar(grep { $running{$_} } @killed), 0, "none of the $kills killed workers is the one running now");
 
-SspTest::wait_views($node, 'postgres', 'by_region', 'copy', 'per_minute', 'par_region');
+SspTest::wait_views($node, 'postgres', 'by_region', 'copy', 'per_minute', 'par_region', 'sketches');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM t'), '100000', '100,000 messages produced');
 is(SspTest::differences($node, 'postgres', 'SELECT * FROM by_region',
 		'SELECT region, count(*), sum(amount) FROM t GROUP BY region'),
@@ -115,6 +130,19 @@ is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), '100000', 'coun
 is(SspTest::differences($node, 'postgres', 'SELECT * FROM par_region',
 		'SELECT region, count(*), sum(amount) FROM t GROUP BY region'),
 	'0', 'a view with two parallel workers exact after crashes');
+is(SspTest::differences($node, 'postgres',
+		'SELECT region, hll_cardinality(h), mean, total FROM sketches',
+		'SELECT region, hll_cardinality(hll_add_agg(hll_hash_bigint(order_id % 5000))), mean(amount), total(amount)
+		 FROM t GROUP BY region'),
+	'0', 'hll, and aggregates made by the user, exact after crashes');
+# tdigest: the median's rank within 1% (and one value) of the middle
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FILTER (WHERE below <= 0.51 + 1.0 / n AND upto >= 0.49 - 1.0 / n)
+	FROM (SELECT s.region, count(*) AS n, avg((t.amount < s.p50)::int) AS below,
+	             avg((t.amount <= s.p50)::int) AS upto
+	      FROM (SELECT region, tdigest_percentile(d, 0.5) AS p50 FROM sketches GROUP BY region) s
+	      JOIN t USING (region) GROUP BY s.region) x}),
+	'11', 'tdigest medians within their error after crashes');
 my ($lost, $twice) = SspTest::lost_and_twice($node, 'postgres', 'SELECT * FROM copy',
 	'SELECT order_id, region, amount FROM t');
 SspTest::report(faults => $kills + 1, produced => 100000,

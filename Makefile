@@ -31,7 +31,8 @@ OBJS = \
 	src/shmem.o \
 	src/operate.o \
 	src/window.o \
-	src/combine.o
+	src/combine.o \
+	src/rollup.o
 
 EXTENSION = ssp
 DATA = sql/ssp--0.1.sql

@@ -48,7 +48,12 @@ CREATE TABLE continuous_views (
     idle_timeout interval NOT NULL DEFAULT '1 minute',
     emit text NOT NULL DEFAULT 'changes',
     late_events bigint NOT NULL DEFAULT 0,
-    watermark timestamptz
+    watermark timestamptz,
+    -- aggregating views: what a rollup of the view reads (WITH (ssp.rollup))
+    rollup_from text,               -- FROM item m: the rows the view shows, with their states
+    rollup_states text,             -- ", merge(m.state)::type AS state" per state column
+    rollup_columns text[],          -- each output column, over m
+    rollup_combinable boolean[]     -- each: made of aggregates only
 );
 
 -- What each view has consumed: the truth, written with the view's rows.
@@ -172,6 +177,26 @@ CREATE AGGREGATE agg_combine_agg(regprocedure, anyelement, VARIADIC "any") (
 -- of the aggregate's type).
 CREATE FUNCTION agg_finalize(regprocedure, "any", anyelement, VARIADIC "any")
 RETURNS anyelement AS 'MODULE_PATHNAME', 'ssp_agg_finalize' LANGUAGE C STABLE PARALLEL SAFE;
+
+-- Rollups: CREATE VIEW ... WITH (ssp.rollup) AS SELECT ..., ssp.combine(col)
+-- FROM a continuous view GROUP BY ...  (src/rollup.c) rewrites each call
+-- into the merge of the column's stored states; anywhere else it refuses.
+CREATE FUNCTION combine_elsewhere(anyelement) RETURNS anyelement
+LANGUAGE plpgsql AS
+$$
+BEGIN
+    RAISE EXCEPTION 'ssp.combine() can be used only in a rollup'
+        USING ERRCODE = 'feature_not_supported',
+              HINT = 'Create the rollup with CREATE VIEW name WITH (ssp.rollup) AS SELECT ..., ssp.combine(column) FROM continuous_view GROUP BY ..., and query it.';
+END
+$$;
+CREATE FUNCTION combine_elsewhere(anyelement, anyelement) RETURNS anyelement
+LANGUAGE sql AS 'SELECT ssp.combine_elsewhere($2)';
+CREATE AGGREGATE combine(anyelement) (
+    SFUNC = combine_elsewhere,
+    STYPE = anyelement,
+    FINALFUNC = combine_elsewhere
+);
 
 -- stddev over numeric: the square root rounded at the scale of the
 -- variance, as Postgres's own stddev computes it.  Taken 20 digits finer

@@ -85,6 +85,11 @@ typedef struct Build
 	char	   *purge_left;		/* SQL: a left row can match no more */
 	char	   *purge_right;
 	List	   *buffer_names;	/* unqualified names of the buffer tables */
+	/* what a rollup of an aggregating view reads (rollup.c) */
+	char	   *rollup_from;	/* FROM item "m": the rows the view shows */
+	char	   *rollup_states;	/* ", merge(m.col)::type AS col" per state */
+	List	   *rollup_columns; /* char *: each output column, over m */
+	List	   *rollup_combinable;	/* int: each is of aggregates only */
 } Build;
 
 extern const char *const ssp_refuse_hint;

@@ -49,10 +49,20 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
-	/* CREATE VIEW ... WITH (ssp.continuous): ours to carry out */
+	/* CREATE VIEW ... WITH (ssp.continuous) or (ssp.rollup): ours to carry out */
 	if (IsA(parsetree, ViewStmt) && ssp_is_continuous_stmt((ViewStmt *) parsetree))
 	{
+		if (ssp_is_rollup_stmt((ViewStmt *) parsetree))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a view cannot be both ssp.continuous and ssp.rollup"),
+					 errdetail("A continuous view reads a stream; a rollup reads a continuous view.")));
 		ssp_create_continuous_view((ViewStmt *) parsetree, queryString);
+		return;
+	}
+	if (IsA(parsetree, ViewStmt) && ssp_is_rollup_stmt((ViewStmt *) parsetree))
+	{
+		ssp_create_rollup((ViewStmt *) parsetree, queryString);
 		return;
 	}
 

@@ -56,7 +56,7 @@
 
 
 const char *const ssp_refuse_hint =
-"A continuous view reads one stream (joined with tables, or with a second stream on a time bound), with WHERE, GROUP BY, HAVING and any aggregate that Postgres can run in parallel, that is one with a combine function: count, sum, avg, min, max, stddev and the other built-in ones, hll_add_agg and tdigest of the hll and tdigest extensions, or your own.";
+"A continuous view reads one stream (joined with tables, or with a second stream on a time bound), with WHERE, GROUP BY, HAVING and any aggregate with a combine function: the built-in ones, those of hll and tdigest, or your own.";
 
 /*
  * ssp_is_continuous_stmt: does CREATE VIEW carry the option ssp.continuous?
@@ -301,9 +301,9 @@ spi_exec(const char *sql)
 		elog(ERROR, "ssp: SPI_execute failed (%s): %s", SPI_result_code_string(rc), sql);
 }
 
-/* target_names: the output column names, from the query or CREATE VIEW v (a, b). */
-static List *
-target_names(Query *q, List *aliases)
+/* ssp_target_names: the output column names, from the query or CREATE VIEW v (a, b). */
+List *
+ssp_target_names(Query *q, List *aliases)
 {
 	List	   *names = NIL;
 	ListCell   *lc;
@@ -351,10 +351,11 @@ record_view(Oid viewoid, Oid mreloid, Oid nspid, int nstreams, Oid *streams,
 	ListCell   *lc;
 	ObjectAddress viewaddr,
 				mreladdr;
-	Datum		args[17];
-	char		nulls[17] = "                 ";
-	Oid			argtypes[17] = {OIDOID, OIDOID, OIDARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
-	TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, OIDARRAYOID, INT4OID};
+	Datum		args[21];
+	char		nulls[21] = "                     ";
+	Oid			argtypes[21] = {OIDOID, OIDOID, OIDARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, OIDARRAYOID, INT4OID,
+	TEXTOID, TEXTOID, TEXTARRAYOID, BOOLARRAYOID};
 	Datum	   *elems = palloc(sizeof(Datum) * Max(nstreams, list_length(b->buffer_names)));
 	Oid		   *buffers = palloc(sizeof(Oid) * Max(list_length(b->buffer_names), 1));
 	int			nbuffers = 0;
@@ -409,12 +410,31 @@ record_view(Oid viewoid, Oid mreloid, Oid nspid, int nstreams, Oid *streams,
 	args[15] = PointerGetDatum(construct_array(elems, nbuffers, OIDOID, 4, true, TYPALIGN_INT));
 	nulls[15] = nbuffers ? ' ' : 'n';
 	args[16] = Int32GetDatum(opts->parallelism);
+	/* what a rollup reads: aggregating views only */
+	if (b->rollup_from)
+	{
+		int			ncols = list_length(b->rollup_columns);
+		Datum	   *cols = palloc(sizeof(Datum) * ncols);
+		Datum	   *combinable = palloc(sizeof(Datum) * ncols);
+
+		for (i = 0; i < ncols; i++)
+		{
+			cols[i] = CStringGetTextDatum(list_nth(b->rollup_columns, i));
+			combinable[i] = BoolGetDatum(list_nth_int(b->rollup_combinable, i) != 0);
+		}
+		args[17] = CStringGetTextDatum(b->rollup_from);
+		args[18] = CStringGetTextDatum(b->rollup_states);
+		args[19] = PointerGetDatum(construct_array(cols, ncols, TEXTOID, -1, false, TYPALIGN_INT));
+		args[20] = PointerGetDatum(construct_array(combinable, ncols, BOOLOID, 1, true, TYPALIGN_CHAR));
+	}
+	else
+		memset(nulls + 17, 'n', 4);
 	if (SPI_execute_with_args("INSERT INTO ssp.continuous_views (view, mrel, streams, topics, apply_sql, start, "
 							  "commit_interval_ms, batch_size, on_error, late_sql, retention_sql, grace, idle_timeout, emit, columns, buffers, "
-							  "parallelism) "
+							  "parallelism, rollup_from, rollup_states, rollup_columns, rollup_combinable) "
 							  "VALUES ($1, $2, $3::regclass[], $4, $5, $6, $7, $8, $9, $10, $11, $12::interval, $13::interval, $14, "
-							  "$15::smallint[], $16::regclass[], $17)",
-							  17, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
+							  "$15::smallint[], $16::regclass[], $17, $18, $19, $20, $21)",
+							  21, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "ssp: could not record the continuous view");
 }
 
@@ -635,7 +655,7 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	raw->stmt_location = -1;
 	q = parse_analyze_fixedparams(raw, queryString, NULL, 0, NULL);
 	streamlist = check_query(q);
-	names = target_names(q, stmt->aliases);
+	names = ssp_target_names(q, stmt->aliases);
 	memset(&b, 0, sizeof(b));
 	b.query = q;
 	if (list_length(streamlist) == 2)

@@ -73,6 +73,11 @@ ssp_view_lock_key(Oid view)
 /* view.c */
 extern bool ssp_is_continuous_stmt(ViewStmt *stmt);
 extern void ssp_create_continuous_view(ViewStmt *stmt, const char *queryString);
+extern List *ssp_target_names(Query *q, List *aliases);
+
+/* rollup.c */
+extern bool ssp_is_rollup_stmt(ViewStmt *stmt);
+extern void ssp_create_rollup(ViewStmt *stmt, const char *queryString);
 
 /* catalog.c */
 extern SspView *ssp_view_load(Oid view, bool missing_ok);

@@ -23,6 +23,7 @@
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
@@ -145,24 +146,16 @@ find_sliding(Build *b, const char *mrel)
 }
 
 /*
- * merged_source: what the view reads when a group has several rows in the
- * mrel, merged per group (as "m", like the table itself): a sliding
- * window's steps in range (where), or the rows of each of the view's
- * parallel workers.
+ * merged_states: each state column merged over many rows, as
+ * ", merge(m.col)::type AS col".
  */
 static char *
-merged_source(Build *b, const char *mrel, const char *where)
+merged_states(Build *b)
 {
-	StringInfoData keys;
 	StringInfoData merged;
 	ListCell   *lc;
 
-	initStringInfo(&keys);
 	initStringInfo(&merged);
-	foreach(lc, b->group_cols)
-		appendStringInfo(&keys, "%sm.%s", keys.len ? ", " : "", quote_identifier(lfirst(lc)));
-	if (b->group_cols == NIL)
-		appendStringInfoString(&keys, "m._g0");
 	foreach(lc, b->plans)
 	{
 		AggPlan    *p = lfirst(lc);
@@ -175,14 +168,47 @@ merged_source(Build *b, const char *mrel, const char *where)
 							 ssp_merge_many(p, lfirst(r), psprintf("m.%s", (char *) lfirst(c))),
 							 (char *) lfirst(t), (char *) lfirst(c));
 	}
+	return merged.data;
+}
+
+/*
+ * merged_source: what the view reads when a group has several rows in the
+ * mrel, merged per group (as "m", like the table itself): a sliding
+ * window's steps in range (where), or the rows of each of the view's
+ * parallel workers.
+ */
+static char *
+merged_source(Build *b, const char *mrel, const char *where)
+{
+	StringInfoData keys;
+	ListCell   *lc;
+
+	initStringInfo(&keys);
+	foreach(lc, b->group_cols)
+		appendStringInfo(&keys, "%sm.%s", keys.len ? ", " : "", quote_identifier(lfirst(lc)));
+	if (b->group_cols == NIL)
+		appendStringInfoString(&keys, "m._g0");
 	return psprintf("(SELECT %s%s FROM %s m WHERE %s GROUP BY %s) m",
-					keys.data, merged.data, mrel, where, keys.data);
+					keys.data, merged_states(b), mrel, where, keys.data);
+}
+
+/* var_outside_aggs: does the expression read a column outside its aggregates? */
+static bool
+var_outside_aggs(Node *node, void *context)
+{
+	if (node == NULL || IsA(node, Aggref))
+		return false;
+	if (IsA(node, Var))
+		return true;
+	return expression_tree_walker(node, var_outside_aggs, context);
 }
 
 /*
  * aggregating_view: the view users query: finish each output column, apply
  * HAVING, and for ssp.emit = 'final' show closed windows only; a sliding
- * window's view reads the merged states of its steps in range.
+ * window's view reads the merged states of its steps in range.  Also what
+ * a rollup of the view reads (rollup.c): those rows with their states, and
+ * each output column over them.
  */
 static void
 aggregating_view(Build *b, List *names, const char *mrel, const char *view,
@@ -190,37 +216,48 @@ aggregating_view(Build *b, List *names, const char *mrel, const char *view,
 {
 	Query	   *q = b->query;
 	ListCell   *lc;
+	StringInfoData where;
+	const char *from;
 	int			i = 0;
 
 	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT ", view);
 	foreach(lc, q->targetList)
 	{
 		TargetEntry *tle = lfirst(lc);
+		char	   *sql;
 
 		if (tle->resjunk)
 			continue;
-		appendStringInfo(viewsql, "%s%s AS %s", i ? ", " : "",
-						 ssp_final_sql(b, (Node *) tle->expr),
+		sql = ssp_final_sql(b, (Node *) tle->expr);
+		appendStringInfo(viewsql, "%s%s AS %s", i ? ", " : "", sql,
 						 quote_identifier(list_nth(names, i)));
+		b->rollup_columns = lappend(b->rollup_columns, sql);
+		b->rollup_combinable = lappend_int(b->rollup_combinable,
+										   contain_agg_clause((Node *) tle->expr) &&
+										   !var_outside_aggs((Node *) tle->expr, NULL));
 		i++;
 	}
 	/* a sliding window reads its steps in range, merged; parallel workers' rows, merged */
-	appendStringInfo(viewsql, " FROM %s",
-					 b->step_expr ? merged_source(b, mrel, b->in_range) :
-					 b->opts->parallelism > 1 ? merged_source(b, mrel, "true") :
-					 psprintf("%s m", mrel));
+	from = b->step_expr ? merged_source(b, mrel, b->in_range) :
+		b->opts->parallelism > 1 ? merged_source(b, mrel, "true") :
+		psprintf("%s m", mrel);
+	initStringInfo(&where);
 	if (q->havingQual)
-		appendStringInfo(viewsql, " WHERE %s", ssp_final_sql(b, q->havingQual));
+		appendStringInfo(&where, " WHERE %s", ssp_final_sql(b, q->havingQual));
 	if (b->opts->emit_final)
 	{
 		/* only windows the watermark has closed */
-		appendStringInfo(viewsql, " %s m.%s + %s <= "
+		appendStringInfo(&where, " %s m.%s + %s <= "
 						 "(SELECT c.watermark FROM ssp.continuous_views c WHERE c.mrel = %s::regclass)",
 						 q->havingQual ? "AND" : "WHERE",
 						 b->spec.session ? "_session_end" :
 						 quote_identifier(list_nth(b->group_cols, b->window)),
 						 b->sizesql, quote_literal_cstr(mrel));
 	}
+	appendStringInfo(viewsql, " FROM %s%s", from, where.data);
+
+	b->rollup_from = where.len ? psprintf("(SELECT m.* FROM %s%s) m", from, where.data) : (char *) from;
+	b->rollup_states = merged_states(b);
 }
 
 /*

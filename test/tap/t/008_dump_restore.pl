@@ -1,6 +1,7 @@
 # pg_dump and restore keep streams and continuous views working: the
 # restored views, with their rows and offsets, go on from where the dump
-# left them, exactly once.
+# left them, exactly once; aggregates kept by their own states (hll, a
+# user-defined one) and a rollup too.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -26,6 +27,15 @@ $node->safe_psql('postgres', qq{
 	CREATE VIEW paid WITH (ssp.continuous) AS
 	  SELECT o.region, count(*) AS n, sum(p.amount) AS paid FROM orders o JOIN payments p
 	    ON p.id = o.id AND p.ts BETWEEN o.ts AND o.ts + interval '1 hour' GROUP BY o.region;
+	-- aggregates kept by their own states, and a rollup of them
+	CREATE EXTENSION hll;
+	CREATE FUNCTION total_sfunc(numeric, numeric) RETURNS numeric LANGUAGE sql IMMUTABLE
+	  AS 'SELECT \$1 + COALESCE(\$2, 0)';
+	CREATE AGGREGATE total(numeric) (SFUNC = total_sfunc, STYPE = numeric, COMBINEFUNC = numeric_add, INITCOND = '0');
+	CREATE VIEW sketch WITH (ssp.continuous) AS
+	  SELECT region, hll_add_agg(hll_hash_bigint(id)) AS ids, total(amount) AS total FROM orders GROUP BY region;
+	CREATE VIEW overall WITH (ssp.rollup) AS
+	  SELECT hll_cardinality(ssp.combine(ids)) AS ids, ssp.combine(total) AS total FROM sketch;
 	INSERT INTO orders SELECT g % 100, 'r' || g % 7, g, timestamptz '2024-01-01' + g * interval '1 minute'
 	  FROM generate_series(1, 1000) g;
 	-- each order's payment comes 30 minutes later; those of the last 50
@@ -33,7 +43,7 @@ $node->safe_psql('postgres', qq{
 	INSERT INTO payments SELECT g % 100, g, timestamptz '2024-01-01 00:30' + g * interval '1 minute'
 	  FROM generate_series(1, 950) g;
 });
-SspTest::wait_views($node, 'postgres', 'by_region', 'per_hour', 'latest', 'paid');
+SspTest::wait_views($node, 'postgres', 'by_region', 'per_hour', 'latest', 'paid', 'sketch');
 cmp_ok($node->safe_psql('postgres', "SELECT count(*) FROM paid_left WHERE id IN (SELECT g % 100 FROM generate_series(951, 1000) g)"),
 	'>=', 50, 'the orders still waiting for their payments are buffered when dumped');
 
@@ -43,14 +53,14 @@ $node->safe_psql('postgres', 'CREATE DATABASE restored');
 $node->command_ok(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('restored'), '-f', $dump],
 	'restore');
 
-is($node->safe_psql('restored', 'SELECT count(*) FROM ssp.continuous_views'), '4',
+is($node->safe_psql('restored', 'SELECT count(*) FROM ssp.continuous_views'), '5',
 	'the catalog came back');
 $node->safe_psql('restored', q{
 	INSERT INTO orders SELECT g % 100, 'r' || g % 7, g, timestamptz '2024-01-01' + g * interval '1 minute'
 	FROM generate_series(1001, 2000) g;
 	INSERT INTO payments SELECT g % 100, g, timestamptz '2024-01-01 00:30' + g * interval '1 minute'
 	FROM generate_series(951, 2000) g});
-SspTest::wait_views($node, 'restored', 'by_region', 'per_hour', 'latest', 'paid');
+SspTest::wait_views($node, 'restored', 'by_region', 'per_hour', 'latest', 'paid', 'sketch');
 
 my $all = "SELECT g % 100 AS id, 'r' || g % 7 AS region, g::numeric AS amount,
            timestamptz '2024-01-01' + g * interval '1 minute' AS ts FROM generate_series(1, 2000) g";
@@ -66,8 +76,14 @@ is(SspTest::differences($node, 'restored', 'SELECT * FROM latest',
 is(SspTest::differences($node, 'restored', 'SELECT * FROM paid',
 		"SELECT region, count(*), sum(g) FROM ($all) t, generate_series(1, 2000) g WHERE g = t.amount GROUP BY region"),
 	'0', 'restored join of two streams went on exactly once, with the orders buffered before the dump');
+is(SspTest::differences($node, 'restored', 'SELECT region, hll_cardinality(ids), total FROM sketch',
+		"SELECT region, hll_cardinality(hll_add_agg(hll_hash_bigint(id))), sum(amount) FROM ($all) t GROUP BY region"),
+	'0', 'restored view of hll and a user-defined aggregate went on exactly once');
+is($node->safe_psql('restored', 'SELECT * FROM overall'),
+	$node->safe_psql('restored', "SELECT hll_cardinality(hll_add_agg(hll_hash_bigint(id))), sum(amount) FROM ($all) t"),
+	'restored rollup combines the restored states');
 is($node->safe_psql('restored', "SELECT bool_and(status = 'running'), sum(processed) FROM ssp.views"),
-	't|10000', 'restored views run: 2,000 messages each, 4,000 for the join');
+	't|12000', 'restored views run: 2,000 messages each, 4,000 for the join');
 
 # the dump does not carry the tie between a view and its table; the worker
 # puts it back

@@ -9,6 +9,8 @@
 #   catchup        a view catching up on 1,000,000 orders against kcat into
 #                  COPY and an aggregate (baseline A) and kcat alone (B)
 #   groups         the same with 1,000, 100,000 and 1,000,000 groups
+#   aggregates     built-in aggregates on their fast path and through their
+#                  own functions (the generic path), and hll and tdigest
 #   views          1, 5 and 20 views catching up on the same stream
 #   freshness      latency from produce to view under 20,000 events/s
 #   memory         the worker's memory over 10,000,000 events
@@ -17,7 +19,7 @@ set -euo pipefail
 # shellcheck source=SCRIPTDIR/../lib.sh
 source "$(dirname "$0")/../lib.sh"
 
-BENCH_WORKLOADS=(json_parsers windows joins catchup groups views freshness memory)
+BENCH_WORKLOADS=(json_parsers windows joins catchup groups aggregates views freshness memory)
 BENCH_DIR=test/bench  # main runs in $SSP_SRC
 BENCH_RESULTS=$BENCH_DIR/results
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
@@ -301,6 +303,58 @@ bench_groups_run() {
         printf "speed with 100,000 groups / with 1,000: %.2f (target at least 0.5: %s)\n", a / b, (a / b >= 0.5 ? "met" : "MISSED") }'
 }
 
+# bench_aggregates: the catch-up of count, sum, avg and stddev by region
+# (1,000 groups) kept on the fast path (plain SQL states) and through the
+# aggregates' own transition and combine functions (ssp.aggregate_fast_path
+# = off: the generic path any other aggregate takes), and of hll_add_agg and
+# tdigest, in the same run.
+bench_aggregates() {
+    local n=${SSP_BENCH_MESSAGES:-1000000} r=${SSP_BENCH_RUNS:-5}
+    bench_produce_orders "$n"
+    psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION IF NOT EXISTS hll" -c "CREATE EXTENSION IF NOT EXISTS tdigest"
+    bench_report aggregates bench_aggregates_run "$n" "$r"
+}
+
+bench_aggregates_run() {
+    local n=$1 r=$2 i f g f2 g2 k
+    local q="SELECT region, count(*), sum(amount), avg(amount), stddev(amount) FROM bench_catchup GROUP BY region"
+    local q2="SELECT order_id % 100000 AS g, count(*), sum(amount), avg(amount), stddev(amount) FROM bench_catchup GROUP BY 1"
+    local qs="SELECT region, hll_add_agg(hll_hash_bigint(customer_id)), tdigest(amount::float8, 100) FROM bench_catchup GROUP BY region"
+    local -a fast=() generic=() fast2=() generic2=() sketch=()
+    echo "workload: $n JSON orders in 64 partitions, already produced; the time until ssp.wait returns for"
+    echo "  1,000 groups:   $q"
+    echo "  100,000 groups: $q2"
+    echo "                  each on the fast path, and with ssp.aggregate_fast_path = off"
+    echo "  sketches:       $qs"
+    echo
+    for i in $(seq "$r"); do
+        f=$(bench_view_seconds bench_agg_fast "$q" "" "$n")
+        g=$(PGOPTIONS="-c ssp.aggregate_fast_path=off" bench_view_seconds bench_agg_generic "$q" "" "$n")
+        f2=$(bench_view_seconds bench_agg_fast2 "$q2" "" "$n")
+        g2=$(PGOPTIONS="-c ssp.aggregate_fast_path=off" bench_view_seconds bench_agg_generic2 "$q2" "" "$n")
+        k=$(bench_view_seconds bench_agg_sketch "$qs" "" "$n")
+        echo "  run $i: 1,000 groups: fast $f s, generic $g s; 100,000 groups: fast $f2 s, generic $g2 s; hll and tdigest $k s"
+        fast+=("$f")
+        generic+=("$g")
+        fast2+=("$f2")
+        generic2+=("$g2")
+        sketch+=("$k")
+    done
+    echo
+    bench_stats "fast 1k" "$n" "${fast[@]}"
+    bench_stats "generic 1k" "$n" "${generic[@]}"
+    bench_stats "fast 100k" "$n" "${fast2[@]}"
+    bench_stats "generic 100k" "$n" "${generic2[@]}"
+    bench_stats "sketches" "$n" "${sketch[@]}"
+    f=$(printf '%s\n' "${fast[@]}" | bench_median)
+    g=$(printf '%s\n' "${generic[@]}" | bench_median)
+    f2=$(printf '%s\n' "${fast2[@]}" | bench_median)
+    g2=$(printf '%s\n' "${generic2[@]}" | bench_median)
+    k=$(printf '%s\n' "${sketch[@]}" | bench_median)
+    echo "generic path / fast path time: $(awk -v a="$g" -v b="$f" 'BEGIN {printf "%.2f", a / b}') with 1,000 groups, $(awk -v a="$g2" -v b="$f2" 'BEGIN {printf "%.2f", a / b}') with 100,000"
+    echo "RESULT aggregates fast_s=$f generic_s=$g fast100k_s=$f2 generic100k_s=$g2 sketches_s=$k"
+}
+
 # bench_views: workload 4: 1, 5 and 20 views (the same aggregate) created
 # at once on the same stream; the time until all have caught up.
 bench_views() {
@@ -546,7 +600,7 @@ main() {
     local w
     # as root: packages, then the rest as the unprivileged user (Postgres)
     if [ "$(id -u)" -eq 0 ] && [ -z "${SSP_INNER:-}" ]; then
-        bench_need_packages libcjson-dev kcat gnuplot-nox
+        bench_need_packages libcjson-dev kcat gnuplot-nox postgresql-$SSP_PG_VERSION-hll postgresql-$SSP_PG_VERSION-tdigest
     fi
     SSP_COPY_BACK=test/bench/results ssp_setup "$@"
     cd "$SSP_SRC"

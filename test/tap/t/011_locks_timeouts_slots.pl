@@ -4,6 +4,7 @@
 # workers; a user holding a lock on a view's table makes its worker wait,
 # shown as "waiting for a lock", and it goes on when the lock goes; with no
 # background worker slot free, a view says so and starts when one frees;
+# databases dropped with their views leave no slot of ssp's behind;
 # ssp.wait refuses to wait where its snapshot could never see the view
 # move.  Every view ends exactly equal to its query.
 use strict;
@@ -93,6 +94,26 @@ SspTest::wait_views($node, 'postgres', 'totals');
 is(equal_to_query('totals', $query{totals}), '0', 'it starts once a slot is free, and is exact');
 is($node->safe_psql('postgres', "SELECT status FROM ssp.views WHERE view = 'totals'::regclass"),
 	'running', 'and runs');
+
+# a database dropped with a running view, six times: ssp's shared memory
+# has four worker slots (max_worker_processes), which a dropped database's
+# views would keep for good if the launcher did not free them
+$node->safe_psql('postgres', 'DROP VIEW totals, by_region');
+for my $round (1 .. 6)
+{
+	$node->safe_psql('postgres', "CREATE DATABASE gone$round");
+	$node->safe_psql("gone$round", qq{
+		CREATE EXTENSION ssp;
+		CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$broker->{bootstrap}');
+		CREATE FOREIGN TABLE orders (order_id bigint, region text, amount numeric) SERVER kafka
+		  OPTIONS (topic 'orders');
+		CREATE VIEW n WITH (ssp.continuous) AS SELECT count(*) AS n FROM orders});
+	my $started = $node->poll_query_until("gone$round",
+		"SELECT n = 25000 FROM n");
+	ok($started, "round $round: the view of a new database starts and catches up");
+	last unless $started;
+	$node->safe_psql('postgres', "DROP DATABASE gone$round WITH (FORCE)");
+}
 
 $node->stop;
 done_testing();

@@ -207,16 +207,19 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN pg_catalog.round(pg_catalog.sqrt($1 OPERATOR(pg_catalog.*) 1.00000000000000000000), pg_catalog.scale($1));
 
 -- The live state of the workers, from shared memory: one row per worker
--- (part: which of a view's workers, with ssp.parallelism).
+-- (part: which of a view's workers, with ssp.parallelism; rate: messages
+-- applied a second, lately).
 CREATE FUNCTION worker_status(
     OUT view oid, OUT pid int, OUT status text, OUT lag bigint,
-    OUT last_error text, OUT part int)
+    OUT last_error text, OUT part int, OUT rate double precision)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ssp_worker_status'
 LANGUAGE C STRICT VOLATILE;
 
 -- A view with several workers shows the most telling of their states,
--- their lags summed, the first worker's pid and any one's error.
+-- their lags and rates summed, the first worker's pid and any one's error;
+-- progress is the share of the messages so far that it has applied, and
+-- time_left the lag at the current rate.
 CREATE VIEW views AS
 SELECT c.view,
        CASE WHEN c.paused THEN 'paused'
@@ -225,6 +228,12 @@ SELECT c.view,
             ELSE 'starting' END AS status,
        w.pid AS worker_pid,
        w.lag,
+       pg_catalog.round(w.rate)::bigint AS rate,
+       pg_catalog.round(100 * c.processed::numeric
+                        / NULLIF(c.processed + w.lag, 0), 1) AS progress,
+       CASE WHEN w.lag = 0 THEN interval '0'
+            WHEN w.rate >= 1 THEN pg_catalog.make_interval(secs => pg_catalog.ceil(w.lag / w.rate))
+       END AS time_left,
        c.processed,
        c.late_events,
        c.dead_letters,
@@ -244,6 +253,7 @@ LEFT JOIN (
               WHEN pg_catalog.bool_or(s.status = 'catching up') THEN 'catching up'
               ELSE pg_catalog.min(s.status) END AS status,
          pg_catalog.sum(s.lag)::bigint AS lag,
+         pg_catalog.sum(s.rate) AS rate,
          pg_catalog.min(s.last_error) AS last_error,
          pg_catalog.bool_or(s.pid IS NOT NULL AND
                             pg_catalog.cardinality(pg_catalog.pg_blocking_pids(s.pid)) > 0) AS blocked

@@ -13,6 +13,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -51,8 +53,8 @@ ssp_worker_status(PG_FUNCTION_ARGS)
 	for (i = 0; i < ssp_shared->nworkers; i++)
 	{
 		SspWorkerSlot s;
-		Datum		values[6];
-		bool		nulls[6] = {false, false, false, false, false, false};
+		Datum		values[7];
+		bool		nulls[7] = {false, false, false, false, false, false, false};
 
 		LWLockAcquire(ssp_shared->lock, LW_SHARED);
 		s = ssp_shared->workers[i];
@@ -69,6 +71,11 @@ ssp_worker_status(PG_FUNCTION_ARGS)
 		values[4] = CStringGetTextDatum(s.last_error);
 		nulls[4] = s.last_error[0] == '\0';
 		values[5] = Int32GetDatum(s.part);
+		/* no batch since: nothing applied since, as the average counts it */
+		values[6] = Float8GetDatum(s.rate *
+								   exp(-(double) (GetCurrentTimestamp() - s.rate_at) /
+									   USECS_PER_SEC / SSP_RATE_SECONDS));
+		nulls[6] = s.pid == 0;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -129,6 +129,15 @@ ssp_slot_set_error(SspWorkerSlot *slot, const char *error)
 	LWLockRelease(ssp_shared->lock);
 }
 
+void
+ssp_slot_set_rate(SspWorkerSlot *slot, double rate, TimestampTz at)
+{
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	slot->rate = rate;
+	slot->rate_at = at;
+	LWLockRelease(ssp_shared->lock);
+}
+
 /* ssp_db_slot: the slot of a database, created if asked. */
 SspDbSlot *
 ssp_db_slot(Oid dboid, bool create)

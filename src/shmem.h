@@ -17,6 +17,8 @@
 
 #define SSP_STATUS_LEN 32
 #define SSP_ERROR_LEN 512
+/* the rate of a worker is smoothed over about this many seconds */
+#define SSP_RATE_SECONDS 5.0
 
 typedef struct SspWorkerSlot
 {
@@ -29,6 +31,8 @@ typedef struct SspWorkerSlot
 	bool		confirmed;		/* the last worker started was seen to run */
 	char		status[SSP_STATUS_LEN];
 	int64		lag;			/* -1: unknown */
+	double		rate;			/* messages applied a second, lately, */
+	TimestampTz rate_at;		/* as of then (it decays while idle) */
 	char		last_error[SSP_ERROR_LEN];
 } SspWorkerSlot;
 
@@ -56,6 +60,7 @@ extern void ssp_shmem_init(void);
 extern SspWorkerSlot *ssp_worker_slot(Oid dboid, Oid view, int part, bool create);
 extern void ssp_slot_set_status(SspWorkerSlot *slot, const char *status, int64 lag);
 extern void ssp_slot_set_error(SspWorkerSlot *slot, const char *error);
+extern void ssp_slot_set_rate(SspWorkerSlot *slot, double rate, TimestampTz at);
 extern SspDbSlot *ssp_db_slot(Oid dboid, bool create);
 extern void ssp_wake_launcher(void);
 extern void ssp_shmem_forget_databases(List *live);

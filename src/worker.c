@@ -18,6 +18,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -55,6 +57,8 @@ typedef struct Worker
 	bool	   *lost;			/* per slot: next offset deleted */
 	SspMessage *msgs;
 	int			part;			/* which of the view's workers (ssp.parallelism) */
+	double		rate;			/* messages applied a second, lately; -1: none yet */
+	TimestampTz rate_at;		/* when rate was last updated */
 } Worker;
 
 /* A row of ssp.offsets. */
@@ -303,6 +307,28 @@ lag(Worker *w, const int64 *next, bool *lagging)
 	return total;
 }
 
+/*
+ * update_rate: the messages applied a second, smoothed over about the last
+ * SSP_RATE_SECONDS (an exponential average of each batch's rate, weighted
+ * by the time since the last one): with the lag, ssp.views tells how long
+ * a catch-up has left.  While no batch comes, ssp.worker_status() decays
+ * it the same way.
+ */
+static void
+update_rate(Worker *w, int n)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	double		dt = (double) (now - w->rate_at) / USECS_PER_SEC;
+	double		r;
+
+	if (dt <= 0)
+		return;
+	r = n / dt;
+	w->rate = w->rate < 0 ? r : w->rate + (r - w->rate) * (1 - exp(-dt / SSP_RATE_SECONDS));
+	w->rate_at = now;
+	ssp_slot_set_rate(w->slot, w->rate, now);
+}
+
 /* more messages than this waiting (or a batch's worth) is "catching up" */
 #define SSP_CATCHING_UP 20000
 
@@ -463,6 +489,9 @@ run(Worker *w, Oid viewoid)
 		AddWaitEventToSet(wait, WL_SOCKET_READABLE, ssp_kafka_event_fd(w->kafka[i]), NULL, NULL);
 	w->msgs = MemoryContextAlloc(cxt, sizeof(SspMessage) * w->view->batch_size);
 	ssp_slot_set_status(w->slot, "running", -1);
+	w->rate_at = GetCurrentTimestamp();
+	w->rate = -1;
+	ssp_slot_set_rate(w->slot, 0, w->rate_at);
 
 	for (;;)
 	{
@@ -514,6 +543,7 @@ run(Worker *w, Oid viewoid)
 		pfree(next);
 		if (!recover_lost(w))
 			return;
+		update_rate(w, n);
 		report_status(w, batch_lag);
 	}
 }

@@ -64,5 +64,22 @@ is($node->safe_psql('postgres',
 		"SELECT bool_and(status = 'running'), sum(processed), sum(dead_letters) FROM ssp.views"),
 	't|1000000|0', 'ssp.views: all running, every message processed, no dead letters');
 
+# a view catching up on the messages in small batches shows how far it is,
+# how fast it goes and how long it has left; then 100% and nothing left.
+# (It starts at the oldest message the test broker still keeps.)
+$node->safe_psql('postgres', q{CREATE VIEW late WITH (ssp.continuous, ssp.batch_size = 200) AS
+	SELECT region, count(*) AS n FROM orders GROUP BY region});
+ok($node->poll_query_until('postgres', q{
+		SELECT status = 'catching up' AND progress > 0 AND progress < 100 AND rate > 0
+		       AND time_left > interval '0' AND processed > 0 AND lag > 0
+		FROM ssp.views WHERE view = 'late'::regclass}),
+	'a view catching up shows its progress, rate and time left');
+SspTest::wait_views($node, 'postgres', 'late');
+ok($node->poll_query_until('postgres', q{
+		SELECT progress = 100 AND time_left = interval '0' AND lag = 0
+		       AND processed = (SELECT count(*) FROM orders) AND processed = (SELECT sum(n) FROM late)
+		FROM ssp.views WHERE view = 'late'::regclass}),
+	'and 100%, nothing left, every message there is applied, once it has caught up');
+
 $node->stop;
 done_testing();

@@ -2,6 +2,7 @@
 # make test: every test of ssp, from a fresh Debian 12 machine, as root or
 # not.  pg_regress (sql/, expected/) against the test broker, then the TAP
 # tests (test/tap/t/), which start brokers of their own to break them, then
+# make demo for a few seconds and make demo-stop (test/check_demo.sh), then
 # the decoders' fuzz targets (test/fuzz/) on their kept inputs and for
 # SSP_FUZZ_SECONDS (default 30) each.
 source "$(dirname "$0")/lib.sh"
@@ -80,6 +81,9 @@ if [ -s "$SSP_RELIABILITY_REPORT" ]; then
               if (t[6] + t[7] > 0) { print "MESSAGES LOST OR COUNTED TWICE"; exit 1 } }' \
         "$SSP_RELIABILITY_REPORT" | tee "$SSP_WORK/reliability.txt" >&2 || status=1
 fi
+
+ssp_log "make demo, briefly, then make demo-stop"
+bash "$SSP_SRC/test/check_demo.sh" || status=1
 
 ssp_log "fuzzing the decoders"
 bash "$SSP_SRC/test/fuzz/run_fuzz.sh" "${SSP_FUZZ_SECONDS:-30}" || status=1

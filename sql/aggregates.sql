@@ -186,6 +186,14 @@ CREATE VIEW r WITH (ssp.rollup) AS SELECT ssp.combine(n) FROM plain;
 CREATE VIEW r WITH (ssp.rollup) AS SELECT half, ssp.combine(n) FROM daily GROUP BY 1 ORDER BY 1;
 CREATE VIEW r WITH (ssp.rollup, ssp.continuous) AS SELECT ssp.combine(n) FROM daily;
 SELECT ssp.combine(n) FROM daily;
+-- only the view's owner may: what a rollup embeds is in a row the owner can change
+CREATE ROLE ssp_not_owner;
+GRANT SELECT ON daily TO ssp_not_owner;
+SET ROLE ssp_not_owner;
+CREATE VIEW r WITH (ssp.rollup) AS SELECT ssp.combine(n) FROM daily;
+RESET ROLE;
+REVOKE SELECT ON daily FROM ssp_not_owner;
+DROP ROLE ssp_not_owner;
 -- a rollup reads the continuous view's table: the view cannot go first
 DROP VIEW daily;
 DROP VIEW monthly, evens;

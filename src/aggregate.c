@@ -447,15 +447,15 @@ to_final(Node *node, Build *b)
 }
 
 /*
- * final_sql: deparse an expression over finished values, replacing each
- * $N outside quotes by the SQL of what it stands for.
+ * ssp_put_params: text (deparsed SQL) with each $N outside quotes replaced
+ * by sql(N, arg).  Expressions are rewritten with Params standing for what
+ * they read, deparsed, then given the SQL of each.
  */
 char *
-ssp_final_sql(Build *b, Node *expr)
+ssp_put_params(const char *text, char *(*sql) (long id, void *arg), void *arg)
 {
-	char	   *text = ssp_deparse(b, to_final(copyObject(expr), b));
 	StringInfoData out;
-	char	   *p;
+	const char *p;
 	char		quote = 0;
 
 	initStringInfo(&out);
@@ -474,18 +474,35 @@ ssp_final_sql(Build *b, Node *expr)
 		}
 		else if (*p == '$' && isdigit((unsigned char) p[1]))
 		{
-			long		id = strtol(p + 1, &p, 10);
+			char	   *end;
+			long		id = strtol(p + 1, &end, 10);
 
-			p--;
-			if (id > 100000)
-				appendStringInfo(&out, "m.%s",
-								 quote_identifier(list_nth(b->group_cols, id - 100001)));
-			else
-				appendStringInfoString(&out,
-									   ((AggPlan *) list_nth(b->plans, id - 1))->final);
+			appendStringInfoString(&out, sql(id, arg));
+			p = end - 1;
 		}
 		else
 			appendStringInfoChar(&out, *p);
 	}
 	return out.data;
+}
+
+/* final_param: what $N of to_final stands for */
+static char *
+final_param(long id, void *arg)
+{
+	Build	   *b = arg;
+
+	if (id > 100000)
+		return psprintf("m.%s", quote_identifier(list_nth(b->group_cols, id - 100001)));
+	return ((AggPlan *) list_nth(b->plans, id - 1))->final;
+}
+
+/*
+ * final_sql: deparse an expression over finished values, each aggregate
+ * and group key given the SQL of its finished value.
+ */
+char *
+ssp_final_sql(Build *b, Node *expr)
+{
+	return ssp_put_params(ssp_deparse(b, to_final(copyObject(expr), b)), final_param, b);
 }

@@ -101,6 +101,7 @@ extern char *ssp_deparse(Build *b, Node *expr);
 /* aggregate.c */
 extern bool ssp_collect_aggs(Node *node, Build *b);
 extern char *ssp_final_sql(Build *b, Node *expr);
+extern char *ssp_put_params(const char *text, char *(*sql) (long id, void *arg), void *arg);
 extern char *ssp_merge_many(AggPlan *p, const char *readagg, const char *expr);
 
 /* join.c */

@@ -28,6 +28,7 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "access/htup_details.h"
 #include "catalog/pg_class.h"
 #include "commands/defrem.h"
 #include "executor/spi.h"
@@ -43,6 +44,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
+#include "utils/syscache.h"
 
 #include "ssp.h"
 #include "build.h"
@@ -67,25 +69,6 @@ typedef struct Rollup
 	bool		in_keys;		/* rewriting the keys themselves */
 } Rollup;
 
-/*
- * ssp_is_rollup_stmt: does CREATE VIEW carry the option ssp.rollup?
- */
-bool
-ssp_is_rollup_stmt(ViewStmt *stmt)
-{
-	ListCell   *lc;
-
-	foreach(lc, stmt->options)
-	{
-		DefElem    *def = lfirst(lc);
-
-		if (def->defnamespace && strcmp(def->defnamespace, "ssp") == 0 &&
-			strcmp(def->defname, "rollup") == 0)
-			return def->arg == NULL || defGetBoolean(def);
-	}
-	return false;
-}
-
 static void
 refuse(const char *what)
 {
@@ -94,6 +77,20 @@ refuse(const char *what)
 			 errmsg("a rollup cannot contain %s", what),
 			 errhint("A rollup is SELECT, over one continuous view, of grouped expressions of its columns and "
 					 "ssp.combine(column) of its aggregate columns, with WHERE, GROUP BY and HAVING.")));
+}
+
+/* get_rel_owner: the owner of relation relid */
+static Oid
+get_rel_owner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
 }
 
 static bool
@@ -239,48 +236,25 @@ to_params(Node *node, Rollup *r)
 	return expression_tree_mutator(node, to_params, r);
 }
 
-/*
- * rollup_sql: deparse expr (rewritten by to_params) and put in each
- * Param's SQL, outside quoted text.
- */
+/* rollup_param: what $N of to_params stands for */
+static char *
+rollup_param(long id, void *arg)
+{
+	Rollup	   *r = arg;
+
+	if (id > COLUMN_PARAM)
+		return psprintf("(%s)", r->columns[id - COLUMN_PARAM - 1]);
+	if (id > KEY_PARAM)
+		return psprintf("m._k%ld", id - KEY_PARAM);
+	return psprintf("(%s)", r->columns[id - COMBINE_PARAM - 1]);
+}
+
+/* rollup_sql: expr as SQL over the view's table or the merged states */
 static char *
 rollup_sql(Rollup *r, Node *expr)
 {
-	char	   *text = deparse_expression(to_params(copyObject(expr), r), NIL, false, false);
-	StringInfoData out;
-	char	   *p;
-	char		quote = 0;
-
-	initStringInfo(&out);
-	for (p = text; *p; p++)
-	{
-		if (quote)
-		{
-			if (*p == quote)
-				quote = 0;
-			appendStringInfoChar(&out, *p);
-		}
-		else if (*p == '\'' || *p == '"')
-		{
-			quote = *p;
-			appendStringInfoChar(&out, *p);
-		}
-		else if (*p == '$' && isdigit((unsigned char) p[1]))
-		{
-			long		id = strtol(p + 1, &p, 10);
-
-			p--;
-			if (id > COLUMN_PARAM)
-				appendStringInfo(&out, "(%s)", r->columns[id - COLUMN_PARAM - 1]);
-			else if (id > KEY_PARAM)
-				appendStringInfo(&out, "m._k%ld", id - KEY_PARAM);
-			else
-				appendStringInfo(&out, "(%s)", r->columns[id - COMBINE_PARAM - 1]);
-		}
-		else
-			appendStringInfoChar(&out, *p);
-	}
-	return out.data;
+	return ssp_put_params(deparse_expression(to_params(copyObject(expr), r), NIL, false, false),
+						  rollup_param, r);
 }
 
 /* check_query: what a rollup's query may hold */
@@ -362,6 +336,18 @@ ssp_create_rollup(ViewStmt *stmt, const char *queryString)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
 	load_source(&r);
+
+	/*
+	 * What the rollup embeds was recorded with the view, in a catalog row its
+	 * owner can change: only the owner's roles may build on it (superusers
+	 * included only as members, so none runs SQL another role wrote).
+	 */
+	if (!is_member_of_role_nosuper(GetUserId(), get_rel_owner(r.source)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("only the owner of continuous view \"%s\" may make rollups of it", r.source_name),
+				 errdetail("A rollup is made from what ssp recorded about the view, which its owner can change."),
+				 errhint("Ask its owner to create the rollup and grant you SELECT on it.")));
 	aclresult = pg_class_aclcheck(r.source, GetUserId(), ACL_SELECT);
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, OBJECT_VIEW, r.source_name);

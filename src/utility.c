@@ -50,9 +50,9 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 	Node	   *parsetree = pstmt->utilityStmt;
 
 	/* CREATE VIEW ... WITH (ssp.continuous) or (ssp.rollup): ours to carry out */
-	if (IsA(parsetree, ViewStmt) && ssp_is_continuous_stmt((ViewStmt *) parsetree))
+	if (IsA(parsetree, ViewStmt) && ssp_view_flag((ViewStmt *) parsetree, "continuous"))
 	{
-		if (ssp_is_rollup_stmt((ViewStmt *) parsetree))
+		if (ssp_view_flag((ViewStmt *) parsetree, "rollup"))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("a view cannot be both ssp.continuous and ssp.rollup"),
@@ -60,7 +60,7 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 		ssp_create_continuous_view((ViewStmt *) parsetree, queryString);
 		return;
 	}
-	if (IsA(parsetree, ViewStmt) && ssp_is_rollup_stmt((ViewStmt *) parsetree))
+	if (IsA(parsetree, ViewStmt) && ssp_view_flag((ViewStmt *) parsetree, "rollup"))
 	{
 		ssp_create_rollup((ViewStmt *) parsetree, queryString);
 		return;

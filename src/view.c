@@ -59,10 +59,11 @@ const char *const ssp_refuse_hint =
 "A continuous view reads one stream (joined with tables, or with a second stream on a time bound), with WHERE, GROUP BY, HAVING and any aggregate with a combine function: the built-in ones, those of hll and tdigest, or your own.";
 
 /*
- * ssp_is_continuous_stmt: does CREATE VIEW carry the option ssp.continuous?
+ * ssp_view_flag: does CREATE VIEW carry the option ssp.name (true, or
+ * without a value)?
  */
 bool
-ssp_is_continuous_stmt(ViewStmt *stmt)
+ssp_view_flag(ViewStmt *stmt, const char *name)
 {
 	ListCell   *lc;
 
@@ -71,7 +72,7 @@ ssp_is_continuous_stmt(ViewStmt *stmt)
 		DefElem    *def = lfirst(lc);
 
 		if (def->defnamespace && strcmp(def->defnamespace, "ssp") == 0 &&
-			strcmp(def->defname, "continuous") == 0)
+			strcmp(def->defname, name) == 0)
 			return def->arg == NULL || defGetBoolean(def);
 	}
 	return false;

@@ -71,12 +71,11 @@ ssp_view_lock_key(Oid view)
 }
 
 /* view.c */
-extern bool ssp_is_continuous_stmt(ViewStmt *stmt);
+extern bool ssp_view_flag(ViewStmt *stmt, const char *name);
 extern void ssp_create_continuous_view(ViewStmt *stmt, const char *queryString);
 extern List *ssp_target_names(Query *q, List *aliases);
 
 /* rollup.c */
-extern bool ssp_is_rollup_stmt(ViewStmt *stmt);
 extern void ssp_create_rollup(ViewStmt *stmt, const char *queryString);
 
 /* catalog.c */

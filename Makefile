@@ -32,7 +32,8 @@ OBJS = \
 	src/operate.o \
 	src/window.o \
 	src/combine.o \
-	src/rollup.o
+	src/rollup.o \
+	src/outbox.o
 
 EXTENSION = ssp
 DATA = sql/ssp--0.1.sql

@@ -53,7 +53,12 @@ CREATE TABLE continuous_views (
     rollup_from text,               -- FROM item m: the rows the view shows, with their states
     rollup_states text,             -- ", merge(m.state)::type AS state" per state column
     rollup_columns text[],          -- each output column, over m
-    rollup_combinable boolean[]     -- each: made of aggregates only
+    rollup_combinable boolean[],    -- each: made of aggregates only
+    -- ssp.output_topic: the view's changes, published from an outbox
+    output_topic text,
+    outbox regclass,                -- the changes not yet published
+    outbox_final_sql text,          -- emit final: the windows a batch closes go out
+    published_seq bigint NOT NULL DEFAULT 0  -- the last change published
 );
 
 -- What each view has consumed: the truth, written with the view's rows.

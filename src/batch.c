@@ -461,6 +461,22 @@ store_progress(BatchState *bs, const int64 *next, TimestampTz watermark)
 							  "WHERE view = $1::regclass",
 							  8, argtypes, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not update ssp.continuous_views");
+	/* ssp.emit = 'final' with ssp.output_topic: the windows this batch closes */
+	if (bs->view->outbox_final_sql)
+	{
+		Oid			wtypes[2] = {TIMESTAMPTZOID, TIMESTAMPTZOID};
+		Datum		wargs[2];
+		char		wnulls[2] = "  ";
+		TimestampTz before = bs->et ? bs->et->watermark : DT_NOBEGIN;
+
+		wargs[0] = TimestampTzGetDatum(before);
+		wnulls[0] = before == DT_NOBEGIN ? 'n' : ' ';
+		wargs[1] = TimestampTzGetDatum(watermark);
+		wnulls[1] = watermark == DT_NOBEGIN ? 'n' : ' ';
+		if (SPI_execute_with_args(bs->view->outbox_final_sql, 2, wtypes, wargs, wnulls,
+								  false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "ssp: could not add the closed windows to the outbox");
+	}
 	/* with no watermark yet, $1 is NULL and nothing is deleted */
 	if (bs->view->retention_sql &&
 		SPI_execute_with_args(bs->view->retention_sql, 1, &argtypes[2], &args[2], nulls + 2,

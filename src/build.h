@@ -33,6 +33,7 @@ typedef struct SspViewOptions
 	/* tables from compacted topics */
 	List	   *primary_key;	/* column names */
 	int			parallelism;	/* workers, each on a share of the partitions */
+	char	   *output_topic;	/* its changes published there (outbox.c) */
 } SspViewOptions;
 
 /* What one aggregate of the query becomes. */
@@ -90,6 +91,11 @@ typedef struct Build
 	char	   *rollup_states;	/* ", merge(m.col)::type AS col" per state */
 	List	   *rollup_columns; /* char *: each output column, over m */
 	List	   *rollup_combinable;	/* int: each is of aggregates only */
+	/* a view with ssp.output_topic: its changes, through an outbox */
+	char	   *outbox;			/* its table, qualified */
+	char	   *changes_fn;		/* the mrel trigger's function, qualified */
+	char	   *closed_sql;		/* a window closed by watermark $N (emit final) */
+	char	   *outbox_final_sql;	/* emit final: the windows a batch closes */
 } Build;
 
 extern const char *const ssp_refuse_hint;

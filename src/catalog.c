@@ -69,7 +69,8 @@ ssp_view_load(Oid view, bool missing_ok)
 		elog(ERROR, "ssp: SPI_connect failed");
 	if (SPI_execute_with_args("SELECT mrel::oid, streams::oid[], topics, apply_sql, commit_interval_ms, "
 							  "batch_size, on_error, paused, generation, late_sql, retention_sql, grace, "
-							  "(extract(epoch FROM idle_timeout) * 1000)::bigint, watermark, columns, buffers::oid[], parallelism "
+							  "(extract(epoch FROM idle_timeout) * 1000)::bigint, watermark, columns, buffers::oid[], parallelism, "
+							  "output_topic, outbox::oid, outbox_final_sql "
 							  "FROM ssp.continuous_views WHERE view = $1::oid::regclass",
 							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
@@ -106,6 +107,11 @@ ssp_view_load(Oid view, bool missing_ok)
 		v->commit_interval_ms = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
 		v->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
 		v->parallelism = DatumGetInt32(SPI_getbinval(tup, desc, 17, &isnull));
+		v->output_topic = SPI_getvalue(tup, desc, 18);
+		v->outbox = DatumGetObjectId(SPI_getbinval(tup, desc, 19, &isnull));
+		if (isnull)
+			v->outbox = InvalidOid;
+		v->outbox_final_sql = SPI_getvalue(tup, desc, 20);
 		v->on_error = ssp_parse_on_error(TextDatumGetCString(SPI_getbinval(tup, desc, 7, &isnull)));
 		v->paused = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
 		v->generation = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));

@@ -26,6 +26,8 @@
 
 #include "access/xact.h"
 #include "catalog/dependency.h"
+#include "catalog/pg_proc.h"
+#include "parser/parse_func.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_class.h"
@@ -186,6 +188,21 @@ parse_options(ViewStmt *stmt)
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("invalid column list \"%s\" for ssp.primary_key", defGetString(def))));
 		}
+		else if (strcmp(n, "output_topic") == 0)
+		{
+			const char *t = defGetString(def);
+			int			i;
+
+			for (i = 0; t[i]; i++)
+				if (!isalnum((unsigned char) t[i]) && t[i] != '.' && t[i] != '_' && t[i] != '-')
+					break;
+			if (t[i] || i == 0 || i > 249 || strcmp(t, ".") == 0 || strcmp(t, "..") == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid Kafka topic name \"%s\" for ssp.output_topic", t),
+						 errdetail("A topic name has 1 to 249 letters, digits, dots, underscores and hyphens.")));
+			opts.output_topic = pstrdup(t);
+		}
 		else if (strcmp(n, "parallelism") == 0)
 		{
 			int64		v = defGetInt64(def);
@@ -201,7 +218,7 @@ parse_options(ViewStmt *stmt)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unrecognized continuous view option \"ssp.%s\"", n),
-					 errhint("Valid options are ssp.start, ssp.commit_interval, ssp.batch_size, ssp.on_error, ssp.grace, ssp.retention, ssp.idle_timeout, ssp.emit, ssp.sliding, ssp.step, ssp.primary_key and ssp.parallelism.")));
+					 errhint("Valid options are ssp.start, ssp.commit_interval, ssp.batch_size, ssp.on_error, ssp.grace, ssp.retention, ssp.idle_timeout, ssp.emit, ssp.sliding, ssp.step, ssp.primary_key, ssp.parallelism and ssp.output_topic.")));
 	}
 	if (opts.step && !opts.sliding)
 		ereport(ERROR,
@@ -352,11 +369,11 @@ record_view(Oid viewoid, Oid mreloid, Oid nspid, int nstreams, Oid *streams,
 	ListCell   *lc;
 	ObjectAddress viewaddr,
 				mreladdr;
-	Datum		args[21];
-	char		nulls[21] = "                     ";
-	Oid			argtypes[21] = {OIDOID, OIDOID, OIDARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
+	Datum		args[24];
+	char		nulls[24] = "                        ";
+	Oid			argtypes[24] = {OIDOID, OIDOID, OIDARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
 		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, OIDARRAYOID, INT4OID,
-	TEXTOID, TEXTOID, TEXTARRAYOID, BOOLARRAYOID};
+	TEXTOID, TEXTOID, TEXTARRAYOID, BOOLARRAYOID, TEXTOID, TEXTOID, TEXTOID};
 	Datum	   *elems = palloc(sizeof(Datum) * Max(nstreams, list_length(b->buffer_names)));
 	Oid		   *buffers = palloc(sizeof(Oid) * Max(list_length(b->buffer_names), 1));
 	int			nbuffers = 0;
@@ -430,12 +447,35 @@ record_view(Oid viewoid, Oid mreloid, Oid nspid, int nstreams, Oid *streams,
 	}
 	else
 		memset(nulls + 17, 'n', 4);
+	/* ssp.output_topic: the outbox, and its function and table part of the view */
+	if (opts->output_topic)
+	{
+		ObjectAddress addr;
+		List	   *fn = stringToQualifiedNameList(b->changes_fn);
+
+		args[21] = CStringGetTextDatum(opts->output_topic);
+		args[22] = CStringGetTextDatum(b->outbox);
+		args[23] = b->outbox_final_sql ? CStringGetTextDatum(b->outbox_final_sql) : (Datum) 0;
+		nulls[23] = b->outbox_final_sql ? ' ' : 'n';
+		ObjectAddressSet(addr, RelationRelationId, RangeVarGetRelid(makeRangeVarFromNameList(
+																						   stringToQualifiedNameList(b->outbox)),
+																	   NoLock, false));
+		recordDependencyOn(&addr, &viewaddr, DEPENDENCY_INTERNAL);
+		if (!b->outbox_final_sql)
+		{
+			ObjectAddressSet(addr, ProcedureRelationId, LookupFuncName(fn, 0, NULL, false));
+			recordDependencyOn(&addr, &viewaddr, DEPENDENCY_INTERNAL);
+		}
+	}
+	else
+		memset(nulls + 21, 'n', 3);
 	if (SPI_execute_with_args("INSERT INTO ssp.continuous_views (view, mrel, streams, topics, apply_sql, start, "
 							  "commit_interval_ms, batch_size, on_error, late_sql, retention_sql, grace, idle_timeout, emit, columns, buffers, "
-							  "parallelism, rollup_from, rollup_states, rollup_columns, rollup_combinable) "
+							  "parallelism, rollup_from, rollup_states, rollup_columns, rollup_combinable, "
+							  "output_topic, outbox, outbox_final_sql) "
 							  "VALUES ($1, $2, $3::regclass[], $4, $5, $6, $7, $8, $9, $10, $11, $12::interval, $13::interval, $14, "
-							  "$15::smallint[], $16::regclass[], $17, $18, $19, $20, $21)",
-							  21, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
+							  "$15::smallint[], $16::regclass[], $17, $18, $19, $20, $21, $22, $23::regclass, $24)",
+							  24, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "ssp: could not record the continuous view");
 }
 
@@ -689,6 +729,11 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	nspname = get_namespace_name(nspid);
 	view = quote_qualified_identifier(nspname, stmt->view->relname);
 	mrel = quote_qualified_identifier(nspname, psprintf("%s_mrel", stmt->view->relname));
+	if (opts.output_topic)
+	{
+		b.outbox = quote_qualified_identifier(nspname, psprintf("%s_outbox", stmt->view->relname));
+		b.changes_fn = quote_qualified_identifier(nspname, psprintf("%s_changes", stmt->view->relname));
+	}
 
 	/* deparse with every name qualified */
 	save_nestlevel = NewGUCNestLevel();
@@ -727,6 +772,11 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("ssp.parallelism cannot be used with windows, ssp.sliding, ssp.primary_key or a join of two streams"),
 				 errdetail("Each worker reads only its share of the partitions, and these need the event times, or the order of the messages, of all of them.")));
+	if (opts.output_topic && (!(q->hasAggs || q->groupClause) || opts.parallelism > 1 || opts.sliding))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.output_topic applies to views with aggregates, without ssp.parallelism or ssp.sliding"),
+				 errdetail("Their changes are those of one row per group; with several workers or a sliding window a group's row is merged when read.")));
 	if (opts.sliding && !b.step_expr)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

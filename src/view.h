@@ -54,6 +54,10 @@ typedef struct SspView
 	List	   *columns;		/* int: stream attnums it reads */
 	int			parallelism;	/* workers; each reads partitions p % parallelism == part */
 	int			part;			/* which of them this is (in a worker) */
+	/* ssp.output_topic (outbox.c) */
+	char	   *output_topic;	/* NULL: none */
+	Oid			outbox;			/* the table of changes not yet published */
+	char	   *outbox_final_sql;	/* emit final: add the windows a batch closes */
 } SspView;
 
 /* workers of one view at most (ssp.parallelism) */
@@ -74,6 +78,9 @@ ssp_view_lock_key(Oid view)
 extern bool ssp_view_flag(ViewStmt *stmt, const char *name);
 extern void ssp_create_continuous_view(ViewStmt *stmt, const char *queryString);
 extern List *ssp_target_names(Query *q, List *aliases);
+
+/* outbox.c */
+extern void ssp_outbox_publish(SspView *v);
 
 /* rollup.c */
 extern void ssp_create_rollup(ViewStmt *stmt, const char *queryString);

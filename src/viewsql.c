@@ -244,20 +244,107 @@ aggregating_view(Build *b, List *names, const char *mrel, const char *view,
 	initStringInfo(&where);
 	if (q->havingQual)
 		appendStringInfo(&where, " WHERE %s", ssp_final_sql(b, q->havingQual));
+	if (b->window >= 0)
+		b->closed_sql = psprintf("m.%s + %s", b->spec.session ? "_session_end" :
+								 quote_identifier(list_nth(b->group_cols, b->window)),
+								 b->sizesql);
 	if (b->opts->emit_final)
 	{
 		/* only windows the watermark has closed */
-		appendStringInfo(&where, " %s m.%s + %s <= "
+		appendStringInfo(&where, " %s %s <= "
 						 "(SELECT c.watermark FROM ssp.continuous_views c WHERE c.mrel = %s::regclass)",
-						 q->havingQual ? "AND" : "WHERE",
-						 b->spec.session ? "_session_end" :
-						 quote_identifier(list_nth(b->group_cols, b->window)),
-						 b->sizesql, quote_literal_cstr(mrel));
+						 q->havingQual ? "AND" : "WHERE", b->closed_sql, quote_literal_cstr(mrel));
 	}
 	appendStringInfo(viewsql, " FROM %s%s", from, where.data);
 
 	b->rollup_from = where.len ? psprintf("(SELECT m.* FROM %s%s) m", from, where.data) : (char *) from;
 	b->rollup_states = merged_states(b);
+}
+
+/*
+ * json_object_sql: jsonb_build_object over names and SQL values, in
+ * pieces joined with || (a function takes 100 arguments at most).
+ */
+static char *
+json_object_sql(List *names, List *values)
+{
+	StringInfoData out;
+	ListCell   *n,
+			   *v;
+	int			i = 0;
+
+	initStringInfo(&out);
+	if (names == NIL)
+		return "'{}'::jsonb";
+	forboth(n, names, v, values)
+	{
+		if (i % 40 == 0)
+			appendStringInfo(&out, "%spg_catalog.jsonb_build_object(", i ? ") || " : "");
+		else
+			appendStringInfoString(&out, ", ");
+		appendStringInfo(&out, "%s, %s", quote_literal_cstr(lfirst(n)), (char *) lfirst(v));
+		i++;
+	}
+	appendStringInfoChar(&out, ')');
+	return out.data;
+}
+
+/*
+ * build_outbox: for ssp.output_topic, the table of changes waiting to be
+ * published (outbox.c), and what writes them in the batch's transaction.
+ * A change is the view's row before and after, as JSON, keyed by the group
+ * key: a trigger on the mrel compares the rows that the old and new states
+ * finish to (HAVING included), so each insert, update and delete of the
+ * view is one change.  With ssp.emit = 'final', a window is published once,
+ * when the batch's watermark closes it (outbox_final_sql).
+ */
+static void
+build_outbox(Build *b, List *names, const char *mrel, StringInfo create)
+{
+	const char *outbox = b->outbox;
+	List	   *keynames = NIL;
+	List	   *keyvals = NIL;
+	char	   *row;
+	char	   *key;
+	ListCell   *lc;
+
+	foreach(lc, b->group_cols)
+	{
+		keynames = lappend(keynames, lfirst(lc));
+		keyvals = lappend(keyvals, psprintf("m.%s", quote_identifier(lfirst(lc))));
+	}
+	key = json_object_sql(keynames, keyvals);
+	row = json_object_sql(names, b->rollup_columns);
+	if (b->query->havingQual)
+		row = psprintf("CASE WHEN %s THEN %s END", ssp_final_sql(b, b->query->havingQual), row);
+
+	appendStringInfo(create, ";\nCREATE TABLE %s (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+					 "key jsonb NOT NULL, value jsonb NOT NULL)", outbox);
+	if (b->opts->emit_final)
+	{
+		b->outbox_final_sql =
+			psprintf("INSERT INTO %s (key, value) SELECT %s, %s || '{\"_op\": \"insert\", \"_before\": null}' "
+					 "FROM %s m WHERE %s > COALESCE($1, '-infinity') AND %s <= $2%s%s",
+					 outbox, key, row, mrel, b->closed_sql, b->closed_sql,
+					 b->query->havingQual ? " AND " : "",
+					 b->query->havingQual ? ssp_final_sql(b, b->query->havingQual) : "");
+		return;
+	}
+	appendStringInfo(create,
+					 ";\nCREATE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog AS $ssp$\n"
+					 "DECLARE b jsonb; a jsonb; k jsonb;\n"
+					 "BEGIN\n"
+					 "  IF TG_OP <> 'INSERT' THEN SELECT %s, %s INTO b, k FROM (SELECT OLD.*) m; END IF;\n"
+					 "  IF TG_OP <> 'DELETE' THEN SELECT %s, %s INTO a, k FROM (SELECT NEW.*) m; END IF;\n"
+					 "  IF a IS DISTINCT FROM b THEN\n"
+					 "    INSERT INTO %s (key, value) VALUES (k, COALESCE(a, k) || jsonb_build_object('_op', "
+					 "CASE WHEN b IS NULL THEN 'insert' WHEN a IS NULL THEN 'delete' ELSE 'update' END, '_before', b));\n"
+					 "  END IF;\n"
+					 "  RETURN NULL;\n"
+					 "END $ssp$;\n"
+					 "CREATE TRIGGER ssp_changes AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW "
+					 "EXECUTE FUNCTION %s()",
+					 b->changes_fn, row, key, row, key, outbox, mrel, b->changes_fn);
 }
 
 /*
@@ -483,6 +570,8 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	{
 		build_session(b, mrel, create, apply);
 		aggregating_view(b, names, mrel, view, viewsql);
+		if (b->opts->output_topic)
+			build_outbox(b, names, mrel, create);
 		return;
 	}
 
@@ -574,6 +663,8 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	}
 
 	aggregating_view(b, names, mrel, view, viewsql);
+	if (b->opts->output_topic)
+		build_outbox(b, names, mrel, create);
 }
 
 /*

@@ -41,6 +41,7 @@
 #include "batch.h"
 #include "shmem.h"
 #include "supervisor.h"
+#include "view.h"
 
 PGDLLEXPORT void ssp_worker_main(Datum arg);
 
@@ -492,6 +493,8 @@ run(Worker *w, Oid viewoid)
 	w->rate_at = GetCurrentTimestamp();
 	w->rate = -1;
 	ssp_slot_set_rate(w->slot, 0, w->rate_at);
+	/* what a worker before this one committed but did not publish */
+	ssp_outbox_publish(w->view);
 
 	for (;;)
 	{
@@ -545,6 +548,7 @@ run(Worker *w, Oid viewoid)
 			return;
 		update_rate(w, n);
 		report_status(w, batch_lag);
+		ssp_outbox_publish(w->view);
 	}
 }
 

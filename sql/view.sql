@@ -306,6 +306,24 @@ SELECT * FROM by_tag ORDER BY tag, odd;
 (SELECT * FROM by_tag EXCEPT ALL SELECT tag, n % 2, count(*), sum(n) FROM tagged GROUP BY 1, 2)
 UNION ALL
 (SELECT tag, n % 2, count(*), sum(n) FROM tagged GROUP BY 1, 2 EXCEPT ALL SELECT * FROM by_tag);
+
+-- ssp.output_topic: what it refuses; its outbox and trigger go with the view
+-- (test/tap/t/016_output_topic.pl publishes through crashes)
+CREATE VIEW r WITH (ssp.continuous, ssp.output_topic = 'no spaces') AS SELECT tag, count(*) FROM tagged GROUP BY 1;
+CREATE VIEW r WITH (ssp.continuous, ssp.output_topic = '') AS SELECT tag, count(*) FROM tagged GROUP BY 1;
+CREATE VIEW r WITH (ssp.continuous, ssp.output_topic = 'x') AS SELECT tag, n FROM tagged;
+CREATE VIEW r WITH (ssp.continuous, ssp.output_topic = 'x', ssp.parallelism = 2) AS
+  SELECT tag, count(*) FROM tagged GROUP BY 1;
+\set topic views_out_ :run
+CREATE VIEW tag_out WITH (ssp.continuous, ssp.output_topic = :'topic') AS
+  SELECT tag, count(*) AS n FROM tagged GROUP BY 1;
+SELECT ssp.wait('tag_out');
+SELECT output_topic = :'topic' AS topic, outbox
+FROM ssp.continuous_views WHERE view = 'tag_out'::regclass;
+SELECT tgname, tgfoid::regproc FROM pg_trigger WHERE tgrelid = 'tag_out_mrel'::regclass;
+DROP VIEW tag_out;
+SELECT (SELECT count(*) FROM pg_class WHERE relname = 'tag_out_outbox') AS outboxes,
+       (SELECT count(*) FROM pg_proc WHERE proname = 'tag_out_changes') AS functions;
 DROP SERVER kafka CASCADE;
 DROP TABLE customers;
 DROP ROLE ssp_reader;

@@ -320,7 +320,7 @@ CREATE VIEW tag_out WITH (ssp.continuous, ssp.output_topic = :'topic') AS
 SELECT ssp.wait('tag_out');
 SELECT output_topic = :'topic' AS topic, outbox
 FROM ssp.continuous_views WHERE view = 'tag_out'::regclass;
-SELECT tgname, tgfoid::regproc FROM pg_trigger WHERE tgrelid = 'tag_out_mrel'::regclass;
+SELECT tgname, tgfoid::regproc FROM pg_trigger WHERE tgrelid = 'tag_out_mrel'::regclass ORDER BY 1;
 DROP VIEW tag_out;
 SELECT (SELECT count(*) FROM pg_class WHERE relname = 'tag_out_outbox') AS outboxes,
        (SELECT count(*) FROM pg_proc WHERE proname = 'tag_out_changes') AS functions;

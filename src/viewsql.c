@@ -293,7 +293,7 @@ json_object_sql(List *names, List *values)
  * build_outbox: for ssp.output_topic, the table of changes waiting to be
  * published (outbox.c), and what writes them in the batch's transaction.
  * A change is the view's row before and after, as JSON, keyed by the group
- * key: a trigger on the mrel compares the rows that the old and new states
+ * key: triggers on the mrel compare the rows that the old and new states
  * finish to (HAVING included), so each insert, update and delete of the
  * view is one change.  With ssp.emit = 'final', a window is published once,
  * when the batch's watermark closes it (outbox_final_sql).
@@ -330,21 +330,39 @@ build_outbox(Build *b, List *names, const char *mrel, StringInfo create)
 					 b->query->havingQual ? ssp_final_sql(b, b->query->havingQual) : "");
 		return;
 	}
+	/*
+	 * Statement triggers with transition tables (set-based: a catch-up
+	 * changes most groups in each batch).  An UPDATE's old and new rows
+	 * pair on the group key as JSON, which a hash join can match, nulls
+	 * included (the planner, which knows nothing of the transition tables'
+	 * sizes, would pick a nested loop: quadratic for a catch-up).
+	 */
 	appendStringInfo(create,
-					 ";\nCREATE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog AS $ssp$\n"
-					 "DECLARE b jsonb; a jsonb; k jsonb;\n"
+					 ";\nCREATE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog "
+					 "SET enable_nestloop = off SET enable_mergejoin = off AS $ssp$\n"
 					 "BEGIN\n"
-					 "  IF TG_OP <> 'INSERT' THEN SELECT %s, %s INTO b, k FROM (SELECT OLD.*) m; END IF;\n"
-					 "  IF TG_OP <> 'DELETE' THEN SELECT %s, %s INTO a, k FROM (SELECT NEW.*) m; END IF;\n"
-					 "  IF a IS DISTINCT FROM b THEN\n"
-					 "    INSERT INTO %s (key, value) VALUES (k, COALESCE(a, k) || jsonb_build_object('_op', "
-					 "CASE WHEN b IS NULL THEN 'insert' WHEN a IS NULL THEN 'delete' ELSE 'update' END, '_before', b));\n"
+					 "  IF TG_OP = 'INSERT' THEN\n"
+					 "    INSERT INTO %s (key, value) SELECT k, r || '{\"_op\": \"insert\", \"_before\": null}'\n"
+					 "      FROM (SELECT %s AS k, %s AS r FROM n m) c WHERE r IS NOT NULL;\n"
+					 "  ELSIF TG_OP = 'DELETE' THEN\n"
+					 "    INSERT INTO %s (key, value) SELECT k, k || jsonb_build_object('_op', 'delete', '_before', r)\n"
+					 "      FROM (SELECT %s AS k, %s AS r FROM o m) c WHERE r IS NOT NULL;\n"
+					 "  ELSE\n"
+					 "    INSERT INTO %s (key, value) SELECT a.k, COALESCE(a.r, a.k) || jsonb_build_object('_op', "
+					 "CASE WHEN b.r IS NULL THEN 'insert' WHEN a.r IS NULL THEN 'delete' ELSE 'update' END, '_before', b.r)\n"
+					 "      FROM (SELECT %s AS k, %s AS r FROM o m) b JOIN (SELECT %s AS k, %s AS r FROM n m) a ON a.k = b.k\n"
+					 "      WHERE a.r IS DISTINCT FROM b.r;\n"
 					 "  END IF;\n"
 					 "  RETURN NULL;\n"
 					 "END $ssp$;\n"
-					 "CREATE TRIGGER ssp_changes AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW "
-					 "EXECUTE FUNCTION %s()",
-					 b->changes_fn, row, key, row, key, outbox, mrel, b->changes_fn);
+					 "CREATE TRIGGER ssp_changes_insert AFTER INSERT ON %s REFERENCING NEW TABLE AS n "
+					 "FOR EACH STATEMENT EXECUTE FUNCTION %s();\n"
+					 "CREATE TRIGGER ssp_changes_update AFTER UPDATE ON %s REFERENCING OLD TABLE AS o NEW TABLE AS n "
+					 "FOR EACH STATEMENT EXECUTE FUNCTION %s();\n"
+					 "CREATE TRIGGER ssp_changes_delete AFTER DELETE ON %s REFERENCING OLD TABLE AS o "
+					 "FOR EACH STATEMENT EXECUTE FUNCTION %s()",
+					 b->changes_fn, outbox, key, row, outbox, key, row, outbox, key, row, key, row,
+					 mrel, b->changes_fn, mrel, b->changes_fn, mrel, b->changes_fn);
 }
 
 /*

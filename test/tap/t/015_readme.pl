@@ -54,7 +54,7 @@ close($fh);
 my @run = grep { $_->{kind} ne 'synopsis' } @blocks;
 cmp_ok(scalar(@run), '>=', 10, scalar(@blocks) . ' SQL blocks in README.md, ' . scalar(@run) . ' to run');
 
-my $broker = SspTest::start_broker(topics => ['orders:4', 'payments:4', 'customers:4']);
+my $broker = SspTest::start_broker(topics => ['orders:4', 'payments:4', 'customers:4', 'revenue_changes:4']);
 my $node = SspTest::new_node('readme');
 my $i = 0;
 for my $b (@run)

@@ -28,7 +28,9 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
+#include "storage/lmgr.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "ssp.h"
 #include "view.h"
@@ -59,6 +61,13 @@ publish_some(SspView *v, SspKafka *producer)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	/* the view may have been dropped since its last batch: then nothing to do */
+	LockRelationOid(v->outbox, RowExclusiveLock);
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(v->outbox)))
+	{
+		CommitTransactionCommand();
+		return 0;
+	}
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");

@@ -125,6 +125,21 @@ is($node->safe_psql('postgres', q{
 	'0', 'and no window still open');
 cmp_ok($node->safe_psql('postgres', 'SELECT count(*) FROM minutes_kept'), '>', 50, 'many windows published');
 
+# views dropped while their workers publish (30,000 changes, published
+# 10,000 a transaction): the workers go quietly
+for my $round (1 .. 4)
+{
+	$node->safe_psql('postgres', qq{
+		CREATE VIEW short_lived WITH (ssp.continuous, ssp.output_topic = 'short_lived_$round') AS
+		  SELECT order_id % 30000 AS g, count(*) FROM orders GROUP BY 1});
+	SspTest::wait_views($node, 'postgres', 'short_lived');
+	select(undef, undef, undef, 0.1 * $round);
+	$node->safe_psql('postgres', 'DROP VIEW short_lived');
+}
+is($node->safe_psql('postgres', 'SELECT count(*) FROM ssp.continuous_views'), '3',
+	'four views dropped while publishing');
+unlike(slurp_file($node->logfile), qr/terminated by signal (?!9:)/, 'and no process crashed (the only signals were the SIGKILLs)');
+
 # messages: every order counted once in the view (each region passes HAVING)
 my ($lost, $twice) = split /\|/, $node->safe_psql('postgres',
 	'SELECT greatest(60000 - sum(n), 0), greatest(sum(n) - 60000, 0) FROM revenue');

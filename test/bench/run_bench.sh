@@ -11,6 +11,7 @@
 #   groups         the same with 1,000, 100,000 and 1,000,000 groups
 #   aggregates     built-in aggregates on their fast path and through their
 #                  own functions (the generic path), and hll and tdigest
+#   output         a view catching up with and without ssp.output_topic
 #   views          1, 5 and 20 views catching up on the same stream
 #   freshness      latency from produce to view under 20,000 events/s
 #   memory         the worker's memory over 10,000,000 events
@@ -19,7 +20,7 @@ set -euo pipefail
 # shellcheck source=SCRIPTDIR/../lib.sh
 source "$(dirname "$0")/../lib.sh"
 
-BENCH_WORKLOADS=(json_parsers windows joins catchup groups aggregates views freshness memory)
+BENCH_WORKLOADS=(json_parsers windows joins catchup groups aggregates output views freshness memory)
 BENCH_DIR=test/bench  # main runs in $SSP_SRC
 BENCH_RESULTS=$BENCH_DIR/results
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
@@ -353,6 +354,48 @@ bench_aggregates_run() {
     k=$(printf '%s\n' "${sketch[@]}" | bench_median)
     echo "generic path / fast path time: $(awk -v a="$g" -v b="$f" 'BEGIN {printf "%.2f", a / b}') with 1,000 groups, $(awk -v a="$g2" -v b="$f2" 'BEGIN {printf "%.2f", a / b}') with 100,000"
     echo "RESULT aggregates fast_s=$f generic_s=$g fast100k_s=$f2 generic100k_s=$g2 sketches_s=$k"
+}
+
+# bench_output: the catch-up of count and sum by 1,000 and by 100,000
+# groups, without and with ssp.output_topic (every change published before
+# the next batch), in the same run; each published view's topic is new.
+bench_output() {
+    local n=${SSP_BENCH_MESSAGES:-1000000} r=${SSP_BENCH_RUNS:-5}
+    bench_produce_orders "$n"
+    bench_report output bench_output_run "$n" "$r"
+}
+
+bench_output_run() {
+    local n=$1 r=$2 i g t
+    local -A times=()
+    echo "workload: $n JSON orders in 64 partitions, already produced; views of"
+    echo "  SELECT <key> AS g, count(*), sum(amount) FROM bench_catchup GROUP BY 1"
+    echo "  by region (1,000 groups) and by order_id % 100000, without and with ssp.output_topic;"
+    echo "  the time until ssp.wait returns (the last batch's changes may still be publishing)"
+    echo
+    for i in $(seq "$r"); do
+        for g in 1000 100000; do
+            local key="region"
+            [ "$g" = 100000 ] && key="order_id % 100000"
+            t=$(bench_view_seconds bench_out_none "SELECT $key AS g, count(*), sum(amount) FROM bench_catchup GROUP BY 1" "" "$n")
+            times[none$g]="${times[none$g]:-} $t"
+            t=$(bench_view_seconds bench_out_topic "SELECT $key AS g, count(*), sum(amount) FROM bench_catchup GROUP BY 1" ", ssp.output_topic = 'bench_changes_${g}_$i'" "$n")
+            times[topic$g]="${times[topic$g]:-} $t"
+            echo "  run $i: $g groups: without ${times[none$g]##* } s, with an output topic ${times[topic$g]##* } s"
+        done
+    done
+    echo
+    for g in 1000 100000; do
+        # shellcheck disable=SC2086
+        bench_stats "none $g" "$n" ${times[none$g]}
+        # shellcheck disable=SC2086
+        bench_stats "topic $g" "$n" ${times[topic$g]}
+    done
+    # shellcheck disable=SC2086
+    awk -v a="$(printf '%s\n' ${times[none1000]} | bench_median)" -v b="$(printf '%s\n' ${times[topic1000]} | bench_median)" \
+        -v c="$(printf '%s\n' ${times[none100000]} | bench_median)" -v d="$(printf '%s\n' ${times[topic100000]} | bench_median)" \
+        'BEGIN { printf "with / without an output topic: %.2f with 1,000 groups, %.2f with 100,000\n", b / a, d / c
+                 printf "RESULT output none1k_s=%s topic1k_s=%s none100k_s=%s topic100k_s=%s\n", a, b, c, d }'
 }
 
 # bench_views: workload 4: 1, 5 and 20 views (the same aggregate) created

@@ -235,18 +235,12 @@ call_fn(AggFns *f, FmgrInfo *fn, AggState *aggstate, int nargs, const Datum *arg
 		fcinfo->args[i].value = args[i];
 		fcinfo->args[i].isnull = nulls[i];
 	}
+	/* (an error ends the query, and its AggState with it: nothing to restore) */
 	aggstate->curperagg = NULL;
 	aggstate->curpertrans = &f->pertrans;
-	PG_TRY();
-	{
-		result = FunctionCallInvoke(fcinfo);
-	}
-	PG_FINALLY();
-	{
-		aggstate->curperagg = saved_peragg;
-		aggstate->curpertrans = saved_pertrans;
-	}
-	PG_END_TRY();
+	result = FunctionCallInvoke(fcinfo);
+	aggstate->curperagg = saved_peragg;
+	aggstate->curpertrans = saved_pertrans;
 	*isnull = fcinfo->isnull;
 	return result;
 }

@@ -51,8 +51,9 @@ outbox_name(SspView *v)
  * published; returns how many.  In a transaction of its own.
  */
 static int
-publish_some(SspView *v, SspKafka *producer)
+publish_some(SspView *v)
 {
+	SspKafka   *producer;
 	Oid			argtypes[2] = {OIDOID, INT4OID};
 	Datum		args[2];
 	int64		last = 0;
@@ -68,6 +69,7 @@ publish_some(SspView *v, SspKafka *producer)
 		CommitTransactionCommand();
 		return 0;
 	}
+	producer = ssp_kafka_producer(GetForeignTable(v->streams[0])->serverid, GetUserId());
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
@@ -135,13 +137,8 @@ publish_some(SspView *v, SspKafka *producer)
 void
 ssp_outbox_publish(SspView *v)
 {
-	SspKafka   *producer;
-
 	if (v->output_topic == NULL)
 		return;
-	StartTransactionCommand();
-	producer = ssp_kafka_producer(GetForeignTable(v->streams[0])->serverid, GetUserId());
-	CommitTransactionCommand();
-	while (publish_some(v, producer) == PUBLISH_BATCH)
+	while (publish_some(v) == PUBLISH_BATCH)
 		;
 }

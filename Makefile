@@ -10,6 +10,7 @@ MODULE_big = ssp
 OBJS = \
 	src/ssp.o \
 	src/option.o \
+	src/property.o \
 	src/stream.o \
 	src/kafka.o \
 	src/decode.o \
@@ -39,7 +40,7 @@ EXTENSION = ssp
 DATA = sql/ssp--0.1.sql
 PGFILEDESC = "ssp - stateful stream processing over Kafka"
 
-REGRESS = option roundtrip scan insert view aggregates window join streamjoin hostile
+REGRESS = option privileges roundtrip scan insert view aggregates window join streamjoin hostile
 REGRESS_OPTS = --inputdir=. --load-extension=ssp
 
 SHLIB_LINK = -lrdkafka

@@ -96,7 +96,8 @@ ALTER TABLE offsets ENABLE ROW LEVEL SECURITY;
 ALTER TABLE dead_letters ENABLE ROW LEVEL SECURITY;
 CREATE FUNCTION owns(v regclass) RETURNS boolean LANGUAGE sql STABLE AS
 $$ SELECT pg_catalog.pg_has_role((SELECT relowner FROM pg_catalog.pg_class WHERE oid = v), 'USAGE') $$;
-CREATE POLICY read ON continuous_views FOR SELECT USING (pg_catalog.has_table_privilege(view, 'SELECT'));
+CREATE POLICY read ON continuous_views FOR SELECT
+  USING (pg_catalog.has_table_privilege(view, 'SELECT') OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE'));
 CREATE POLICY write ON continuous_views USING (ssp.owns(view));
 CREATE POLICY read ON offsets FOR SELECT USING (pg_catalog.has_table_privilege(view, 'SELECT'));
 CREATE POLICY write ON offsets USING (ssp.owns(view));
@@ -221,11 +222,14 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'ssp_worker_status'
 LANGUAGE C STRICT VOLATILE;
 
+-- Anyone may query ssp.views: as its invoker, who sees the views it may
+-- read (the policy of ssp.continuous_views), all of them as a member of
+-- pg_read_all_stats, as pg_stat_activity does.
 -- A view with several workers shows the most telling of their states,
 -- their lags and rates summed, the first worker's pid and any one's error;
 -- progress is the share of the messages so far that it has applied, and
 -- time_left the lag at the current rate.
-CREATE VIEW views AS
+CREATE VIEW views WITH (security_invoker) AS
 SELECT c.view,
        CASE WHEN c.paused THEN 'paused'
             WHEN w.status IN ('running', 'catching up') AND w.blocked THEN 'waiting for a lock'
@@ -264,6 +268,7 @@ LEFT JOIN (
                             pg_catalog.cardinality(pg_catalog.pg_blocking_pids(s.pid)) > 0) AS blocked
   FROM worker_status() s
   GROUP BY s.view) w ON w.view = c.view::oid;
+GRANT SELECT ON views TO PUBLIC;
 
 CREATE FUNCTION wait(view regclass, timeout interval DEFAULT '30 s')
 RETURNS boolean

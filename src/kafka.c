@@ -142,6 +142,26 @@ ssp_kafka_validate_property(const char *name, const char *value, bool secret)
 				 errdetail("%s", errstr)));
 }
 
+/*
+ * ssp_kafka_property_known: is name a property of this librdkafka (of its
+ * clients or its topics)?  Sets nothing: setting some properties has
+ * effects of its own.
+ */
+bool
+ssp_kafka_property_known(const char *name)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
+	size_t		size = 0;
+	bool		known;
+
+	known = rd_kafka_conf_get(conf, name, NULL, &size) != RD_KAFKA_CONF_UNKNOWN ||
+		rd_kafka_topic_conf_get(tconf, name, NULL, &size) != RD_KAFKA_CONF_UNKNOWN;
+	rd_kafka_topic_conf_destroy(tconf);
+	rd_kafka_conf_destroy(conf);
+	return known;
+}
+
 static void
 conf_set(rd_kafka_conf_t *conf, const char *name, const char *value)
 {

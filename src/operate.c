@@ -16,6 +16,7 @@
 #include <math.h>
 
 #include "access/xact.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -41,7 +42,24 @@ PG_FUNCTION_INFO_V1(ssp_resume);
 PG_FUNCTION_INFO_V1(ssp_reset);
 
 /*
- * ssp_worker_status: one row per worker slot of this database.
+ * may_see_view: may the current user see how the view's workers are doing?
+ * As pg_stat_activity does for sessions: if it may read the view, or is a
+ * member of pg_read_all_stats.
+ */
+static bool
+may_see_view(Oid view)
+{
+	bool		missing = false;
+
+	return has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS) ||
+		(pg_class_aclcheck_ext(view, GetUserId(), ACL_SELECT, &missing) == ACLCHECK_OK &&
+		 !missing);
+}
+
+/*
+ * ssp_worker_status: one row per worker slot of this database; the status,
+ * lag, error and rate of the workers of a view that the current user may
+ * not see are null.
  */
 Datum
 ssp_worker_status(PG_FUNCTION_ARGS)
@@ -64,13 +82,19 @@ ssp_worker_status(PG_FUNCTION_ARGS)
 		values[0] = ObjectIdGetDatum(s.view);
 		values[1] = Int32GetDatum(s.pid);
 		nulls[1] = s.pid == 0;
+		values[5] = Int32GetDatum(s.part);
+		if (!may_see_view(s.view))
+		{
+			nulls[2] = nulls[3] = nulls[4] = nulls[6] = true;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			continue;
+		}
 		values[2] = CStringGetTextDatum(s.pid == 0 && s.failed ? "failed" :
 										s.status[0] ? s.status : "starting");
 		values[3] = Int64GetDatum(s.lag);
 		nulls[3] = s.lag < 0;
 		values[4] = CStringGetTextDatum(s.last_error);
 		nulls[4] = s.last_error[0] == '\0';
-		values[5] = Int32GetDatum(s.part);
 		/* no batch since: nothing applied since, as the average counts it */
 		values[6] = Float8GetDatum(s.rate *
 								   exp(-(double) (GetCurrentTimestamp() - s.rate_at) /

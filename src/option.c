@@ -2,10 +2,11 @@
  *
  * option.c
  *	  Options of the ssp_kafka foreign-data wrapper: validation at CREATE
- *	  and ALTER, and the librdkafka properties of a server for a user.
+ *	  and ALTER.
  *
  * Server options are "brokers" plus any librdkafka property, which
- * librdkafka itself validates.  Secrets (passwords, private keys) belong in
+ * librdkafka itself validates once property.c has allowed the current user
+ * to set it.  Secrets (passwords, private keys) belong in
  * user mappings; their values never appear in a message.  Table and column
  * options are checked here one by one; the checks that need the table's
  * columns are in stream.c.
@@ -24,6 +25,7 @@
 #include "commands/defrem.h"
 #include "nodes/makefuncs.h"
 #include "foreign/foreign.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -31,13 +33,6 @@
 #include "ssp.h"
 
 PG_FUNCTION_INFO_V1(ssp_kafka_fdw_validator);
-
-/* librdkafka properties that ssp sets itself */
-static const char *const managed_properties[] = {
-	"bootstrap.servers", "metadata.broker.list", "group.id",
-	"enable.auto.commit", "enable.auto.offset.store", "enable.partition.eof",
-	"log.queue", NULL
-};
 
 /*
  * ssp_option_is_secret: does this property hold a secret whose value must
@@ -53,19 +48,14 @@ ssp_option_is_secret(const char *name)
 		strcmp(name, "sasl.oauthbearer.config") == 0;
 }
 
+/*
+ * check_kafka_property: a librdkafka property of a server or user mapping,
+ * as the current user may set it (property.c), then as librdkafka takes it.
+ */
 static void
 check_kafka_property(DefElem *def, bool in_user_mapping)
 {
-	const char *const *m;
-
-	for (m = managed_properties; *m; m++)
-		if (strcmp(def->defname, *m) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
-					 errmsg("option \"%s\" is set by ssp", def->defname),
-					 strncmp(def->defname, "bootstrap", 9) == 0 ||
-					 strncmp(def->defname, "metadata", 8) == 0 ?
-					 errhint("Use the server option \"brokers\".") : 0));
+	ssp_check_kafka_property(def->defname, in_user_mapping, superuser());
 
 	if (!in_user_mapping && ssp_option_is_secret(def->defname))
 		ereport(ERROR,
@@ -260,60 +250,6 @@ ssp_kafka_fdw_validator(PG_FUNCTION_ARGS)
 				 errhint("Name the Kafka topic, as in OPTIONS (topic 'orders').")));
 
 	PG_RETURN_VOID();
-}
-
-/*
- * user_mapping_options: the options of the user mapping of userid (or of
- * PUBLIC) for the server; NIL if there is none.
- */
-static List *
-user_mapping_options(Oid serverid, Oid userid)
-{
-	HeapTuple	tp;
-	Datum		datum;
-	bool		isnull;
-	List	   *options = NIL;
-
-	tp = SearchSysCache2(USERMAPPINGUSERSERVER, ObjectIdGetDatum(userid),
-						 ObjectIdGetDatum(serverid));
-	if (!HeapTupleIsValid(tp))
-		tp = SearchSysCache2(USERMAPPINGUSERSERVER, ObjectIdGetDatum(InvalidOid),
-							 ObjectIdGetDatum(serverid));
-	if (!HeapTupleIsValid(tp))
-		return NIL;
-
-	datum = SysCacheGetAttr(USERMAPPINGUSERSERVER, tp,
-							Anum_pg_user_mapping_umoptions, &isnull);
-	if (!isnull)
-		options = untransformRelOptions(datum);
-	ReleaseSysCache(tp);
-	return options;
-}
-
-/*
- * ssp_server_kafka_options: the librdkafka properties for connecting to the
- * server as userid, as a List of DefElem, in CurrentMemoryContext.
- * "brokers" becomes bootstrap.servers; user mapping options come last.
- */
-List *
-ssp_server_kafka_options(Oid serverid, Oid userid)
-{
-	ForeignServer *server = GetForeignServer(serverid);
-	List	   *result = NIL;
-	ListCell   *lc;
-
-	foreach(lc, server->options)
-	{
-		DefElem    *def = lfirst(lc);
-
-		if (strcmp(def->defname, "brokers") == 0)
-			result = lappend(result,
-							 makeDefElem("bootstrap.servers",
-										 (Node *) makeString(defGetString(def)), -1));
-		else
-			result = lappend(result, def);
-	}
-	return list_concat(result, user_mapping_options(serverid, userid));
 }
 
 /*

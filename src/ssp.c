@@ -63,6 +63,17 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("ssp.allow_kinit_cmd",
+							 "Lets superusers set the Kafka property sasl.kerberos.kinit.cmd.",
+							 "Off: it is refused, and Kerberos tickets are not refreshed by "
+							 "librdkafka (no kinit command runs); keep a ticket cache current "
+							 "outside Postgres.",
+							 &ssp_allow_kinit_cmd,
+							 false,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("ssp");
 
 	ssp_utility_init();

@@ -23,6 +23,7 @@
 /* GUCs (ssp.c) */
 extern int	ssp_broker_timeout;
 extern bool ssp_aggregate_fast_path;
+extern bool ssp_allow_kinit_cmd;	/* property.c */
 
 /* Formats of a message's value. */
 typedef enum SspFormat
@@ -118,8 +119,14 @@ typedef struct SspHeader
 
 /* option.c */
 extern bool ssp_option_is_secret(const char *name);
-extern List *ssp_server_kafka_options(Oid serverid, Oid userid);
 extern bool ssp_is_kafka_server(Oid serverid);
+
+/* property.c */
+extern void ssp_check_kafka_property(const char *name, bool in_user_mapping,
+									 bool trusted);
+extern void ssp_check_server_properties(Oid serverid, bool server, bool mapping,
+										Oid umuser, bool all_mappings);
+extern List *ssp_server_kafka_options(Oid serverid, Oid userid);
 
 /* stream.c */
 extern SspStream *ssp_stream_open(Oid relid);
@@ -149,6 +156,7 @@ typedef struct SspPartitionRange
 
 extern void ssp_kafka_validate_property(const char *name, const char *value,
 										bool secret);
+extern bool ssp_kafka_property_known(const char *name);
 extern SspKafka *ssp_kafka_consumer(Oid serverid, Oid userid,
 									const char *topic, bool for_view);
 extern void ssp_kafka_close(SspKafka *kafka);

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * utility.c
- *	  The ProcessUtility hook: DDL on streams is checked as it happens.
+ *	  The ProcessUtility hook: DDL on streams, servers and user mappings is
+ *	  checked as it happens.
  *
  * CREATE VIEW ... WITH (ssp.continuous) is carried out by view.c instead
  * of Postgres.  CREATE EXTENSION ssp wakes the launcher once it commits.
@@ -18,8 +19,10 @@
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "foreign/foreign.h"
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 
 #include "ssp.h"
 #include "shmem.h"
@@ -27,6 +30,29 @@
 
 static ProcessUtility_hook_type prev_utility_hook = NULL;
 static bool wake_launcher_at_commit = false;
+
+/*
+ * check_server: after DDL on a server of ours or on one of its user
+ * mappings, check the properties changed as a client would (property.c):
+ * a superuser's mapping for another role, or a server given to a role that
+ * is not a superuser, can hold what that role may not set.  user is the
+ * mapping's role (NULL: the server's own options); all_mappings after a
+ * change of owner.
+ */
+static void
+check_server(const char *servername, RoleSpec *user, bool all_mappings)
+{
+	ForeignServer *server = GetForeignServerByName(servername, true);
+	Oid			umuser = InvalidOid;
+
+	if (server == NULL || !ssp_is_kafka_server(server->serverid))
+		return;
+	if (user && user->roletype != ROLESPEC_PUBLIC)
+		umuser = get_rolespec_oid(user, false);
+	CommandCounterIncrement();
+	ssp_check_server_properties(server->serverid, user == NULL, user != NULL,
+								umuser, all_mappings);
+}
 
 /* check_stream: open the stream named rv, if it is one, to check it. */
 static void
@@ -93,6 +119,24 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 			if (((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN &&
 				((RenameStmt *) parsetree)->relationType == OBJECT_FOREIGN_TABLE)
 				check_stream(((RenameStmt *) parsetree)->relation);
+			break;
+		case T_CreateForeignServerStmt:
+			check_server(((CreateForeignServerStmt *) parsetree)->servername, NULL, false);
+			break;
+		case T_AlterForeignServerStmt:
+			check_server(((AlterForeignServerStmt *) parsetree)->servername, NULL, false);
+			break;
+		case T_CreateUserMappingStmt:
+			check_server(((CreateUserMappingStmt *) parsetree)->servername,
+						 ((CreateUserMappingStmt *) parsetree)->user, false);
+			break;
+		case T_AlterUserMappingStmt:
+			check_server(((AlterUserMappingStmt *) parsetree)->servername,
+						 ((AlterUserMappingStmt *) parsetree)->user, false);
+			break;
+		case T_AlterOwnerStmt:
+			if (((AlterOwnerStmt *) parsetree)->objectType == OBJECT_FOREIGN_SERVER)
+				check_server(strVal(((AlterOwnerStmt *) parsetree)->object), NULL, true);
 			break;
 		case T_CreateExtensionStmt:
 			if (strcmp(((CreateExtensionStmt *) parsetree)->extname, "ssp") == 0)

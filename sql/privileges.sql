@@ -1,0 +1,213 @@
+-- Who may set which Kafka property (src/property.c), and what roles that
+-- are not superusers see of the views in ssp.views.
+\getenv brokers SSP_BROKERS
+\set VERBOSITY default
+
+CREATE SERVER priv FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+CREATE ROLE ssp_alice;
+CREATE ROLE ssp_bob;
+CREATE ROLE ssp_carol;
+GRANT USAGE ON FOREIGN SERVER priv TO ssp_alice;
+GRANT USAGE ON FOREIGN DATA WRAPPER ssp_kafka TO ssp_alice;
+GRANT CREATE ON SCHEMA public TO ssp_alice;
+
+-- try_property: set one property in a new user mapping (mapping), a new
+-- server (server) or the server su (alter), as the current role; the error
+-- it gives, or 'accepted' (the change is rolled back)
+CREATE FUNCTION try_property(what text, name text, value text)
+RETURNS TABLE (message text, detail text) LANGUAGE plpgsql AS $$
+BEGIN
+  BEGIN
+    IF what = 'mapping' THEN
+      EXECUTE format('CREATE USER MAPPING FOR CURRENT_USER SERVER priv OPTIONS (%I %L)', name, value);
+    ELSIF what = 'server' THEN
+      EXECUTE format('CREATE SERVER priv_try FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers %L, %I %L)',
+                     'localhost:9', name, value);
+    ELSE
+      EXECUTE format('ALTER SERVER su OPTIONS (ADD %I %L)', name, value);
+    END IF;
+    RAISE EXCEPTION 'accepted' USING DETAIL = '';
+  EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS message = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL;
+    RETURN NEXT;	-- the exception rolled the statement back
+  END;
+END $$;
+
+-- Every property that runs a command, loads code, names a file of the
+-- server, changes logging or points the server at an address, listed here
+-- independently of src/property.c, with a value a superuser could use.
+CREATE TABLE dangerous (name text, value text);
+INSERT INTO dangerous VALUES
+  ('sasl.kerberos.kinit.cmd', 'touch /tmp/ssp_pwned'),
+  ('sasl.kerberos.principal', 'x; touch /tmp/ssp_pwned'),
+  ('sasl.kerberos.keytab', '/etc/krb5.keytab'),
+  ('sasl.kerberos.service.name', 'kafka'),
+  ('sasl.kerberos.min.time.before.relogin', '1000'),
+  ('plugin.library.paths', '/tmp/ssp_no_such_plugin'),
+  ('ssl.engine.location', '/tmp/ssp_no_such_engine.so'),
+  ('ssl.engine.id', 'dynamic'),
+  ('ssl.providers', 'default'),
+  ('ssl.ca.location', '/etc/shadow'),
+  ('ssl.key.location', '/etc/shadow'),
+  ('ssl.certificate.location', '/etc/shadow'),
+  ('ssl.crl.location', '/etc/shadow'),
+  ('ssl.keystore.location', '/etc/shadow'),
+  ('ssl.keystore.password', 'x'),
+  ('ssl.ca.certificate.stores', 'Root'),
+  ('offset.store.path', '/tmp'),
+  ('offset.store.method', 'file'),
+  ('debug', 'all'),
+  ('log_level', '7'),
+  ('log.connection.close', 'true'),
+  ('log.thread.name', 'true'),
+  ('sasl.oauthbearer.token.endpoint.url', 'http://127.0.0.1:1/'),
+  ('test.mock.num.brokers', '1'),
+  ('no.such.property', 'x');
+GRANT SELECT ON dangerous TO PUBLIC;
+
+-- a role with USAGE on a server: none of them in its user mapping
+SET ROLE ssp_alice;
+SELECT d.name, t.message FROM dangerous d, try_property('mapping', d.name, d.value) t;
+SELECT DISTINCT t.detail FROM dangerous d, try_property('mapping', d.name, d.value) t ORDER BY 1;
+-- the repro of the issue, whole
+CREATE USER MAPPING FOR ssp_alice SERVER priv OPTIONS (
+    "sasl.kerberos.kinit.cmd" 'touch /tmp/ssp_pwned', "security.protocol" 'sasl_plaintext',
+    "sasl.mechanisms" 'GSSAPI');
+-- nor in a server it may create (USAGE on the wrapper)
+SELECT d.name, t.message FROM dangerous d, try_property('server', d.name, d.value) t;
+-- credentials in its own user mapping, tuning in its own server: fine
+CREATE USER MAPPING FOR ssp_alice SERVER priv OPTIONS (
+    "security.protocol" 'sasl_plaintext', "sasl.mechanisms" 'PLAIN',
+    "sasl.username" 'alice', "sasl.password" 'secret',
+    "ssl.ca.pem" '-----BEGIN CERTIFICATE-----', "ssl.key.password" 'x');
+-- but only credentials in a user mapping
+ALTER USER MAPPING FOR ssp_alice SERVER priv OPTIONS (ADD "socket.timeout.ms" '5000');
+ALTER USER MAPPING FOR ssp_alice SERVER priv OPTIONS (ADD "ssl.key.location" '/etc/shadow');
+DROP USER MAPPING FOR ssp_alice SERVER priv;
+CREATE SERVER alices FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers 'localhost:9', "socket.timeout.ms" '5000', "compression.type" 'lz4');
+ALTER SERVER alices OPTIONS (ADD debug 'all');
+ALTER SERVER alices OPTIONS (ADD "plugin.library.paths" '/tmp/ssp_no_such_plugin');
+-- a user mapping for PUBLIC on its own server: credentials only
+CREATE USER MAPPING FOR PUBLIC SERVER alices OPTIONS ("fetch.max.bytes" '1000000');
+CREATE USER MAPPING FOR PUBLIC SERVER alices OPTIONS ("sasl.username" 'everyone');
+-- streams and views take no Kafka properties
+CREATE FOREIGN TABLE alice_stream (x int) SERVER priv
+  OPTIONS (topic 'priv_t', "sasl.kerberos.kinit.cmd" 'touch /tmp/ssp_pwned');
+CREATE FOREIGN TABLE alice_stream (x int OPTIONS ("ssl.ca.location" '/etc/shadow')) SERVER priv
+  OPTIONS (topic 'priv_t');
+CREATE FOREIGN TABLE alice_stream (x int) SERVER priv OPTIONS (topic 'priv_t');
+CREATE VIEW alice_view WITH (ssp.continuous, "ssp.sasl.kerberos.kinit.cmd" = 'touch /tmp/ssp_pwned') AS
+  SELECT count(*) AS n FROM alice_stream;
+CREATE VIEW alice_view WITH (ssp.continuous, "sasl.kerberos.kinit.cmd" = 'touch /tmp/ssp_pwned') AS
+  SELECT count(*) AS n FROM alice_stream;
+RESET ROLE;
+
+-- properties that ssp sets, or that cannot be text: nobody, superusers included
+CREATE SERVER su FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers 'localhost:9');
+SELECT t.* FROM unnest(ARRAY['auto.offset.reset', 'isolation.level', 'enable.idempotence', 'acks',
+                             'transactional.id', 'group.instance.id', 'delivery.report.only.error',
+                             'enabled_events', 'dr_msg_cb', 'internal.termination.signal']) AS n,
+              try_property('alter', n, 'x') t;
+
+-- a superuser may set them in its server (where librdkafka accepts them
+-- here) and in its own user mapping
+SELECT d.name, t.message FROM dangerous d, try_property('alter', d.name, d.value) t
+ WHERE d.name NOT IN ('sasl.kerberos.kinit.cmd', 'plugin.library.paths', 'no.such.property');
+SELECT * FROM try_property('mapping', 'ssl.keystore.password', 'x');
+-- but sasl.kerberos.kinit.cmd only with ssp.allow_kinit_cmd
+SELECT * FROM try_property('mapping', 'sasl.kerberos.kinit.cmd', 'touch /tmp/ssp_pwned');
+SHOW ssp.allow_kinit_cmd;
+SET ssp.allow_kinit_cmd = on;
+-- not in a user mapping for a role that is not a superuser, which it may alter
+CREATE USER MAPPING FOR ssp_alice SERVER priv OPTIONS ("ssl.key.location" '/etc/ssl/private/k.pem');
+CREATE USER MAPPING FOR ssp_alice SERVER priv OPTIONS ("socket.timeout.ms" '5000');
+CREATE USER MAPPING FOR ssp_alice SERVER priv OPTIONS ("sasl.username" 'alice', "sasl.password" 'pw');
+-- nor in a server given to such a role
+CREATE SERVER handed FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers 'localhost:9', "ssl.ca.location" '/etc/ssl/certs/ca-certificates.crt');
+ALTER SERVER handed OWNER TO ssp_alice;
+-- nor in a server of such a role, even by a superuser
+ALTER SERVER alices OPTIONS (ADD "ssl.ca.location" '/etc/ssl/certs/ca-certificates.crt');
+DROP SERVER handed;
+
+-- a CA file in a superuser's server still works: a stream over it scans
+ALTER SERVER priv OPTIONS (ADD "ssl.ca.location" '/etc/ssl/certs/ca-certificates.crt', ADD debug 'generic');
+INSERT INTO alice_stream VALUES (1), (2), (3);
+SELECT count(*) FROM alice_stream;
+
+-- a superuser that is one no more: its server's file property is refused
+-- when a client is built, not only at CREATE
+CREATE ROLE ssp_dave SUPERUSER;
+SET ROLE ssp_dave;
+CREATE SERVER daves FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers', "ssl.ca.location" '/etc/ssl/certs/ca-certificates.crt');
+CREATE FOREIGN TABLE dave_stream (x int) SERVER daves OPTIONS (topic 'priv_t');
+SELECT count(*) FROM dave_stream;
+RESET ROLE;
+ALTER ROLE ssp_dave NOSUPERUSER;
+SELECT count(*) FROM dave_stream;
+INSERT INTO dave_stream VALUES (4);
+-- until it is one again
+ALTER ROLE ssp_dave SUPERUSER;
+SELECT count(*) FROM dave_stream;
+
+-- ssp.views: a view's owner sees its row, a role granted SELECT on the view
+-- too, a role with no rights none; ssp.worker_status() hides the rest
+SET ROLE ssp_alice;
+CREATE VIEW alice_view WITH (ssp.continuous) AS SELECT count(*) AS n FROM alice_stream;
+SELECT ssp.wait('alice_view');
+SELECT n FROM alice_view;
+SELECT view, status, lag, processed, last_error FROM ssp.views;
+GRANT SELECT ON alice_view TO ssp_bob;
+SET ROLE ssp_bob;
+SELECT view, status, lag, processed, last_error FROM ssp.views;
+SELECT view::regclass, status IS NOT NULL AS has_status, lag FROM ssp.worker_status();
+SET ROLE ssp_carol;
+SELECT count(*) FROM ssp.views;
+SELECT view::regclass, pid IS NOT NULL AS has_pid, status, lag, last_error, rate FROM ssp.worker_status();
+SELECT count(*) FROM ssp.continuous_views;
+RESET ROLE;
+GRANT pg_read_all_stats TO ssp_carol;
+SET ROLE ssp_carol;
+SELECT view, status FROM ssp.views;
+SELECT view::regclass, status IS NOT NULL AS has_status, lag FROM ssp.worker_status();
+RESET ROLE;
+
+-- a user mapping changed behind the rule's back (as before it existed):
+-- refused to its role's scans, ssp.wait, ssp.reset, and the view's worker
+SET ROLE ssp_alice;
+SELECT ssp.pause('alice_view');
+RESET ROLE;
+UPDATE pg_user_mapping SET umoptions = '{debug=all}'
+ WHERE umuser = 'ssp_alice'::regrole AND umserver = (SELECT oid FROM pg_foreign_server WHERE srvname = 'priv');
+SET ROLE ssp_alice;
+SELECT count(*) FROM alice_stream;
+SELECT ssp.wait('alice_view');
+SELECT ssp.reset('alice_view', 'latest');
+SELECT ssp.resume('alice_view');
+RESET ROLE;
+CREATE FUNCTION wait_for_error(v regclass) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN 1..300 LOOP
+    IF (SELECT last_error FROM ssp.views WHERE view = v) IS NOT NULL THEN
+      RETURN (SELECT last_error FROM ssp.views WHERE view = v);
+    END IF;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+  RETURN NULL;
+END $$;
+SELECT wait_for_error('alice_view');
+DROP USER MAPPING FOR ssp_alice SERVER priv;
+INSERT INTO alice_stream VALUES (4);
+SELECT ssp.wait('alice_view', '90 s');
+SELECT n FROM alice_view;
+
+DROP VIEW alice_view;
+DROP FOREIGN TABLE alice_stream, dave_stream;
+DROP SERVER alices CASCADE;
+DROP SERVER daves;
+DROP SERVER priv, su;
+DROP FUNCTION wait_for_error(regclass);
+REVOKE ALL ON SCHEMA public FROM ssp_alice;
+REVOKE ALL ON FOREIGN DATA WRAPPER ssp_kafka FROM ssp_alice;
+DROP ROLE ssp_alice, ssp_bob, ssp_carol, ssp_dave;
+DROP FUNCTION try_property(text, text, text);
+DROP TABLE dangerous;

@@ -11,6 +11,11 @@
  * upsert the partitions' next offsets into ssp.offsets; then commit.  The
  * rows and the offsets that produced them commit together or not at all.
  *
+ * The offsets are the fence: each is written only if ssp.offsets still
+ * holds the offset the worker's batch began from (a compare-and-set).  Any
+ * other writer (a second worker, however it came to run) makes the
+ * batch fail and roll back, rows and all, and its worker stop.
+ *
  * Poison messages: the batch runs in a subtransaction.  If it fails with an
  * error about the data (SQLSTATE classes 22 and 23, and a few more, such as
  * the stack depth a deeply nested JSON message exhausts), it is
@@ -389,19 +394,51 @@ end_view_xact(bool commit)
 }
 
 /*
+ * The offsets of a batch, compare-and-set: rows whose offset is still the
+ * one the batch began from ($7, NULL: none stored) are updated, the others
+ * inserted if still absent; the count says whether every one was.
+ */
+#define STORE_OFFSETS_SQL \
+	"WITH u AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), " \
+	"pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6), pg_catalog.unnest($7)) " \
+	"AS u(t, p, n, e, s, f)), " \
+	"upd AS (UPDATE ssp.offsets o SET next_offset = u.n, max_event_time = u.e, last_event_at = u.s " \
+	"FROM u WHERE o.view = $1::regclass AND o.topic = u.t AND o.partition = u.p " \
+	"AND o.next_offset OPERATOR(pg_catalog.=) u.f RETURNING 1), " \
+	"ins AS (INSERT INTO ssp.offsets (view, topic, partition, next_offset, max_event_time, last_event_at) " \
+	"SELECT $1::regclass, u.t, u.p, u.n, u.e, u.s FROM u WHERE u.f IS NULL " \
+	"ON CONFLICT (view, topic, partition) DO NOTHING RETURNING 1) " \
+	"SELECT (SELECT pg_catalog.count(*) FROM upd) OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM ins)"
+
+/* fenced: another process moved the view's offsets under this batch */
+static void
+fenced(SspView *view)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("continuous view \"%s\" was written by another process", view->name),
+			 errdetail("ssp.offsets no longer holds the offsets this batch began from; the batch was rolled back."),
+			 errhint("Only one worker may apply a view's partitions; this one stops and a fresh one resumes from ssp.offsets.")));
+}
+
+/*
  * store_progress: the partitions' next offsets (and for a windowed view
- * their event times), the counters and the watermark, in the batch's
- * transaction.
+ * their event times), compare-and-set against from (the offsets the batch
+ * began from; -1: none stored), the counters and the watermark, in the
+ * batch's transaction.
  */
 static void
-store_progress(BatchState *bs, const int64 *next, TimestampTz watermark)
+store_progress(BatchState *bs, const int64 *from, const int64 *next,
+			   TimestampTz watermark)
 {
 	SspSources *src = bs->src;
 	int			nparts = src->nslots;
 	Oid			argtypes[9] = {OIDOID, TEXTARRAYOID, INT4ARRAYOID, INT8ARRAYOID,
-	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, INT8OID, INT8OID};
+	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID, INT8OID};
 	Datum		args[8];
 	char		nulls[8] = "        ";
+	Datum	   *expect = palloc(sizeof(Datum) * Max(nparts, 1));
+	bool	   *expect_null = palloc(sizeof(bool) * Max(nparts, 1));
 	Datum	   *topics = palloc(sizeof(Datum) * Max(nparts, 1));
 	Datum	   *parts = palloc(sizeof(Datum) * Max(nparts, 1));
 	Datum	   *offs = palloc(sizeof(Datum) * Max(nparts, 1));
@@ -428,6 +465,8 @@ store_progress(BatchState *bs, const int64 *next, TimestampTz watermark)
 		maxev[n] = maxev_null[n] ? (Datum) 0 : TimestampTzGetDatum(bs->et->maxev[p]);
 		seen_null[n] = bs->et == NULL || bs->et->seen_at[p] == DT_NOBEGIN;
 		seen[n] = seen_null[n] ? (Datum) 0 : TimestampTzGetDatum(bs->et->seen_at[p]);
+		expect_null[n] = from[p] < 0;
+		expect[n] = Int64GetDatum(from[p]);
 		n++;
 	}
 	dims[0] = n;
@@ -439,17 +478,22 @@ store_progress(BatchState *bs, const int64 *next, TimestampTz watermark)
 												 TIMESTAMPTZOID, 8, true, TYPALIGN_DOUBLE));
 	args[5] = PointerGetDatum(construct_md_array(seen, seen_null, 1, dims, lbs,
 												 TIMESTAMPTZOID, 8, true, TYPALIGN_DOUBLE));
+	args[6] = PointerGetDatum(construct_md_array(expect, expect_null, 1, dims, lbs,
+												 INT8OID, 8, true, TYPALIGN_DOUBLE));
+	if (n > 0)
+	{
+		bool		isnull;
+
+		if (SPI_execute_with_args(STORE_OFFSETS_SQL, 7, argtypes, args, nulls,
+								  false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "ssp: could not store offsets");
+		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+										1, &isnull)) != n)
+			fenced(bs->view);
+	}
+	argtypes[6] = INT8OID;
 	args[6] = Int64GetDatum(bs->applied);
 	args[7] = Int64GetDatum(bs->dead);
-	if (n > 0 &&
-		SPI_execute_with_args("INSERT INTO ssp.offsets AS o (view, topic, partition, next_offset, max_event_time, last_event_at) "
-							  "SELECT $1::regclass, t, p, n, e, s FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), "
-							  "pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)) AS u(t, p, n, e, s) "
-							  "ON CONFLICT (view, topic, partition) DO UPDATE SET next_offset = excluded.next_offset, "
-							  "max_event_time = excluded.max_event_time, "
-							  "last_event_at = excluded.last_event_at",
-							  8, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "ssp: could not store offsets");
 	args[1] = Int64GetDatum(bs->late);
 	argtypes[1] = INT8OID;
 	args[2] = TimestampTzGetDatum(watermark);
@@ -486,13 +530,15 @@ store_progress(BatchState *bs, const int64 *next, TimestampTz watermark)
 
 /*
  * ssp_apply_batch: apply msgs[0, n) and store next (per slot: the next
- * offset to read, or -1 to leave it) in one transaction.  Returns false,
+ * offset to read, or -1 to leave it) in one transaction, if ssp.offsets
+ * still holds from (per slot: the offsets the batch began from, -1: none
+ * stored), else fail.  Returns false,
  * committing nothing, if the view was dropped, paused or reset since the
  * worker loaded it.  Must be called outside a transaction.
  */
 bool
 ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
-				const int64 *next, SspEventTime *et)
+				const int64 *from, const int64 *next, SspEventTime *et)
 {
 	BatchState	bs;
 	bool		ok;
@@ -549,7 +595,7 @@ ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
 									  src->n > 1, et->watermark, view->idle_ms,
 									  view->grace);
 		}
-		store_progress(&bs, next, watermark);
+		store_progress(&bs, from, next, watermark);
 		if (bs.et)
 			et->watermark = watermark;
 	}
@@ -562,14 +608,17 @@ ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
  * ssp_record_lost: messages from..to-1 of a partition of a source's topic
  * were deleted by the broker before the view read them.  Say so in
  * ssp.dead_letters (one row for the range, without key or payload), count
- * them, and move the partition's offset to "to", in one transaction.  Returns false if the
- * view was dropped, paused or reset.  Must be called outside a transaction.
+ * them, and move the partition's offset to "to" if it still is stored (-1:
+ * none stored), in one transaction.  Returns false if the view was
+ * dropped, paused or reset.  Must be called outside a transaction.
  */
 bool
-ssp_record_lost(SspView *view, int source, int32 partition, int64 from, int64 to)
+ssp_record_lost(SspView *view, int source, int32 partition, int64 stored,
+				int64 from, int64 to)
 {
-	Oid			argtypes[5] = {OIDOID, TEXTOID, INT4OID, INT8OID, INT8OID};
-	Datum		args[5];
+	Oid			argtypes[6] = {OIDOID, TEXTOID, INT4OID, INT8OID, INT8OID, INT8OID};
+	Datum		args[6];
+	char		nulls[6] = "      ";
 	bool		ok;
 
 	ok = begin_view_xact(view);
@@ -580,13 +629,22 @@ ssp_record_lost(SspView *view, int source, int32 partition, int64 from, int64 to
 		args[2] = Int32GetDatum(partition);
 		args[3] = Int64GetDatum(from);
 		args[4] = Int64GetDatum(to);
+		args[5] = Int64GetDatum(stored);
+		nulls[5] = stored < 0 ? 'n' : ' ';
+		if (SPI_execute_with_args(stored < 0 ?
+								  "INSERT INTO ssp.offsets (view, topic, partition, next_offset) "
+								  "VALUES ($1::regclass, $2, $3, $5) ON CONFLICT (view, topic, partition) DO NOTHING "
+								  "RETURNING $6" :
+								  "UPDATE ssp.offsets SET next_offset = $5 WHERE view = $1::regclass "
+								  "AND topic = $2 AND partition = $3 AND next_offset OPERATOR(pg_catalog.=) $6 "
+								  "RETURNING $6",
+								  6, argtypes, args, nulls, false, 0) < 0)
+			elog(ERROR, "ssp: could not store offsets");
+		if (SPI_processed != 1)
+			fenced(view);
 		if (SPI_execute_with_args("INSERT INTO ssp.dead_letters (view, topic, partition, \"offset\", error) "
 								  "VALUES ($1::regclass, $2, $3, $4, pg_catalog.format("
 								  "'messages at offsets %s to %s were deleted by the broker before the view read them', $4, $5 - 1))",
-								  5, argtypes, args, NULL, false, 0) != SPI_OK_INSERT ||
-			SPI_execute_with_args("INSERT INTO ssp.offsets AS o (view, topic, partition, next_offset) "
-								  "VALUES ($1::regclass, $2, $3, $5) "
-								  "ON CONFLICT (view, topic, partition) DO UPDATE SET next_offset = excluded.next_offset",
 								  5, argtypes, args, NULL, false, 0) != SPI_OK_INSERT ||
 			SPI_execute_with_args("UPDATE ssp.continuous_views SET dead_letters = dead_letters + ($5 - $4) "
 								  "WHERE view = $1::regclass",

@@ -39,8 +39,9 @@ typedef struct SspSources
 #define SSP_SLOT(src, msg) ((src)->base[(msg)->source] + (msg)->partition)
 
 extern bool ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs,
-							int n, const int64 *next, SspEventTime *et);
+							int n, const int64 *from, const int64 *next,
+							SspEventTime *et);
 extern bool ssp_record_lost(SspView *view, int source, int32 partition,
-							int64 from, int64 to);
+							int64 stored, int64 from, int64 to);
 
 #endif							/* SSP_BATCH_H */

@@ -14,6 +14,15 @@
  * views paused, reset or dropped, and restarts failed workers with
  * exponential backoff (1 s, 2 s, 4 s ... up to a minute).
  *
+ * Whatever ends or restarts (a terminated launcher or scheduler is started
+ * again, and knows nothing of the processes its predecessor started), each
+ * scheduler and each view's worker holds a session lock of its own
+ * (ssp_lock_process) for its whole life, taken before it does anything: a
+ * second one exits at once.  The launcher and schedulers also look at the
+ * pids in shared memory, and adopt a live predecessor's processes instead
+ * of starting more.  The last fence is in batch.c: a batch commits only if
+ * ssp.offsets still holds the offsets it started from.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -34,7 +43,9 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -87,6 +98,27 @@ init_worker(BackgroundWorker *w, const char *function, const char *name)
 	snprintf(w->bgw_function_name, BGW_MAXLEN, "%s", function);
 	snprintf(w->bgw_name, BGW_MAXLEN, "%s", name);
 	snprintf(w->bgw_type, BGW_MAXLEN, "%s", name);
+}
+
+/*
+ * ssp_lock_process: take the session lock that makes this process the only
+ * one of its kind (SSP_LOCK_*) for id and part in this database, for the
+ * rest of its life; false if another process holds it.  Never waits.
+ */
+bool
+ssp_lock_process(uint16 kind, Oid id, int part)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, id, (uint32) part, kind);
+	return LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/* alive: is pid a live backend or background worker of this server? */
+static bool
+alive(int pid)
+{
+	return pid != 0 && BackendPidGetProc(pid) != NULL;
 }
 
 /* ssp_supervisor_init: register the launcher (from _PG_init). */
@@ -224,6 +256,9 @@ ssp_launcher_main(Datum arg)
 			if (worker_running(ldb->handle))
 				continue;
 			slot = ssp_db_slot(dboid, true);
+			/* a scheduler started by a launcher before this one */
+			if (slot && alive(slot->pid))
+				continue;
 			/* a database without ssp is looked at again now and then */
 			if (slot && slot->no_extension && !woken &&
 				!TimestampDifferenceExceeds(ldb->last_start, now, RECHECK_NO_EXTENSION_MS))
@@ -255,6 +290,39 @@ scheduler_exit(int code, Datum arg)
 	slot->pid = 0;
 	slot->latch = NULL;
 	LWLockRelease(ssp_shared->lock);
+}
+
+/*
+ * adopted_pid: the pid of a live worker of the view's part that this
+ * scheduler did not start (a predecessor's), or 0.
+ */
+static int
+adopted_pid(SchedView *sv)
+{
+	SspWorkerSlot *slot;
+	int			pid;
+
+	if (sv->handle)
+		return 0;
+	slot = ssp_worker_slot(MyDatabaseId, sv->view, sv->part, false);
+	if (slot == NULL)
+		return 0;
+	LWLockAcquire(ssp_shared->lock, LW_SHARED);
+	pid = slot->pid;
+	LWLockRelease(ssp_shared->lock);
+	return alive(pid) ? pid : 0;
+}
+
+/* stop_view_worker: ask the worker of a view's part to stop, ours or adopted. */
+static void
+stop_view_worker(SchedView *sv)
+{
+	int			pid = adopted_pid(sv);
+
+	if (sv->handle)
+		TerminateBackgroundWorker(sv->handle);
+	else if (pid != 0)
+		(void) kill(pid, SIGTERM);
 }
 
 /* read_views: update the scheduler's list from the catalog; false if ssp is gone. */
@@ -310,8 +378,8 @@ read_views(List **views)
 			sv->wanted = !DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
 			generation = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
 			/* a reset: the running worker holds stale offsets */
-			if (sv->generation != 0 && sv->generation != generation && sv->handle)
-				TerminateBackgroundWorker(sv->handle);
+			if (sv->generation != 0 && sv->generation != generation)
+				stop_view_worker(sv);
 			sv->generation = generation;
 		}
 		SPI_finish();
@@ -388,11 +456,10 @@ reconcile(List **views)
 		}
 		if (!sv->seen || !sv->wanted)
 		{
-			if (sv->handle)
-				TerminateBackgroundWorker(sv->handle);
+			stop_view_worker(sv);
 			continue;
 		}
-		if (sv->handle == NULL && now >= sv->next_start)
+		if (sv->handle == NULL && now >= sv->next_start && adopted_pid(sv) == 0)
 			start_view_worker(sv);
 	}
 
@@ -401,7 +468,7 @@ reconcile(List **views)
 	{
 		SchedView  *sv = lfirst(lc);
 
-		if (!sv->seen && sv->handle == NULL)
+		if (!sv->seen && sv->handle == NULL && adopted_pid(sv) == 0)
 		{
 			SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, sv->part, false);
 
@@ -437,6 +504,13 @@ ssp_scheduler_main(Datum arg)
 	slot = ssp_db_slot(dboid, true);
 	if (slot == NULL)
 		proc_exit(0);
+	if (!ssp_lock_process(SSP_LOCK_SCHEDULER, InvalidOid, 0))
+	{
+		ereport(LOG,
+				(errmsg("ssp: another scheduler already runs in database %u; this one exits",
+						dboid)));
+		proc_exit(0);
+	}
 
 	if (!read_views(&views))
 	{
@@ -470,8 +544,7 @@ ssp_scheduler_main(Datum arg)
 
 			/* DROP EXTENSION: stop every worker */
 			foreach(lc, views)
-				if (((SchedView *) lfirst(lc))->handle)
-					TerminateBackgroundWorker(((SchedView *) lfirst(lc))->handle);
+				stop_view_worker(lfirst(lc));
 			LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 			slot->no_extension = true;
 			LWLockRelease(ssp_shared->lock);

@@ -17,7 +17,12 @@ typedef struct SspWorkerArgs
 	int			part;			/* which of the view's workers */
 } SspWorkerArgs;
 
+/* the fourth field of the advisory lock tags of ssp's processes */
+#define SSP_LOCK_WORKER		0x5350
+#define SSP_LOCK_SCHEDULER	0x5351
+
 extern void ssp_supervisor_init(void);
+extern bool ssp_lock_process(uint16 kind, Oid id, int part);
 extern void ssp_bgworker_session(void);
 
 #endif							/* SSP_SUPERVISOR_H */

@@ -53,6 +53,7 @@ typedef struct Worker
 	SspWorkerSlot *slot;
 	List	   *stored;			/* StoredOffset, as load() read them */
 	int64	   *next;			/* per slot: next offset, -1: oldest */
+	int64	   *committed;		/* per slot: its offset in ssp.offsets, -1: none */
 	SspEventTime et;			/* per slot: event times (windows, joins) */
 	int64	   *eof;			/* per slot: end seen, -1: none */
 	bool	   *lost;			/* per slot: next offset deleted */
@@ -250,6 +251,7 @@ connect_topics(Worker *w, MemoryContext cxt)
 	}
 	n = Max(src->nslots, 1);
 	w->next = MemoryContextAlloc(cxt, sizeof(int64) * n);
+	w->committed = MemoryContextAlloc(cxt, sizeof(int64) * n);
 	w->et.maxev = MemoryContextAlloc(cxt, sizeof(TimestampTz) * n);
 	w->et.seen_at = MemoryContextAlloc(cxt, sizeof(TimestampTz) * n);
 	w->et.lagging = MemoryContextAlloc(cxt, sizeof(bool) * n);
@@ -259,6 +261,7 @@ connect_topics(Worker *w, MemoryContext cxt)
 	for (p = 0; p < src->nslots; p++)
 	{
 		w->next[p] = -1;
+		w->committed[p] = -1;
 		w->et.maxev[p] = DT_NOBEGIN;
 		w->et.seen_at[p] = DT_NOBEGIN;
 		w->et.lagging[p] = true;
@@ -270,6 +273,7 @@ connect_topics(Worker *w, MemoryContext cxt)
 
 		p = src->base[so->source] + so->partition;
 		w->next[p] = so->next;
+		w->committed[p] = so->next;
 		w->et.maxev[p] = so->maxev;
 		w->et.seen_at[p] = so->seen_at;
 	}
@@ -450,8 +454,9 @@ recover_lost(Worker *w)
 			if (from < low)
 			{
 				/* deleted by retention before the view read them */
-				if (!ssp_record_lost(w->view, i, p, from, low))
+				if (!ssp_record_lost(w->view, i, p, w->committed[slot], from, low))
 					return false;
+				w->committed[slot] = low;
 			}
 			else
 				ereport(WARNING,
@@ -529,7 +534,7 @@ run(Worker *w, Oid viewoid)
 			pfree(after);
 		}
 		pgstat_report_activity(STATE_RUNNING, "applying a batch");
-		if (!ssp_apply_batch(w->view, &w->src, w->msgs, n, next, &w->et))
+		if (!ssp_apply_batch(w->view, &w->src, w->msgs, n, w->committed, next, &w->et))
 		{
 			for (i = 0; i < w->src.n; i++)
 				ssp_kafka_release(w->kafka[i]);
@@ -542,7 +547,7 @@ run(Worker *w, Oid viewoid)
 		ssp_slot_set_error(w->slot, "");
 		for (p = 0; p < nslots; p++)
 			if (next[p] >= 0)
-				w->next[p] = next[p];
+				w->next[p] = w->committed[p] = next[p];
 		pfree(next);
 		if (!recover_lost(w))
 			return;
@@ -578,6 +583,18 @@ ssp_worker_main(Datum arg)
 	ssp_bgworker_session();
 	SetUserIdAndSecContext(wargs.owner,
 						   SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+
+	/*
+	 * One worker per view and part, however many were started: a second
+	 * one leaves before it touches anything.
+	 */
+	if (!ssp_lock_process(SSP_LOCK_WORKER, viewoid, wargs.part))
+	{
+		ereport(LOG,
+				(errmsg("ssp: another worker already runs continuous view %u (part %d); this one exits",
+						viewoid, wargs.part)));
+		proc_exit(0);
+	}
 
 	memset(&w, 0, sizeof(w));
 	w.part = wargs.part;

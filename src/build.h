@@ -112,7 +112,7 @@ extern char *ssp_merge_many(AggPlan *p, const char *readagg, const char *expr);
 
 /* join.c */
 extern JoinExpr *ssp_find_stream_join(Build *b, Node *node);
-extern void ssp_build_stream_join(Build *b, JoinExpr *j, List *names, const char *nspname,
+extern void ssp_build_stream_join(Build *b, JoinExpr *j, List *names, Oid nspid,
 								  const char *viewname, StringInfo create);
 
 /* viewsql.c */

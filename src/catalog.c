@@ -84,6 +84,12 @@ ssp_view_load(Oid view, bool missing_ok)
 		v->view = view;
 		v->name = get_rel_name(view);
 		v->mrel = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		/* a view made before names were chosen by ssp may have none */
+		if (!OidIsValid(v->mrel) || get_rel_name(v->mrel) == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("continuous view \"%s\" has lost its table", v->name),
+					 errhint("Drop the view and create it again.")));
 		{
 			Datum	   *elems;
 			int			n;

@@ -43,6 +43,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
@@ -284,7 +285,7 @@ buffer_columns(SspStream *s, StringInfo names, StringInfo defs)
  * count.  names are the deparse names of the query's relations.
  */
 void
-ssp_build_stream_join(Build *b, JoinExpr *j, List *names, const char *nspname,
+ssp_build_stream_join(Build *b, JoinExpr *j, List *names, Oid nspid,
 					  const char *viewname, StringInfo create)
 {
 	const char *alias[2];
@@ -292,6 +293,7 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, const char *nspname,
 	char	   *evref[2];		/* alias.evcol */
 	char	   *buf[2];
 	char	   *on = ssp_deparse(b, j->quals);
+	char	   *nspname = get_namespace_name(nspid);
 	bool		left = j->jointype == JOIN_LEFT;
 	StringInfoData prefix;
 	char	   *pair;
@@ -304,8 +306,10 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, const char *nspname,
 		alias[i] = quote_identifier(list_nth(names, b->join_rtindex[i] - 1));
 		evcol[i] = event_column(b->streams[i]);
 		evref[i] = psprintf("%s.%s", alias[i], evcol[i]);
+		/* named as view.c names the view's table */
 		b->buffer_names = lappend(b->buffer_names,
-								  psprintf("%s_%s", viewname, i == 0 ? "left" : "right"));
+								  ChooseRelationName(viewname, NULL, i == 0 ? "left" : "right",
+													 nspid, false));
 		buf[i] = quote_qualified_identifier(nspname, llast(b->buffer_names));
 	}
 	foreach(lc, conjuncts(j->quals))

@@ -615,6 +615,8 @@ ssp_kafka_producer(Oid serverid, Oid userid)
 		before_shmem_exit(producers_at_exit, 0);
 		CacheRegisterSyscacheCallback(FOREIGNSERVEROID, producers_invalidate, 0);
 		CacheRegisterSyscacheCallback(USERMAPPINGOID, producers_invalidate, 0);
+		/* a role that lost superuser: its server's options are checked again */
+		CacheRegisterSyscacheCallback(AUTHOID, producers_invalidate, 0);
 		RegisterXactCallback(producers_xact_callback, NULL);
 		producer_callbacks_registered = true;
 	}

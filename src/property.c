@@ -534,3 +534,25 @@ ssp_server_kafka_options(Oid serverid, Oid userid)
 									 (Node *) makeString("0"), -1));
 	return result;
 }
+
+/*
+ * ssp_server_kafka_signature: the properties a client for the server as
+ * userid is built with, as one string (secrets included: never show it),
+ * so that a worker can tell when they change.  Checks them as
+ * ssp_server_kafka_options does.
+ */
+char *
+ssp_server_kafka_signature(Oid serverid, Oid userid)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, ssp_server_kafka_options(serverid, userid))
+	{
+		DefElem    *def = lfirst(lc);
+
+		appendStringInfo(&buf, "%s=%s\n", def->defname, defGetString(def));
+	}
+	return buf.data;
+}

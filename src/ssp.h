@@ -127,6 +127,7 @@ extern void ssp_check_kafka_property(const char *name, bool in_user_mapping,
 extern void ssp_check_server_properties(Oid serverid, bool server, bool mapping,
 										Oid umuser, bool all_mappings);
 extern List *ssp_server_kafka_options(Oid serverid, Oid userid);
+extern char *ssp_server_kafka_signature(Oid serverid, Oid userid);
 
 /* stream.c */
 extern SspStream *ssp_stream_open(Oid relid);

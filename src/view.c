@@ -47,6 +47,7 @@
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/ruleutils.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
@@ -650,6 +651,28 @@ needed_columns(Build *b, Oid stream)
 }
 
 /*
+ * ssp_choose_function_name: NAME_label for a function without arguments in
+ * namespace nspid, clipped to NAMEDATALEN as ChooseRelationName does, with
+ * a number added (label1, label2...) while one by that name exists.
+ */
+char *
+ssp_choose_function_name(const char *name, const char *label, Oid nspid)
+{
+	oidvector  *noargs = buildoidvector(NULL, 0);
+	int			pass;
+
+	for (pass = 0;; pass++)
+	{
+		char	   *fname = makeObjectName(name, NULL,
+										   pass == 0 ? label : psprintf("%s%d", label, pass));
+
+		if (!SearchSysCacheExists3(PROCNAMEARGSNSP, CStringGetDatum(fname),
+								   PointerGetDatum(noargs), ObjectIdGetDatum(nspid)))
+			return fname;
+	}
+}
+
+/*
  * ssp_create_continuous_view: carry out CREATE VIEW ... WITH
  * (ssp.continuous) in place of Postgres.  Needs a transaction; creates
  * objects as the current user.
@@ -668,6 +691,7 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	Oid			nspid;
 	char	   *nspname;
 	char	   *mrel;
+	char	   *mrelname;
 	char	   *view;
 	List	   *names;
 	Build		b;
@@ -715,6 +739,12 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 			streams[i] = rt_fetch(b.join_rtindex[i], q->rtable)->relid;
 			b.streams[i] = ssp_stream_open(streams[i]);
 		}
+		/* a view keeps one offset per topic and partition */
+		if (strcmp(b.streams[0]->topic, b.streams[1]->topic) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a join of two streams cannot read topic \"%s\" twice", b.streams[0]->topic),
+					 errdetail("A continuous view keeps one offset per topic and partition.")));
 	}
 	else
 		streams[0] = linitial_oid(streamlist);
@@ -728,11 +758,22 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	nspid = RangeVarGetCreationNamespace(stmt->view);
 	nspname = get_namespace_name(nspid);
 	view = quote_qualified_identifier(nspname, stmt->view->relname);
-	mrel = quote_qualified_identifier(nspname, psprintf("%s_mrel", stmt->view->relname));
+	/*
+	 * The view's own objects are named NAME_mrel, NAME_outbox... as
+	 * Postgres names an index: NAME clipped (at a character boundary) so
+	 * that the whole fits in NAMEDATALEN, and a number added if the name
+	 * is taken.  They are recorded by oid, never looked up by name again.
+	 */
+	mrelname = ChooseRelationName(stmt->view->relname, NULL, "mrel", nspid, false);
+	mrel = quote_qualified_identifier(nspname, mrelname);
 	if (opts.output_topic)
 	{
-		b.outbox = quote_qualified_identifier(nspname, psprintf("%s_outbox", stmt->view->relname));
-		b.changes_fn = quote_qualified_identifier(nspname, psprintf("%s_changes", stmt->view->relname));
+		b.outbox = quote_qualified_identifier(nspname,
+											  ChooseRelationName(stmt->view->relname, NULL, "outbox",
+																 nspid, false));
+		b.changes_fn = quote_qualified_identifier(nspname,
+												  ssp_choose_function_name(stmt->view->relname,
+																		   "changes", nspid));
 	}
 
 	/* deparse with every name qualified */
@@ -752,7 +793,7 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("options ssp.primary_key, ssp.sliding, ssp.retention and ssp.emit cannot be used with a join of two streams")));
-		ssp_build_stream_join(&b, b.stream_join, b.rtnames, nspname, stmt->view->relname, &create);
+		ssp_build_stream_join(&b, b.stream_join, b.rtnames, nspid, stmt->view->relname, &create);
 	}
 	setup_from(&b);
 	if (q->hasAggs || q->groupClause)
@@ -799,7 +840,7 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 
 	b.columns = needed_columns(&b, stream);
 	viewoid = RangeVarGetRelid(stmt->view, NoLock, false);
-	record_view(viewoid, get_relname_relid(psprintf("%s_mrel", stmt->view->relname), nspid),
+	record_view(viewoid, get_relname_relid(mrelname, nspid),
 				nspid, nstreams, streams, topics, apply.data, &b);
 	SPI_finish();
 

@@ -77,6 +77,7 @@ ssp_view_lock_key(Oid view)
 /* view.c */
 extern bool ssp_view_flag(ViewStmt *stmt, const char *name);
 extern void ssp_create_continuous_view(ViewStmt *stmt, const char *queryString);
+extern char *ssp_choose_function_name(const char *name, const char *label, Oid nspid);
 extern List *ssp_target_names(Query *q, List *aliases);
 
 /* outbox.c */

@@ -12,7 +12,10 @@
  * first message.  On an error it records it in shared memory (ssp.views)
  * and exits; the scheduler restarts it with backoff.  It exits cleanly
  * when its view is dropped, paused or reset, and the scheduler starts a
- * fresh one where needed.
+ * fresh one where needed.  It also exits, to be started again at once,
+ * when the Kafka properties of its streams' servers (the server's options,
+ * the owner's user mapping, whether their writers are superusers) change:
+ * a new broker list or a rotated password takes effect within seconds.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,8 +35,10 @@
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "window.h"
 
@@ -59,6 +64,8 @@ typedef struct Worker
 	bool	   *lost;			/* per slot: next offset deleted */
 	SspMessage *msgs;
 	int			part;			/* which of the view's workers (ssp.parallelism) */
+	char	  **signature;		/* per source: its client's properties */
+	bool		restart;		/* they changed: start a fresh worker */
 	double		rate;			/* messages applied a second, lately; -1: none yet */
 	TimestampTz rate_at;		/* when rate was last updated */
 } Worker;
@@ -72,6 +79,27 @@ typedef struct StoredOffset
 	TimestampTz maxev;
 	TimestampTz seen_at;
 } StoredOffset;
+
+/*
+ * take_in_invalidations: take in the invalidations sent since, outside a
+ * transaction, by running an empty one (relcache callbacks need one).
+ */
+static void
+take_in_invalidations(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	CommitTransactionCommand();
+}
+
+/* bumped by a change of any server, user mapping or role */
+static uint64 config_changes = 0;
+
+static void
+config_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	config_changes++;
+}
 
 static void
 worker_exit(int code, Datum arg)
@@ -105,7 +133,41 @@ open_source(Worker *w, int i)
 				 errdetail("The worker of continuous view \"%s\" runs as its owner, who cannot read the stream.",
 						   w->view->name)));
 	w->src.streams[i] = stream;
+	w->signature[i] = ssp_server_kafka_signature(stream->serverid, GetUserId());
 	w->kafka[i] = ssp_kafka_consumer(stream->serverid, GetUserId(), w->view->topics[i], true);
+}
+
+/*
+ * config_changed: have the Kafka properties of a source's server changed
+ * since the worker built its consumers?  If there were invalidations since
+ * the last look (taken in by each batch's transaction, or by a transaction
+ * of its own when take_in), builds the properties again to compare;
+ * errors if they are no longer allowed.
+ */
+static bool
+config_changed(Worker *w, bool take_in)
+{
+	static uint64 seen = 0;
+	bool		changed = false;
+	int			i;
+
+	if (take_in)
+		take_in_invalidations();
+	if (config_changes == seen)
+		return false;
+	seen = config_changes;
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	for (i = 0; i < w->src.n && !changed; i++)
+		changed = strcmp(w->signature[i],
+						 ssp_server_kafka_signature(w->src.streams[i]->serverid,
+													GetUserId())) != 0;
+	CommitTransactionCommand();
+	if (changed)
+		ereport(LOG,
+				(errmsg("ssp: the Kafka properties of continuous view \"%s\" changed; its worker starts again",
+						w->view->name)));
+	return changed;
 }
 
 /* load: the view, its streams and its stored offsets, in a transaction. */
@@ -135,6 +197,7 @@ load(Worker *w, Oid viewoid, MemoryContext cxt)
 		w->src.base = palloc0(sizeof(int) * w->src.n);
 		w->src.nparts = palloc0(sizeof(int) * w->src.n);
 		w->kafka = palloc0(sizeof(SspKafka *) * w->src.n);
+		w->signature = palloc0(sizeof(char *) * w->src.n);
 		for (i = 0; i < w->src.n; i++)
 			open_source(w, i);
 	}
@@ -214,6 +277,9 @@ partition_count(Worker *w, int i)
 							 1000, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
 			CHECK_FOR_INTERRUPTS();
+			/* told of other brokers meanwhile: a fresh worker for them */
+			if (config_changed(w, true))
+				proc_exit(0);
 		}
 		PG_END_TRY();
 		MemoryContextSwitchTo(old);
@@ -410,6 +476,11 @@ collect(Worker *w, WaitEventSet *wait, bool *dirty)
 			return n;
 		if (TimestampDifferenceExceeds(last_report, now, 1000))
 		{
+			if (config_changed(w, true))
+			{
+				w->restart = true;
+				return 0;
+			}
 			report_status(w, lag(w, w->next, NULL));
 			last_report = now;
 		}
@@ -505,9 +576,17 @@ run(Worker *w, Oid viewoid)
 	{
 		bool		dirty;
 		int			n = collect(w, wait, &dirty);
-		int64	   *next = palloc(sizeof(int64) * Max(nslots, 1));
+		int64	   *next;
 		int64		batch_lag;
 		int			p;
+
+		if (w->restart)
+		{
+			for (i = 0; i < w->src.n; i++)
+				ssp_kafka_release(w->kafka[i]);
+			return;				/* nothing applied: a fresh worker reads it */
+		}
+		next = palloc(sizeof(int64) * Max(nslots, 1));
 
 		/* the offsets this batch moves to */
 		for (p = 0; p < nslots; p++)
@@ -554,6 +633,12 @@ run(Worker *w, Oid viewoid)
 		update_rate(w, n);
 		report_status(w, batch_lag);
 		ssp_outbox_publish(w->view);
+		if (config_changed(w, false))
+		{
+			for (i = 0; i < w->src.n; i++)
+				ssp_kafka_release(w->kafka[i]);
+			return;
+		}
 	}
 }
 
@@ -610,6 +695,9 @@ ssp_worker_main(Datum arg)
 	LWLockRelease(ssp_shared->lock);
 	ssp_slot_set_status(w.slot, "starting", -1);
 	before_shmem_exit(worker_exit, PointerGetDatum(w.slot));
+	CacheRegisterSyscacheCallback(FOREIGNSERVEROID, config_invalidate, 0);
+	CacheRegisterSyscacheCallback(USERMAPPINGOID, config_invalidate, 0);
+	CacheRegisterSyscacheCallback(AUTHOID, config_invalidate, 0);
 
 	PG_TRY();
 	{

@@ -13,6 +13,8 @@
 set -euo pipefail
 
 SSP_PG_VERSION=15
+# the test clusters are UTF8 (tests use multibyte names and invalid UTF-8)
+export LANG=${LANG:-C.UTF-8}
 SSP_PACKAGES="postgresql-$SSP_PG_VERSION postgresql-server-dev-$SSP_PG_VERSION librdkafka-dev kcat libipc-run-perl make gcc"
 SSP_USER=${SSP_USER:-sspuser}
 SSP_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

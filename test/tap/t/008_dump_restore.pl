@@ -1,7 +1,9 @@
 # pg_dump and restore keep streams and continuous views working: the
 # restored views, with their rows and offsets, go on from where the dump
 # left them, exactly once; aggregates kept by their own states (hll, a
-# user-defined one) and a rollup too.
+# user-defined one) and a rollup too; and a join of two streams whose
+# names, and its schema's, are as long as Postgres allows (63 bytes, some
+# of them multibyte), so that its table and buffers have clipped names.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -27,6 +29,11 @@ $node->safe_psql('postgres', qq{
 	CREATE VIEW paid WITH (ssp.continuous) AS
 	  SELECT o.region, count(*) AS n, sum(p.amount) AS paid FROM orders o JOIN payments p
 	    ON p.id = o.id AND p.ts BETWEEN o.ts AND o.ts + interval '1 hour' GROUP BY o.region;
+	-- the longest names: its table and buffers are named from clipped names
+	CREATE SCHEMA "sssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssss";
+	CREATE VIEW "sssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssss"."éééééééééééééééééééééééééééééé€" WITH (ssp.continuous) AS
+	  SELECT o.region, count(*) AS n, sum(p.amount) AS paid FROM orders o JOIN payments p
+	    ON p.id = o.id AND p.ts BETWEEN o.ts AND o.ts + interval '1 hour' GROUP BY o.region;
 	-- aggregates kept by their own states, and a rollup of them
 	CREATE EXTENSION hll;
 	CREATE FUNCTION total_sfunc(numeric, numeric) RETURNS numeric LANGUAGE sql IMMUTABLE
@@ -43,7 +50,8 @@ $node->safe_psql('postgres', qq{
 	INSERT INTO payments SELECT g % 100, g, timestamptz '2024-01-01 00:30' + g * interval '1 minute'
 	  FROM generate_series(1, 950) g;
 });
-SspTest::wait_views($node, 'postgres', 'by_region', 'per_hour', 'latest', 'paid', 'sketch');
+my $long = '"sssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssss"."éééééééééééééééééééééééééééééé€"';
+SspTest::wait_views($node, 'postgres', 'by_region', 'per_hour', 'latest', 'paid', 'sketch', $long);
 cmp_ok($node->safe_psql('postgres', "SELECT count(*) FROM paid_left WHERE id IN (SELECT g % 100 FROM generate_series(951, 1000) g)"),
 	'>=', 50, 'the orders still waiting for their payments are buffered when dumped');
 
@@ -53,14 +61,14 @@ $node->safe_psql('postgres', 'CREATE DATABASE restored');
 $node->command_ok(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('restored'), '-f', $dump],
 	'restore');
 
-is($node->safe_psql('restored', 'SELECT count(*) FROM ssp.continuous_views'), '5',
+is($node->safe_psql('restored', 'SELECT count(*) FROM ssp.continuous_views'), '6',
 	'the catalog came back');
 $node->safe_psql('restored', q{
 	INSERT INTO orders SELECT g % 100, 'r' || g % 7, g, timestamptz '2024-01-01' + g * interval '1 minute'
 	FROM generate_series(1001, 2000) g;
 	INSERT INTO payments SELECT g % 100, g, timestamptz '2024-01-01 00:30' + g * interval '1 minute'
 	FROM generate_series(951, 2000) g});
-SspTest::wait_views($node, 'restored', 'by_region', 'per_hour', 'latest', 'paid', 'sketch');
+SspTest::wait_views($node, 'restored', 'by_region', 'per_hour', 'latest', 'paid', 'sketch', $long);
 
 my $all = "SELECT g % 100 AS id, 'r' || g % 7 AS region, g::numeric AS amount,
            timestamptz '2024-01-01' + g * interval '1 minute' AS ts FROM generate_series(1, 2000) g";
@@ -79,11 +87,17 @@ is(SspTest::differences($node, 'restored', 'SELECT * FROM paid',
 is(SspTest::differences($node, 'restored', 'SELECT region, hll_cardinality(ids), total FROM sketch',
 		"SELECT region, hll_cardinality(hll_add_agg(hll_hash_bigint(id))), sum(amount) FROM ($all) t GROUP BY region"),
 	'0', 'restored view of hll and a user-defined aggregate went on exactly once');
+is(SspTest::differences($node, 'restored', "SELECT * FROM $long", 'SELECT * FROM paid'),
+	'0', 'restored join with the longest names went on exactly once');
+is($node->safe_psql('restored', "SELECT string_agg(relname, ' ' ORDER BY octet_length(relname) DESC, relname) FROM pg_class
+	  WHERE relnamespace = 'sssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssss'::regnamespace AND relkind = 'r'"),
+	'ééééééééééééééééééééééééééééé_left ééééééééééééééééééééééééééééé_mrel éééééééééééééééééééééééééééé_right',
+	'its table and buffers are named from its name clipped at a character');
 is($node->safe_psql('restored', 'SELECT * FROM overall'),
 	$node->safe_psql('restored', "SELECT hll_cardinality(hll_add_agg(hll_hash_bigint(id))), sum(amount) FROM ($all) t"),
 	'restored rollup combines the restored states');
 is($node->safe_psql('restored', "SELECT bool_and(status = 'running'), sum(processed) FROM ssp.views"),
-	't|12000', 'restored views run: 2,000 messages each, 4,000 for the join');
+	't|16000', 'restored views run: 2,000 messages each, 4,000 for a join');
 
 # the dump does not carry the tie between a view and its table; the worker
 # puts it back

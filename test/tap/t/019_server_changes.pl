@@ -1,0 +1,108 @@
+# Changes to a server or user mapping reach running views within seconds,
+# as postgres_fdw drops its connections on ALTER SERVER: the view's worker
+# starts again with the new properties.  A server moved to brokers that do
+# not exist makes the view wait for the broker (not run on, on the old
+# cluster), and moved back it goes on exactly once; a user mapping created,
+# altered (a rotated password) and dropped restarts the worker each time;
+# the server's owner losing superuser stops the worker with the reason; and
+# an unrelated server's change leaves the worker alone.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SspTest;
+
+my $broker = SspTest::start_broker(topics => ['orders:4']);
+my $node = SspTest::new_node('changes', conf => "ssp.broker_timeout = '3s'\n");
+my $b = $broker->{bootstrap};
+$node->safe_psql('postgres', qq{
+	CREATE ROLE admin SUPERUSER;
+	CREATE ROLE vo;
+	SET ROLE admin;
+	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$b');
+	CREATE SERVER direct FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$b');
+	CREATE SERVER unrelated FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$b');
+	RESET ROLE;
+	CREATE FOREIGN TABLE orders (id bigint, region text) SERVER kafka OPTIONS (topic 'orders');
+	-- the same topic through a server the test does not change, to produce
+	CREATE FOREIGN TABLE orders_in (id bigint, region text) SERVER direct OPTIONS (topic 'orders');
+	GRANT SELECT ON orders TO vo;
+	GRANT CREATE ON SCHEMA public TO vo;
+	SET ROLE vo;
+	CREATE VIEW by_region WITH (ssp.continuous) AS SELECT region, count(*) AS n FROM orders GROUP BY region;
+	RESET ROLE;
+	INSERT INTO orders_in SELECT g, 'r' || g % 5 FROM generate_series(1, 1000) g;
+});
+SspTest::wait_views($node, 'postgres', 'by_region');
+my $produced = 1000;
+
+sub worker_pid
+{
+	return $node->safe_psql('postgres', "SELECT worker_pid FROM ssp.views WHERE view = 'by_region'::regclass");
+}
+
+# wait_new_worker($old, $what): a worker other than $old runs the view
+sub wait_new_worker
+{
+	my ($old, $what) = @_;
+	ok($node->poll_query_until('postgres',
+			"SELECT worker_pid IS NOT NULL AND worker_pid <> $old FROM ssp.views WHERE view = 'by_region'::regclass"),
+		"the worker starts again after $what");
+}
+
+# an unrelated server changes: nothing to do for this view
+my $pid = worker_pid();
+$node->safe_psql('postgres', q{ALTER SERVER unrelated OPTIONS (ADD "socket.timeout.ms" '5000')});
+sleep 3;
+is(worker_pid(), $pid, 'a change of another server leaves the worker alone');
+
+# the server moved to brokers that do not exist
+$node->safe_psql('postgres', q{ALTER SERVER kafka OPTIONS (SET brokers '127.0.0.1:1')});
+wait_new_worker($pid, 'ALTER SERVER ... SET brokers');
+ok($node->poll_query_until('postgres',
+		"SELECT status = 'waiting for broker' FROM ssp.views WHERE view = 'by_region'::regclass"),
+	'the view waits for the brokers it is now told of');
+$node->safe_psql('postgres', "INSERT INTO orders_in SELECT g, 'r' || g % 5 FROM generate_series(1001, 2000) g");
+$produced = 2000;
+sleep 2;
+is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), '1000',
+	'and reads nothing more from the old ones');
+$pid = worker_pid();
+$node->safe_psql('postgres', qq{ALTER SERVER kafka OPTIONS (SET brokers '$b')});
+SspTest::wait_views($node, 'postgres', 'by_region');
+is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), $produced,
+	'moved back, it goes on exactly once');
+
+# a user mapping for the owner: created, a password rotated, dropped
+for my $ddl (q{CREATE USER MAPPING FOR vo SERVER kafka OPTIONS ("sasl.username" 'vo', "sasl.password" 'one')},
+	q{ALTER USER MAPPING FOR vo SERVER kafka OPTIONS (SET "sasl.password" 'two')},
+	q{DROP USER MAPPING FOR vo SERVER kafka})
+{
+	$pid = worker_pid();
+	$node->safe_psql('postgres', $ddl);
+	wait_new_worker($pid, $ddl =~ s/ OPTIONS.*//r);
+}
+$node->safe_psql('postgres', "INSERT INTO orders_in SELECT g, 'r' || g % 5 FROM generate_series(2001, 3000) g");
+$produced = 3000;
+SspTest::wait_views($node, 'postgres', 'by_region');
+is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), $produced,
+	'every message once through the restarts');
+
+# a property only superusers may set, on a server whose owner stops being one
+$node->safe_psql('postgres', q{ALTER SERVER kafka OPTIONS (ADD debug 'generic')});
+SspTest::wait_views($node, 'postgres', 'by_region');
+$node->safe_psql('postgres', 'ALTER ROLE admin NOSUPERUSER');
+ok($node->poll_query_until('postgres', q{
+		SELECT last_error = 'permission denied to set Kafka property "debug"'
+		FROM ssp.views WHERE view = 'by_region'::regclass}),
+	'the server\'s owner lost superuser: the worker stops, saying why');
+$node->safe_psql('postgres', 'ALTER ROLE admin SUPERUSER');
+$node->safe_psql('postgres', "INSERT INTO orders_in SELECT g, 'r' || g % 5 FROM generate_series(3001, 4000) g");
+$produced = 4000;
+SspTest::wait_views($node, 'postgres', 'by_region');
+is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), $produced,
+	'superuser again, it goes on exactly once');
+
+$node->stop;
+done_testing();

@@ -40,7 +40,7 @@ EXTENSION = ssp
 DATA = sql/ssp--0.1.sql
 PGFILEDESC = "ssp - stateful stream processing over Kafka"
 
-REGRESS = option privileges names roundtrip scan insert view aggregates window join streamjoin hostile
+REGRESS = option privileges names ddl roundtrip scan insert view aggregates window join streamjoin hostile
 REGRESS_OPTS = --inputdir=. --load-extension=ssp
 
 SHLIB_LINK = -lrdkafka

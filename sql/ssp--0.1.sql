@@ -58,7 +58,10 @@ CREATE TABLE continuous_views (
     output_topic text,
     outbox regclass,                -- the changes not yet published
     outbox_final_sql text,          -- emit final: the windows a batch closes go out
-    published_seq bigint NOT NULL DEFAULT 0  -- the last change published
+    published_seq bigint NOT NULL DEFAULT 0, -- the last change published
+    -- the view's query, every name qualified: its column dependencies are
+    -- recorded again from it after a restore
+    definition text
 );
 
 -- What each view has consumed: the truth, written with the view's rows.

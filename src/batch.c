@@ -592,8 +592,7 @@ ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
 					et->seen_at[p] = now;
 			}
 			watermark = ssp_watermark(et->maxev, et->seen_at, et->lagging, nparts,
-									  src->n > 1, et->watermark, view->idle_ms,
-									  view->grace);
+									  et->watermark, view->idle_ms, view->grace);
 		}
 		store_progress(&bs, from, next, watermark);
 		if (bs.et)

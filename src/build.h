@@ -55,6 +55,8 @@ typedef struct AggPlan
 typedef struct Build
 {
 	Query	   *query;
+	Query	   *analysed;		/* the query as analysed, untouched: its dependencies */
+	char	   *definition;		/* the query as text, every name qualified */
 	List	   *dpcontext;		/* deparse context: the stream as "b" */
 	char	   *from;			/* FROM clause over the batch and joined tables */
 	List	   *group_exprs;	/* Node */

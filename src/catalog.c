@@ -13,9 +13,14 @@
 #include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_rewrite.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "parser/analyze.h"
+#include "parser/parser.h"
+#include "rewrite/rewriteSupport.h"
+#include "utils/resowner.h"
 #include "utils/memutils.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -70,7 +75,7 @@ ssp_view_load(Oid view, bool missing_ok)
 	if (SPI_execute_with_args("SELECT mrel::oid, streams::oid[], topics, apply_sql, commit_interval_ms, "
 							  "batch_size, on_error, paused, generation, late_sql, retention_sql, grace, "
 							  "(extract(epoch FROM idle_timeout) * 1000)::bigint, watermark, columns, buffers::oid[], parallelism, "
-							  "output_topic, outbox::oid, outbox_final_sql "
+							  "output_topic, outbox::oid, outbox_final_sql, definition "
 							  "FROM ssp.continuous_views WHERE view = $1::oid::regclass",
 							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
@@ -118,6 +123,7 @@ ssp_view_load(Oid view, bool missing_ok)
 		if (isnull)
 			v->outbox = InvalidOid;
 		v->outbox_final_sql = SPI_getvalue(tup, desc, 20);
+		v->definition = SPI_getvalue(tup, desc, 21);
 		v->on_error = ssp_parse_on_error(TextDatumGetCString(SPI_getbinval(tup, desc, 7, &isnull)));
 		v->paused = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
 		v->generation = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
@@ -241,6 +247,68 @@ ssp_store_start_offsets(Oid view, int nsources, const Oid *streams,
 }
 
 /*
+ * ssp_view_record_query_dependencies: make the view's _RETURN rule depend
+ * on what its query reads (columns of streams and tables, functions,
+ * operators, types), as a view's own rule does: dropping or retyping a
+ * column that a continuous view reads is then refused by Postgres, while
+ * adding columns, or renaming, is not.
+ */
+void
+ssp_view_record_query_dependencies(Oid view, Query *query)
+{
+	ObjectAddress rule;
+
+	ObjectAddressSet(rule, RewriteRelationId,
+					 get_rewrite_oid(view, ViewSelectRuleName, false));
+	recordDependencyOnExpr(&rule, (Node *) query, NIL, DEPENDENCY_NORMAL);
+}
+
+/*
+ * query_of_definition: the view's stored definition, analysed again.
+ */
+static Query *
+query_of_definition(const char *definition)
+{
+	List	   *raw = raw_parser(definition, RAW_PARSE_DEFAULT);
+
+	return parse_analyze_fixedparams(linitial_node(RawStmt, raw), definition, NULL, 0, NULL);
+}
+
+/*
+ * record_definition_dependencies: ssp_view_record_query_dependencies from
+ * the stored definition; a definition that no longer analyses (something
+ * it named is gone) is a warning: the view runs on without them.
+ */
+static void
+record_definition_dependencies(SspView *v)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	BeginInternalSubTransaction(NULL);
+	PG_TRY();
+	{
+		ssp_view_record_query_dependencies(v->view, query_of_definition(v->definition));
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		ereport(WARNING,
+				(errmsg("could not record what continuous view \"%s\" reads", v->name),
+				 errdetail("%s", edata->message)));
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+}
+
+/*
  * ssp_view_repair_dependencies: after pg_dump and restore the view and its
  * materialisation (and buffer) tables are plain objects again: make the
  * tables part of the view and the view depend on its streams, if they are
@@ -283,6 +351,8 @@ ssp_view_repair_dependencies(SspView *v)
 			ObjectAddressSet(streamaddr, RelationRelationId, v->streams[i]);
 			recordDependencyOn(&viewaddr, &streamaddr, DEPENDENCY_NORMAL);
 		}
+		if (v->definition)
+			record_definition_dependencies(v);
 		/*
 		 * A join's buffered rows carry the transaction that added them
 		 * (join.c); in a restored cluster that number may come again, so

@@ -370,11 +370,11 @@ record_view(Oid viewoid, Oid mreloid, Oid nspid, int nstreams, Oid *streams,
 	ListCell   *lc;
 	ObjectAddress viewaddr,
 				mreladdr;
-	Datum		args[24];
-	char		nulls[24] = "                        ";
-	Oid			argtypes[24] = {OIDOID, OIDOID, OIDARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
+	Datum		args[25];
+	char		nulls[25] = "                         ";
+	Oid			argtypes[25] = {OIDOID, OIDOID, OIDARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
 		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, OIDARRAYOID, INT4OID,
-	TEXTOID, TEXTOID, TEXTARRAYOID, BOOLARRAYOID, TEXTOID, TEXTOID, TEXTOID};
+	TEXTOID, TEXTOID, TEXTARRAYOID, BOOLARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
 	Datum	   *elems = palloc(sizeof(Datum) * Max(nstreams, list_length(b->buffer_names)));
 	Oid		   *buffers = palloc(sizeof(Oid) * Max(list_length(b->buffer_names), 1));
 	int			nbuffers = 0;
@@ -401,6 +401,8 @@ record_view(Oid viewoid, Oid mreloid, Oid nspid, int nstreams, Oid *streams,
 		ObjectAddressSet(reladdr, RelationRelationId, rte->relid);
 		recordDependencyOn(&viewaddr, &reladdr, DEPENDENCY_NORMAL);
 	}
+	/* and on the columns, functions and types it reads, as a view does */
+	ssp_view_record_query_dependencies(viewoid, b->analysed);
 
 	args[0] = ObjectIdGetDatum(viewoid);
 	args[1] = ObjectIdGetDatum(mreloid);
@@ -470,13 +472,14 @@ record_view(Oid viewoid, Oid mreloid, Oid nspid, int nstreams, Oid *streams,
 	}
 	else
 		memset(nulls + 21, 'n', 3);
+	args[24] = CStringGetTextDatum(b->definition);
 	if (SPI_execute_with_args("INSERT INTO ssp.continuous_views (view, mrel, streams, topics, apply_sql, start, "
 							  "commit_interval_ms, batch_size, on_error, late_sql, retention_sql, grace, idle_timeout, emit, columns, buffers, "
 							  "parallelism, rollup_from, rollup_states, rollup_columns, rollup_combinable, "
-							  "output_topic, outbox, outbox_final_sql) "
+							  "output_topic, outbox, outbox_final_sql, definition) "
 							  "VALUES ($1, $2, $3::regclass[], $4, $5, $6, $7, $8, $9, $10, $11, $12::interval, $13::interval, $14, "
-							  "$15::smallint[], $16::regclass[], $17, $18, $19, $20, $21, $22, $23::regclass, $24)",
-							  24, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
+							  "$15::smallint[], $16::regclass[], $17, $18, $19, $20, $21, $22, $23::regclass, $24, $25)",
+							  25, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "ssp: could not record the continuous view");
 }
 
@@ -723,6 +726,7 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	names = ssp_target_names(q, stmt->aliases);
 	memset(&b, 0, sizeof(b));
 	b.query = q;
+	b.analysed = copyObject(q);
 	if (list_length(streamlist) == 2)
 	{
 		ListCell   *lc;
@@ -780,6 +784,7 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	save_nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	b.definition = pg_get_querydef(b.analysed, false);
 	setup_deparse(&b, stream);
 	b.stream = s;
 	b.opts = &opts;

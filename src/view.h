@@ -58,6 +58,7 @@ typedef struct SspView
 	char	   *output_topic;	/* NULL: none */
 	Oid			outbox;			/* the table of changes not yet published */
 	char	   *outbox_final_sql;	/* emit final: add the windows a batch closes */
+	char	   *definition;		/* the query, names qualified (NULL: none kept) */
 } SspView;
 
 /* workers of one view at most (ssp.parallelism) */
@@ -93,5 +94,6 @@ extern void ssp_store_start_offsets(Oid view, int nsources, const Oid *streams,
 extern SspOnError ssp_parse_on_error(const char *value);
 extern void ssp_check_start(const char *start);
 extern void ssp_view_repair_dependencies(SspView *v);
+extern void ssp_view_record_query_dependencies(Oid view, Query *query);
 
 #endif							/* SSP_VIEW_H */

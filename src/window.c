@@ -265,21 +265,20 @@ ssp_event_time(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls)
 
 /*
  * ssp_watermark: the view's watermark, less grace, never below the
- * previous one.  It is the smallest latest-event-time over the partitions
- * that count: one with messages not read yet always counts (one that has
- * none seen yet holds the watermark where it is: events are not late
- * merely because another partition was read first); one read to its end
- * counts unless idle for idle_ms (seen_at: when a message of it was last
- * applied, or when the worker started watching it).  A partition that
- * never had a message does not count, except with hold_empty (a join of
- * two streams, whose topics fill independently): then it holds the
- * watermark until idle, since the client's view of its end may be older
- * than its first messages.  If none counts, the largest
- * latest-event-time.
+ * previous one.  One rule for every view, as Flink's with idleness: it is
+ * the smallest latest-event-time over the partitions that count.  A
+ * partition with messages not read yet always counts; if it has none
+ * seen yet, it holds the watermark where it is (messages of unknown time
+ * may come).  A partition with no message yet, or read to its end, counts
+ * until it has been idle for idle_ms (seen_at: when a message of it was
+ * last applied, or when the worker started watching it), so that events
+ * are not late merely because another partition was read first; the
+ * client's view of a partition's end may be older than its first
+ * messages.  If none counts, the largest latest-event-time.
  */
 TimestampTz
 ssp_watermark(const TimestampTz *maxev, const TimestampTz *seen_at,
-			  const bool *lagging, int nparts, bool hold_empty,
+			  const bool *lagging, int nparts,
 			  TimestampTz previous, int64 idle_ms, Interval *grace)
 {
 	TimestampTz now = GetCurrentTimestamp();
@@ -295,9 +294,9 @@ ssp_watermark(const TimestampTz *maxev, const TimestampTz *seen_at,
 
 		if (maxev[p] == DT_NOBEGIN)
 		{
-			if (lagging[p] || (hold_empty && !idle))
+			if (lagging[p] || !idle)
 				return previous;	/* messages of unknown time may come */
-			continue;			/* empty so far: not counted */
+			continue;			/* empty and idle: not counted */
 		}
 		any = Max(any, maxev[p]);
 		if (lagging[p] || !idle)

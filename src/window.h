@@ -26,7 +26,7 @@ typedef struct SspWindowSpec
 
 extern void ssp_find_window(SspStream *stream, List *group_exprs, SspWindowSpec *spec);
 extern TimestampTz ssp_watermark(const TimestampTz *maxev, const TimestampTz *seen_at,
-								 const bool *lagging, int nparts, bool hold_empty,
+								 const bool *lagging, int nparts,
 								 TimestampTz previous, int64 idle_ms, Interval *grace);
 extern bool ssp_is_event_time(SspStream *stream, AttrNumber attnum);
 extern char *ssp_event_time_detail(SspStream *stream);

@@ -481,6 +481,14 @@ collect(Worker *w, WaitEventSet *wait, bool *dirty)
 				w->restart = true;
 				return 0;
 			}
+			/* quiet partitions went idle: a batch of nothing moves the watermark */
+			if (w->view->late_sql && n == 0 &&
+				ssp_watermark(w->et.maxev, w->et.seen_at, w->et.lagging, src->nslots,
+							  w->et.watermark, w->view->idle_ms, w->view->grace) != w->et.watermark)
+			{
+				*dirty = true;
+				return 0;
+			}
 			report_status(w, lag(w, w->next, NULL));
 			last_report = now;
 		}

@@ -60,7 +60,7 @@ ssp_setup() {
         local status=0
         runuser -u "$SSP_USER" -- env SSP_INNER=1 SSP_WORK="$work" \
             SSP_TEST_BROKERS="${SSP_TEST_BROKERS:-}" KAFKA_BROKERS="${KAFKA_BROKERS:-}" \
-            SSP_BENCH_RUNS="${SSP_BENCH_RUNS:-}" SSP_REGRESS="${SSP_REGRESS:-}" SSP_TAP="${SSP_TAP:-}" SSP_DEMO_SECONDS="${SSP_DEMO_SECONDS:-}" SSP_FUZZ_SECONDS="${SSP_FUZZ_SECONDS:-}" SSP_SMALL_DISK="${SSP_SMALL_DISK:-}" \
+            SSP_BENCH_RUNS="${SSP_BENCH_RUNS:-}" SSP_REGRESS="${SSP_REGRESS:-}" SSP_ISOLATION="${SSP_ISOLATION:-}" SSP_TAP="${SSP_TAP:-}" SSP_DEMO_SECONDS="${SSP_DEMO_SECONDS:-}" SSP_FUZZ_SECONDS="${SSP_FUZZ_SECONDS:-}" SSP_SMALL_DISK="${SSP_SMALL_DISK:-}" \
             PATH="$PATH" bash "$work/src/${0#"$SSP_SRC"/}" "$@" || status=$?
         # what the run wrote for the tree (SSP_COPY_BACK: a folder), back in it
         if [ -n "${SSP_COPY_BACK:-}" ] && [ -d "$work/src/$SSP_COPY_BACK" ]; then

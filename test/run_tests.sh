@@ -57,6 +57,26 @@ if ! "$SSP_INSTALL$PG_PGXS/src/test/regress/pg_regress" \
 fi
 ssp_cleanup
 
+# isolation tests (specs/): races between a batch in flight and users; the
+# broker's address reaches the specs as the setting ssp_test.brokers
+ssp_log "isolation tests"
+ssp_start_broker "$SSP_WORK/broker-isolation"
+isolation_tests=${SSP_ISOLATION:-$(sed -n 's/^ISOLATION = //p' "$SSP_SRC/Makefile")}
+if [ -n "$isolation_tests" ]; then
+    cp "$SSP_SRC/test/regress.conf" "$SSP_WORK/isolation.conf"
+    echo "ssp_test.brokers = '$SSP_BROKERS'" >>"$SSP_WORK/isolation.conf"
+    if ! "$SSP_INSTALL$PG_PGXS/src/test/isolation/pg_isolation_regress" \
+            --temp-instance="$SSP_WORK/isolation/instance" \
+            --temp-config="$SSP_WORK/isolation.conf" \
+            --bindir="$SSP_INSTALL$PG_BINDIR" \
+            --inputdir="$SSP_SRC" --outputdir="$SSP_WORK/isolation" \
+            --load-extension=ssp $isolation_tests; then
+        status=1
+        cat "$SSP_WORK/isolation/regression.diffs" || true
+    fi
+fi
+ssp_cleanup
+
 ssp_log "TAP tests"
 export PG_REGRESS="$SSP_INSTALL$PG_PGXS/src/test/regress/pg_regress"
 export TESTDIR="$SSP_WORK/tap"

@@ -30,6 +30,20 @@ INSERT INTO ddl_orders (id, region, amount, channel) SELECT g, 'r' || g % 3, g, 
 SELECT ssp.wait('ddl_view');
 SELECT * FROM ddl_view ORDER BY name;
 SELECT status, last_error FROM ssp.views WHERE view = 'ddl_view'::regclass;
+-- renaming a table the view joins is not yet followed by the view's SQL:
+-- its worker stops, saying so, and goes on exactly once when it is back
+ALTER TABLE ddl_regions RENAME TO ddl_regions_renamed;
+INSERT INTO ddl_orders (id, region, amount) SELECT g, 'r' || g % 3, g FROM generate_series(61, 90) g;
+DO $$ BEGIN
+  FOR i IN 1 .. 300 LOOP
+    EXIT WHEN (SELECT last_error FROM ssp.views WHERE view = 'ddl_view'::regclass) IS NOT NULL;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END $$;
+SELECT last_error FROM ssp.views WHERE view = 'ddl_view'::regclass;
+ALTER TABLE ddl_regions_renamed RENAME TO ddl_regions;
+SELECT ssp.wait('ddl_view', '90 s');
+SELECT sum(n) FROM ddl_view;
 -- the dependencies go with the view
 DROP VIEW ddl_view;
 ALTER FOREIGN TABLE ddl_orders DROP COLUMN amount;

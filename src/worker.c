@@ -718,13 +718,24 @@ ssp_worker_main(Datum arg)
 		HOLD_INTERRUPTS();
 		MemoryContextSwitchTo(TopMemoryContext);
 		edata = CopyErrorData();
-		ssp_slot_set_error(w.slot, edata->message);
+		/* renames are not yet followed by a view's SQL: say so */
+		if (edata->sqlerrcode == ERRCODE_UNDEFINED_TABLE ||
+			edata->sqlerrcode == ERRCODE_UNDEFINED_COLUMN)
+		{
+			edata->hint = pstrdup("A continuous view names the tables and columns it reads as they were at CREATE VIEW: rename them back, or create the view again.");
+			ssp_slot_set_error(w.slot,
+							   psprintf("%s (a table or column the view reads was renamed, or its table: rename it back, or create the view again)",
+										edata->message));
+		}
+		else
+			ssp_slot_set_error(w.slot, edata->message);
 		ssp_slot_set_status(w.slot, "failed", -1);
 		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 		w.slot->failed = true;
 		LWLockRelease(ssp_shared->lock);
+		FlushErrorState();
 		RESUME_INTERRUPTS();
-		PG_RE_THROW();
+		ReThrowError(edata);
 	}
 	PG_END_TRY();
 	proc_exit(0);

@@ -633,10 +633,10 @@ ssp_record_lost(SspView *view, int source, int32 partition, int64 stored,
 		if (SPI_execute_with_args(stored < 0 ?
 								  "INSERT INTO ssp.offsets (view, topic, partition, next_offset) "
 								  "VALUES ($1::regclass, $2, $3, $5) ON CONFLICT (view, topic, partition) DO NOTHING "
-								  "RETURNING $6" :
+								  "RETURNING 1" :
 								  "UPDATE ssp.offsets SET next_offset = $5 WHERE view = $1::regclass "
 								  "AND topic = $2 AND partition = $3 AND next_offset OPERATOR(pg_catalog.=) $6 "
-								  "RETURNING $6",
+								  "RETURNING 1",
 								  6, argtypes, args, nulls, false, 0) < 0)
 			elog(ERROR, "ssp: could not store offsets");
 		if (SPI_processed != 1)

@@ -552,6 +552,16 @@ recover_lost(Worker *w)
 	return true;
 }
 
+/* release_messages: the messages of the batch, applied or not. */
+static void
+release_messages(Worker *w)
+{
+	int			i;
+
+	for (i = 0; i < w->src.n; i++)
+		ssp_kafka_release(w->kafka[i]);
+}
+
 /* run: the worker's life; returns when the view no longer wants it. */
 static void
 run(Worker *w, Oid viewoid)
@@ -590,8 +600,7 @@ run(Worker *w, Oid viewoid)
 
 		if (w->restart)
 		{
-			for (i = 0; i < w->src.n; i++)
-				ssp_kafka_release(w->kafka[i]);
+			release_messages(w);
 			return;				/* nothing applied: a fresh worker reads it */
 		}
 		next = palloc(sizeof(int64) * Max(nslots, 1));
@@ -623,13 +632,11 @@ run(Worker *w, Oid viewoid)
 		pgstat_report_activity(STATE_RUNNING, "applying a batch");
 		if (!ssp_apply_batch(w->view, &w->src, w->msgs, n, w->committed, next, &w->et))
 		{
-			for (i = 0; i < w->src.n; i++)
-				ssp_kafka_release(w->kafka[i]);
+			release_messages(w);
 			return;				/* dropped, paused or reset */
 		}
 		pgstat_report_activity(STATE_IDLE, NULL);
-		for (i = 0; i < w->src.n; i++)
-			ssp_kafka_release(w->kafka[i]);
+		release_messages(w);
 		/* a batch went through: the last worker's error is over */
 		ssp_slot_set_error(w->slot, "");
 		for (p = 0; p < nslots; p++)
@@ -642,11 +649,7 @@ run(Worker *w, Oid viewoid)
 		report_status(w, batch_lag);
 		ssp_outbox_publish(w->view);
 		if (config_changed(w, false))
-		{
-			for (i = 0; i < w->src.n; i++)
-				ssp_kafka_release(w->kafka[i]);
 			return;
-		}
 	}
 }
 

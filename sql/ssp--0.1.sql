@@ -59,9 +59,12 @@ CREATE TABLE continuous_views (
     outbox regclass,                -- the changes not yet published
     outbox_final_sql text,          -- emit final: the windows a batch closes go out
     published_seq bigint NOT NULL DEFAULT 0, -- the last change published
-    -- the view's query, every name qualified: its column dependencies are
-    -- recorded again from it after a restore
-    definition text
+    changes regprocedure,           -- emit changes: the outbox's trigger function
+    -- what the SQL above is built from again when a worker loads the view,
+    -- so that it names every object as it is named now
+    query regclass,                 -- the view NAME_query: the query, kept by oid
+    names text[] NOT NULL,          -- the output column names
+    options text[] NOT NULL         -- "name=value": the ssp. options of CREATE VIEW
 );
 
 -- What each view has consumed: the truth, written with the view's rows.

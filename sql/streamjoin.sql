@@ -136,6 +136,12 @@ SELECT count(*) AS left_rows, max(ts) FROM order_payments_left;
 SELECT count(*) AS right_rows, max(ts) FROM order_payments_right;
 SELECT view, status, processed, late_events, dead_letters, last_error FROM ssp.views ORDER BY view::text;
 
+-- renaming a stream or a buffer is harmless; a column of a joined stream keeps its name
+ALTER FOREIGN TABLE payments RENAME COLUMN amount TO paid;
+ALTER TABLE order_payments_left RENAME COLUMN region TO area;
+ALTER FOREIGN TABLE payments RENAME TO renamed_payments;
+ALTER TABLE order_payments_left RENAME TO renamed_left;
+
 -- reset replays both topics into an empty view and empty buffers
 SELECT ssp.reset('order_payments');
 SELECT ssp.wait('order_payments');

@@ -304,7 +304,7 @@ plan_agg(Build *b, Aggref *agg, int n)
 	char	   *c3 = psprintf("_a%d_sq", n);
 
 	check_agg(agg);
-	if (!is_builtin(agg) || (!ssp_aggregate_fast_path && agg->args != NIL))
+	if (!is_builtin(agg) || (!b->opts->fast_path && agg->args != NIL))
 		return plan_generic(b, agg, p, c1);
 	if (agg->args)
 		arg = ssp_deparse(b, (Node *) ((TargetEntry *) linitial(agg->args))->expr);

@@ -378,7 +378,11 @@ begin_view_xact(SspView *view)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	return claim_view(view);
+	if (!claim_view(view))
+		return false;
+	/* something the view's SQL names was renamed: build it again */
+	ssp_view_refresh(view);
+	return true;
 }
 
 /* end_view_xact: commit what begin_view_xact started, or roll it back. */

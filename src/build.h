@@ -13,6 +13,7 @@
 #include "nodes/parsenodes.h"
 
 #include "ssp.h"
+#include "view.h"
 #include "window.h"
 
 /* Options of a continuous view (WITH (ssp.x = ...)). */
@@ -34,6 +35,7 @@ typedef struct SspViewOptions
 	List	   *primary_key;	/* column names */
 	int			parallelism;	/* workers, each on a share of the partitions */
 	char	   *output_topic;	/* its changes published there (outbox.c) */
+	bool		fast_path;		/* ssp.aggregate_fast_path when it was created */
 } SspViewOptions;
 
 /* What one aggregate of the query becomes. */
@@ -55,6 +57,16 @@ typedef struct AggPlan
 typedef struct Build
 {
 	Query	   *query;
+	SspViewOptions *opts;
+	/* what the view reads */
+	int			nstreams;		/* 1, or 2 joined */
+	Oid			stream_oids[2];
+	char	   *topics[2];
+	/* where CREATE VIEW puts new objects (a join's buffers) */
+	Oid			nspid;
+	const char *relname;		/* the view's name */
+	/* the SQL a worker runs on each batch (also late_sql and others below) */
+	char	   *apply_sql;
 	Query	   *analysed;		/* the query as analysed, untouched: its dependencies */
 	char	   *definition;		/* the query as text, every name qualified */
 	List	   *dpcontext;		/* deparse context: the stream as "b" */
@@ -64,7 +76,6 @@ typedef struct Build
 	List	   *aggs;			/* Aggref, in order of first appearance */
 	List	   *plans;			/* AggPlan, parallel to aggs */
 	SspStream  *stream;
-	SspViewOptions *opts;
 	/* a windowed view: the window key and what it adds */
 	int			window;			/* index in group_exprs, or -1 */
 	SspWindowSpec spec;
@@ -87,7 +98,8 @@ typedef struct Build
 	char	   *apply_prefix;	/* statements before the apply statement */
 	char	   *purge_left;		/* SQL: a left row can match no more */
 	char	   *purge_right;
-	List	   *buffer_names;	/* unqualified names of the buffer tables */
+	char	   *buffers[2];		/* the buffer tables, qualified */
+	List	   *buffer_names;	/* unqualified names of those CREATE VIEW made */
 	/* what a rollup of an aggregating view reads (rollup.c) */
 	char	   *rollup_from;	/* FROM item "m": the rows the view shows */
 	char	   *rollup_states;	/* ", merge(m.col)::type AS col" per state */
@@ -96,6 +108,7 @@ typedef struct Build
 	/* a view with ssp.output_topic: its changes, through an outbox */
 	char	   *outbox;			/* its table, qualified */
 	char	   *changes_fn;		/* the mrel trigger's function, qualified */
+	char	   *changes_body;	/* its body (plpgsql) */
 	char	   *closed_sql;		/* a window closed by watermark $N (emit final) */
 	char	   *outbox_final_sql;	/* emit final: the windows a batch closes */
 } Build;
@@ -103,6 +116,7 @@ typedef struct Build
 extern const char *const ssp_refuse_hint;
 
 /* view.c */
+extern Build *ssp_view_build(SspView *v);
 extern void ssp_refuse(const char *what, const char *why) pg_attribute_noreturn();
 extern char *ssp_deparse(Build *b, Node *expr);
 
@@ -114,11 +128,11 @@ extern char *ssp_merge_many(AggPlan *p, const char *readagg, const char *expr);
 
 /* join.c */
 extern JoinExpr *ssp_find_stream_join(Build *b, Node *node);
-extern void ssp_build_stream_join(Build *b, JoinExpr *j, List *names, Oid nspid,
-								  const char *viewname, StringInfo create);
+extern void ssp_build_stream_join(Build *b, JoinExpr *j, List *names, StringInfo create);
 
 /* viewsql.c */
 extern char *ssp_interval_sql(Interval *iv);
+extern char *ssp_changes_function_sql(Build *b, bool replace);
 extern void ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 								  StringInfo create, StringInfo viewsql, StringInfo apply);
 extern void ssp_build_append_only(Build *b, List *names, const char *mrel, const char *view,

@@ -57,6 +57,23 @@ ssp_check_start(const char *start)
 								   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
 }
 
+/* text_list: a text[] as a List of strings */
+static List *
+text_list(Datum array, bool isnull)
+{
+	List	   *result = NIL;
+	Datum	   *elems;
+	int			n;
+	int			i;
+
+	if (isnull)
+		return NIL;
+	deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &n);
+	for (i = 0; i < n; i++)
+		result = lappend(result, TextDatumGetCString(elems[i]));
+	return result;
+}
+
 /*
  * ssp_view_load: the catalog row of a continuous view, allocated in the
  * caller's memory context; NULL if there is none and missing_ok.
@@ -75,7 +92,7 @@ ssp_view_load(Oid view, bool missing_ok)
 	if (SPI_execute_with_args("SELECT mrel::oid, streams::oid[], topics, apply_sql, commit_interval_ms, "
 							  "batch_size, on_error, paused, generation, late_sql, retention_sql, grace, "
 							  "(extract(epoch FROM idle_timeout) * 1000)::bigint, watermark, columns, buffers::oid[], parallelism, "
-							  "output_topic, outbox::oid, outbox_final_sql, definition "
+							  "output_topic, outbox::oid, outbox_final_sql, query::oid, names, options, changes::oid "
 							  "FROM ssp.continuous_views WHERE view = $1::oid::regclass",
 							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
@@ -123,7 +140,14 @@ ssp_view_load(Oid view, bool missing_ok)
 		if (isnull)
 			v->outbox = InvalidOid;
 		v->outbox_final_sql = SPI_getvalue(tup, desc, 20);
-		v->definition = SPI_getvalue(tup, desc, 21);
+		v->query = DatumGetObjectId(SPI_getbinval(tup, desc, 21, &isnull));
+		if (isnull)
+			v->query = InvalidOid;
+		v->names = text_list(SPI_getbinval(tup, desc, 22, &isnull), isnull);
+		v->options = text_list(SPI_getbinval(tup, desc, 23, &isnull), isnull);
+		v->changes = DatumGetObjectId(SPI_getbinval(tup, desc, 24, &isnull));
+		if (isnull)
+			v->changes = InvalidOid;
 		v->on_error = ssp_parse_on_error(TextDatumGetCString(SPI_getbinval(tup, desc, 7, &isnull)));
 		v->paused = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
 		v->generation = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
@@ -247,72 +271,11 @@ ssp_store_start_offsets(Oid view, int nsources, const Oid *streams,
 }
 
 /*
- * ssp_view_record_query_dependencies: make the view's _RETURN rule depend
- * on what its query reads (columns of streams and tables, functions,
- * operators, types), as a view's own rule does: dropping or retyping a
- * column that a continuous view reads is then refused by Postgres, while
- * adding columns, or renaming, is not.
- */
-void
-ssp_view_record_query_dependencies(Oid view, Query *query)
-{
-	ObjectAddress rule;
-
-	ObjectAddressSet(rule, RewriteRelationId,
-					 get_rewrite_oid(view, ViewSelectRuleName, false));
-	recordDependencyOnExpr(&rule, (Node *) query, NIL, DEPENDENCY_NORMAL);
-}
-
-/*
- * query_of_definition: the view's stored definition, analysed again.
- */
-static Query *
-query_of_definition(const char *definition)
-{
-	List	   *raw = raw_parser(definition, RAW_PARSE_DEFAULT);
-
-	return parse_analyze_fixedparams(linitial_node(RawStmt, raw), definition, NULL, 0, NULL);
-}
-
-/*
- * record_definition_dependencies: ssp_view_record_query_dependencies from
- * the stored definition; a definition that no longer analyses (something
- * it named is gone) is a warning: the view runs on without them.
- */
-static void
-record_definition_dependencies(SspView *v)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-
-	BeginInternalSubTransaction(NULL);
-	PG_TRY();
-	{
-		ssp_view_record_query_dependencies(v->view, query_of_definition(v->definition));
-		ReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		ereport(WARNING,
-				(errmsg("could not record what continuous view \"%s\" reads", v->name),
-				 errdetail("%s", edata->message)));
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(cxt);
-	CurrentResourceOwner = owner;
-}
-
-/*
  * ssp_view_repair_dependencies: after pg_dump and restore the view and its
- * materialisation (and buffer) tables are plain objects again: make the
- * tables part of the view and the view depend on its streams, if they are
- * not.  Needs a transaction.
+ * materialisation table, query and buffers are plain objects again: make
+ * them part of the view and the view depend on its streams, if they are
+ * not.  (The query, NAME_query, depends on what it reads as any view
+ * does.)  Needs a transaction.
  */
 void
 ssp_view_repair_dependencies(SspView *v)
@@ -341,6 +304,11 @@ ssp_view_repair_dependencies(SspView *v)
 		ObjectAddressSet(viewaddr, RelationRelationId, v->view);
 		ObjectAddressSet(mreladdr, RelationRelationId, v->mrel);
 		recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
+		if (OidIsValid(v->query))
+		{
+			ObjectAddressSet(mreladdr, RelationRelationId, v->query);
+			recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
+		}
 		foreach(lc, v->buffers)
 		{
 			ObjectAddressSet(mreladdr, RelationRelationId, lfirst_oid(lc));
@@ -351,8 +319,6 @@ ssp_view_repair_dependencies(SspView *v)
 			ObjectAddressSet(streamaddr, RelationRelationId, v->streams[i]);
 			recordDependencyOn(&viewaddr, &streamaddr, DEPENDENCY_NORMAL);
 		}
-		if (v->definition)
-			record_definition_dependencies(v);
 		/*
 		 * A join's buffered rows carry the transaction that added them
 		 * (join.c); in a restored cluster that number may come again, so

@@ -285,15 +285,13 @@ buffer_columns(SspStream *s, StringInfo names, StringInfo defs)
  * count.  names are the deparse names of the query's relations.
  */
 void
-ssp_build_stream_join(Build *b, JoinExpr *j, List *names, Oid nspid,
-					  const char *viewname, StringInfo create)
+ssp_build_stream_join(Build *b, JoinExpr *j, List *names, StringInfo create)
 {
 	const char *alias[2];
 	const char *evcol[2];
 	char	   *evref[2];		/* alias.evcol */
 	char	   *buf[2];
 	char	   *on = ssp_deparse(b, j->quals);
-	char	   *nspname = get_namespace_name(nspid);
 	bool		left = j->jointype == JOIN_LEFT;
 	StringInfoData prefix;
 	char	   *pair;
@@ -306,11 +304,16 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, Oid nspid,
 		alias[i] = quote_identifier(list_nth(names, b->join_rtindex[i] - 1));
 		evcol[i] = event_column(b->streams[i]);
 		evref[i] = psprintf("%s.%s", alias[i], evcol[i]);
-		/* named as view.c names the view's table */
-		b->buffer_names = lappend(b->buffer_names,
-								  ChooseRelationName(viewname, NULL, i == 0 ? "left" : "right",
-													 nspid, false));
-		buf[i] = quote_qualified_identifier(nspname, llast(b->buffer_names));
+		/* at CREATE VIEW: named as view.c names the view's table */
+		if (b->buffers[i] == NULL)
+		{
+			b->buffer_names = lappend(b->buffer_names,
+									  ChooseRelationName(b->relname, NULL, i == 0 ? "left" : "right",
+														 b->nspid, false));
+			b->buffers[i] = quote_qualified_identifier(get_namespace_name(b->nspid),
+													   llast(b->buffer_names));
+		}
+		buf[i] = b->buffers[i];
 	}
 	foreach(lc, conjuncts(j->quals))
 		find_bound(b, lfirst(lc), evref);

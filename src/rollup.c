@@ -101,19 +101,14 @@ is_combine(Oid fnoid)
 	return nsp && strcmp(nsp, "ssp") == 0 && strcmp(get_func_name(fnoid), "combine") == 0;
 }
 
-/* load_source: what the continuous view of the rollup's FROM records */
+/* load_source: what the continuous view of the rollup's FROM is built of */
 static void
 load_source(Rollup *r)
 {
 	Query	   *q = r->query;
 	RangeTblEntry *rte;
-	Datum		arg;
-	Oid			argtype = OIDOID;
-	bool		isnull;
-	HeapTuple	tup;
-	TupleDesc	desc;
-	Datum	   *elems;
-	bool	   *nulls;
+	SspView    *v;
+	Build	   *b;
 	int			i;
 
 	if (list_length(q->jointree->fromlist) != 1 ||
@@ -125,36 +120,29 @@ load_source(Rollup *r)
 	r->source = rte->relid;
 	r->source_name = get_rel_name(rte->relid);
 
-	arg = ObjectIdGetDatum(r->source);
-	if (SPI_execute_with_args("SELECT rollup_from, rollup_states, rollup_columns, rollup_combinable "
-							  "FROM ssp.continuous_views WHERE view = $1",
-							  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "ssp: could not read ssp.continuous_views");
-	if (SPI_processed == 0)
+	/* what the view's SQL is built from, as it is named now */
+	v = ssp_view_load(r->source, true);
+	if (v == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a continuous view", r->source_name),
 				 errdetail("A rollup combines the aggregate states that a continuous view keeps.")));
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	(void) SPI_getbinval(tup, desc, 1, &isnull);
-	if (isnull)
+	b = ssp_view_build(v);
+	if (b->rollup_from == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("continuous view \"%s\" has no aggregates to combine", r->source_name),
 				 errhint("Group its rows with a plain query instead.")));
-	r->from = SPI_getvalue(tup, desc, 1);
-	r->states = SPI_getvalue(tup, desc, 2);
-	deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, desc, 3, &isnull)),
-					  TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &r->ncolumns);
+	r->from = b->rollup_from;
+	r->states = b->rollup_states;
+	r->ncolumns = list_length(b->rollup_columns);
 	r->columns = palloc(sizeof(char *) * r->ncolumns);
-	for (i = 0; i < r->ncolumns; i++)
-		r->columns[i] = TextDatumGetCString(elems[i]);
-	deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, desc, 4, &isnull)),
-					  BOOLOID, 1, true, TYPALIGN_CHAR, &elems, &nulls, &i);
 	r->combinable = palloc(sizeof(bool) * r->ncolumns);
 	for (i = 0; i < r->ncolumns; i++)
-		r->combinable[i] = DatumGetBool(elems[i]);
+	{
+		r->columns[i] = list_nth(b->rollup_columns, i);
+		r->combinable[i] = list_nth_int(b->rollup_combinable, i) != 0;
+	}
 }
 
 static Param *

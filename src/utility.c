@@ -19,6 +19,8 @@
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "foreign/foreign.h"
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
@@ -67,6 +69,64 @@ check_stream(RangeVar *rv)
 		(void) ssp_stream_open(relid);
 }
 
+/*
+ * check_column_rename: a continuous view's SQL is built again after any
+ * rename, but two kinds of column keep their names: those of a view's own
+ * tables (its table, outbox and join buffers: a table that is part of a
+ * view, by an internal dependency, is one), and those of a stream that a
+ * join of two streams reads, whose buffers hold its columns by name.
+ */
+static void
+check_column_rename(RenameStmt *stmt)
+{
+	Oid			relid;
+	Oid			argtype = OIDOID;
+	Datum		arg;
+	bool		internal;
+
+	if (stmt->renameType != OBJECT_COLUMN || stmt->relation == NULL)
+		return;
+	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (!OidIsValid(relid))
+		return;
+	arg = ObjectIdGetDatum(relid);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (SPI_execute_with_args("SELECT v.oid::regclass::text, d.deptype = 'i' "
+							  "FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_class v ON v.oid = "
+							  "CASE d.deptype WHEN 'i' THEN d.refobjid ELSE d.objid END "
+							  "WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+							  "AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND v.relkind = 'v' "
+							  "AND ((d.deptype = 'i' AND d.objid = $1) OR (d.deptype = 'n' AND d.refobjid = $1 "
+							  "AND (SELECT pg_catalog.count(*) FROM pg_catalog.pg_depend s "
+							  "JOIN pg_catalog.pg_foreign_table f ON f.ftrelid = s.refobjid "
+							  "JOIN pg_catalog.pg_foreign_server fs ON fs.oid = f.ftserver "
+							  "JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid = fs.srvfdw AND w.fdwname = 'ssp_kafka' "
+							  "WHERE s.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND s.objid = v.oid "
+							  "AND s.deptype = 'n') = 2)) LIMIT 1",
+							  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read pg_depend");
+	if (SPI_processed == 0)
+	{
+		SPI_finish();
+		return;
+	}
+	internal = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &internal));
+	if (internal)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot rename a column of \"%s\"", stmt->relation->relname),
+				 errdetail("It is part of continuous view %s, whose SQL names its columns.",
+						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+				 errhint("Rename the columns of the view itself (ALTER VIEW ... RENAME COLUMN).")));
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot rename a column of stream \"%s\"", stmt->relation->relname),
+			 errdetail("Continuous view %s joins it with another stream, and buffers its rows in a table with its columns.",
+					   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+			 errhint("Drop the view, rename the column, and create the view again.")));
+}
+
 static void
 ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 					bool readOnlyTree, ProcessUtilityContext context,
@@ -91,6 +151,9 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 		ssp_create_rollup((ViewStmt *) parsetree, queryString);
 		return;
 	}
+
+	if (IsA(parsetree, RenameStmt))
+		check_column_rename((RenameStmt *) parsetree);
 
 	if (prev_utility_hook)
 		prev_utility_hook(pstmt, queryString, readOnlyTree, context, params,

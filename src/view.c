@@ -2,20 +2,25 @@
  *
  * view.c
  *	  CREATE VIEW ... WITH (ssp.continuous): what a continuous view may
- *	  contain, and its creation.
+ *	  contain, its creation, and its SQL built again for its worker.
  *
- * The query is analysed once, here.  What cannot be maintained
- * incrementally is refused with a message that says what and why.  What
- * can becomes three things (built by viewsql.c and aggregate.c), made
- * through SPI in the creating transaction:
+ * What cannot be maintained incrementally is refused with a message that
+ * says what and why.  What can becomes four things (built by viewsql.c and
+ * aggregate.c), made through SPI in the creating transaction:
  *
  *	- the materialisation table NAME_mrel: the rows, or the group keys and
  *	  each aggregate's state that merges;
  *	- the view NAME that users query, which finishes the states;
- *	- the apply statement, kept in ssp.continuous_views, that a worker runs
- *	  on each batch: the batch is the ephemeral relation ssp_batch (the
- *	  stream's columns, then _ssp_partition, _ssp_offset, _ssp_tombstone),
- *	  named "b" in the query; other relations of the query keep theirs.
+ *	- the plain view NAME_query: the query itself, kept by Postgres by oid;
+ *	- the apply statement that a worker runs on each batch: the batch is
+ *	  the ephemeral relation ssp_batch (the stream's columns, then
+ *	  _ssp_partition, _ssp_offset, _ssp_tombstone), named "b" in the query;
+ *	  other relations of the query keep theirs.
+ *
+ * The apply statement (and the rest a worker runs) names objects, so it is
+ * built again from NAME_query and the view's options each time a worker
+ * loads the view, and before a batch when something it names has changed
+ * (ssp_view_generate, ssp_view_refresh): renames are harmless.
  *
  * Expressions are deparsed with search_path set to pg_catalog alone, so the
  * generated SQL names every object in full and means the same in a worker.
@@ -24,6 +29,7 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
 #include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
@@ -42,10 +48,15 @@
 #include "parser/parse_func.h"
 #include "parser/parse_type.h"
 #include "parser/parsetree.h"
+#include "rewrite/rewriteHandler.h"
+#include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/regproc.h"
+#include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -55,8 +66,6 @@
 #include "view.h"
 #include "window.h"
 #include "build.h"
-
-
 
 const char *const ssp_refuse_hint =
 "A continuous view reads one stream (joined with tables, or with a second stream on a time bound), with WHERE, GROUP BY, HAVING and any aggregate with a combine function: the built-in ones, those of hll and tdigest, or your own.";
@@ -101,6 +110,19 @@ interval_ms(DefElem *def)
 	return (int) (us / 1000);
 }
 
+/*
+ * int_option: an integer option's value.  Options are kept as text
+ * (ssp.continuous_views.options) and parsed again when the view's SQL is
+ * built, so a string of digits is an integer too.
+ */
+static int64
+int_option(DefElem *def)
+{
+	if (def->arg && IsA(def->arg, String))
+		return pg_strtoint64(strVal(def->arg));
+	return defGetInt64(def);
+}
+
 /* interval_option: an interval option's value, checked, as text. */
 static char *
 interval_option(DefElem *def, bool positive)
@@ -120,13 +142,14 @@ interval_option(DefElem *def, bool positive)
 }
 
 static SspViewOptions
-parse_options(ViewStmt *stmt)
+parse_options(List *options)
 {
 	SspViewOptions opts = {pstrdup("earliest"), SSP_DEFAULT_COMMIT_INTERVAL_MS,
-	SSP_DEFAULT_BATCH_SIZE, pstrdup("dead_letter"), NULL, NULL, NULL, false, NULL, NULL, NIL, 1};
+	SSP_DEFAULT_BATCH_SIZE, pstrdup("dead_letter"), NULL, NULL, NULL, false, NULL, NULL, NIL, 1,
+	NULL, ssp_aggregate_fast_path};
 	ListCell   *lc;
 
-	foreach(lc, stmt->options)
+	foreach(lc, options)
 	{
 		DefElem    *def = lfirst(lc);
 		const char *n = def->defname;
@@ -146,7 +169,7 @@ parse_options(ViewStmt *stmt)
 			opts.commit_interval_ms = interval_ms(def);
 		else if (strcmp(n, "batch_size") == 0)
 		{
-			int64		v = defGetInt64(def);
+			int64		v = int_option(def);
 
 			if (v < 1 || v > 10000000)
 				ereport(ERROR,
@@ -204,9 +227,11 @@ parse_options(ViewStmt *stmt)
 						 errdetail("A topic name has 1 to 249 letters, digits, dots, underscores and hyphens.")));
 			opts.output_topic = pstrdup(t);
 		}
+		else if (strcmp(n, "aggregate_fast_path") == 0)
+			opts.fast_path = defGetBoolean(def);	/* kept by options_text */
 		else if (strcmp(n, "parallelism") == 0)
 		{
-			int64		v = defGetInt64(def);
+			int64		v = int_option(def);
 
 			if (v < 1 || v > SSP_MAX_PARALLELISM)
 				ereport(ERROR,
@@ -303,14 +328,6 @@ ssp_deparse(Build *b, Node *expr)
 	return deparse_expression(expr, b->dpcontext, true, false);
 }
 
-
-
-
-
-
-
-
-
 static void
 spi_exec(const char *sql)
 {
@@ -349,40 +366,50 @@ ssp_target_names(Query *q, List *aliases)
 	return names;
 }
 
+/* text_array: a List of strings as a text[] */
+static Datum
+text_array(List *strings)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(strings), 1));
+	ListCell   *lc;
 
-
-
-
-
-
-
-
+	foreach(lc, strings)
+		elems[foreach_current_index(lc)] = CStringGetTextDatum(lfirst(lc));
+	return PointerGetDatum(construct_array(elems, list_length(strings), TEXTOID, -1, false, TYPALIGN_INT));
+}
 
 /*
- * record_view: make the materialisation table part of the view, the view
- * depend on its stream, and add the catalog row.  Needs SPI connected.
+ * record_view: make the materialisation table, the view's query and the
+ * other tables part of the view, the view depend on its streams and
+ * tables, and add the catalog row.  Needs SPI connected.
  */
 static void
-record_view(Oid viewoid, Oid mreloid, Oid nspid, int nstreams, Oid *streams,
-			char **topics, const char *apply_sql, Build *b)
+record_view(Oid viewoid, Oid mreloid, Oid queryoid, Oid nspid, List *names,
+			List *options, const char *apply_sql, Build *b)
 {
 	SspViewOptions *opts = b->opts;
+	int			nstreams = b->nstreams;
 	ListCell   *lc;
 	ObjectAddress viewaddr,
 				mreladdr;
-	Datum		args[25];
-	char		nulls[25] = "                         ";
-	Oid			argtypes[25] = {OIDOID, OIDOID, OIDARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
+	Datum		args[28];
+	char		nulls[28] = "                            ";
+	Oid			argtypes[28] = {OIDOID, OIDOID, OIDARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
 		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, OIDARRAYOID, INT4OID,
-	TEXTOID, TEXTOID, TEXTARRAYOID, BOOLARRAYOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+		TEXTOID, TEXTOID, TEXTARRAYOID, BOOLARRAYOID, TEXTOID, OIDOID, TEXTOID, OIDOID,
+	TEXTARRAYOID, TEXTARRAYOID, OIDOID};
 	Datum	   *elems = palloc(sizeof(Datum) * Max(nstreams, list_length(b->buffer_names)));
 	Oid		   *buffers = palloc(sizeof(Oid) * Max(list_length(b->buffer_names), 1));
+	Oid			changes = InvalidOid;
+	Oid			outbox = InvalidOid;
 	int			nbuffers = 0;
 	int			i;
 
 	ObjectAddressSet(viewaddr, RelationRelationId, viewoid);
 	ObjectAddressSet(mreladdr, RelationRelationId, mreloid);
-	/* the mrel and buffers are part of the view; it reads streams and tables */
+	/* the mrel, the query and the buffers are part of the view */
+	recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
+	ObjectAddressSet(mreladdr, RelationRelationId, queryoid);
 	recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
 	foreach(lc, b->buffer_names)
 	{
@@ -391,6 +418,7 @@ record_view(Oid viewoid, Oid mreloid, Oid nspid, int nstreams, Oid *streams,
 		recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
 		nbuffers++;
 	}
+	/* it reads streams and tables (the query depends on their columns) */
 	foreach(lc, b->query->rtable)
 	{
 		RangeTblEntry *rte = lfirst(lc);
@@ -401,16 +429,14 @@ record_view(Oid viewoid, Oid mreloid, Oid nspid, int nstreams, Oid *streams,
 		ObjectAddressSet(reladdr, RelationRelationId, rte->relid);
 		recordDependencyOn(&viewaddr, &reladdr, DEPENDENCY_NORMAL);
 	}
-	/* and on the columns, functions and types it reads, as a view does */
-	ssp_view_record_query_dependencies(viewoid, b->analysed);
 
 	args[0] = ObjectIdGetDatum(viewoid);
 	args[1] = ObjectIdGetDatum(mreloid);
 	for (i = 0; i < nstreams; i++)
-		elems[i] = ObjectIdGetDatum(streams[i]);
+		elems[i] = ObjectIdGetDatum(b->stream_oids[i]);
 	args[2] = PointerGetDatum(construct_array(elems, nstreams, OIDOID, 4, true, TYPALIGN_INT));
 	for (i = 0; i < nstreams; i++)
-		elems[i] = CStringGetTextDatum(topics[i]);
+		elems[i] = CStringGetTextDatum(b->topics[i]);
 	args[3] = PointerGetDatum(construct_array(elems, nstreams, TEXTOID, -1, false, TYPALIGN_INT));
 	args[4] = CStringGetTextDatum(apply_sql);
 	args[5] = CStringGetTextDatum(opts->start);
@@ -435,17 +461,13 @@ record_view(Oid viewoid, Oid mreloid, Oid nspid, int nstreams, Oid *streams,
 	if (b->rollup_from)
 	{
 		int			ncols = list_length(b->rollup_columns);
-		Datum	   *cols = palloc(sizeof(Datum) * ncols);
 		Datum	   *combinable = palloc(sizeof(Datum) * ncols);
 
 		for (i = 0; i < ncols; i++)
-		{
-			cols[i] = CStringGetTextDatum(list_nth(b->rollup_columns, i));
 			combinable[i] = BoolGetDatum(list_nth_int(b->rollup_combinable, i) != 0);
-		}
 		args[17] = CStringGetTextDatum(b->rollup_from);
 		args[18] = CStringGetTextDatum(b->rollup_states);
-		args[19] = PointerGetDatum(construct_array(cols, ncols, TEXTOID, -1, false, TYPALIGN_INT));
+		args[19] = text_array(b->rollup_columns);
 		args[20] = PointerGetDatum(construct_array(combinable, ncols, BOOLOID, 1, true, TYPALIGN_CHAR));
 	}
 	else
@@ -454,32 +476,37 @@ record_view(Oid viewoid, Oid mreloid, Oid nspid, int nstreams, Oid *streams,
 	if (opts->output_topic)
 	{
 		ObjectAddress addr;
-		List	   *fn = stringToQualifiedNameList(b->changes_fn);
 
-		args[21] = CStringGetTextDatum(opts->output_topic);
-		args[22] = CStringGetTextDatum(b->outbox);
-		args[23] = b->outbox_final_sql ? CStringGetTextDatum(b->outbox_final_sql) : (Datum) 0;
-		nulls[23] = b->outbox_final_sql ? ' ' : 'n';
-		ObjectAddressSet(addr, RelationRelationId, RangeVarGetRelid(makeRangeVarFromNameList(
-																						   stringToQualifiedNameList(b->outbox)),
-																	   NoLock, false));
+		outbox = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(b->outbox)),
+								  NoLock, false);
+		ObjectAddressSet(addr, RelationRelationId, outbox);
 		recordDependencyOn(&addr, &viewaddr, DEPENDENCY_INTERNAL);
 		if (!b->outbox_final_sql)
 		{
-			ObjectAddressSet(addr, ProcedureRelationId, LookupFuncName(fn, 0, NULL, false));
+			changes = LookupFuncName(stringToQualifiedNameList(b->changes_fn), 0, NULL, false);
+			ObjectAddressSet(addr, ProcedureRelationId, changes);
 			recordDependencyOn(&addr, &viewaddr, DEPENDENCY_INTERNAL);
 		}
+		args[21] = CStringGetTextDatum(opts->output_topic);
+		args[23] = b->outbox_final_sql ? CStringGetTextDatum(b->outbox_final_sql) : (Datum) 0;
+		nulls[23] = b->outbox_final_sql ? ' ' : 'n';
 	}
 	else
 		memset(nulls + 21, 'n', 3);
-	args[24] = CStringGetTextDatum(b->definition);
+	args[22] = ObjectIdGetDatum(outbox);
+	nulls[22] = OidIsValid(outbox) ? ' ' : 'n';
+	args[24] = ObjectIdGetDatum(queryoid);
+	args[25] = text_array(names);
+	args[26] = text_array(options);
+	args[27] = ObjectIdGetDatum(changes);
+	nulls[27] = OidIsValid(changes) ? ' ' : 'n';
 	if (SPI_execute_with_args("INSERT INTO ssp.continuous_views (view, mrel, streams, topics, apply_sql, start, "
 							  "commit_interval_ms, batch_size, on_error, late_sql, retention_sql, grace, idle_timeout, emit, columns, buffers, "
 							  "parallelism, rollup_from, rollup_states, rollup_columns, rollup_combinable, "
-							  "output_topic, outbox, outbox_final_sql, definition) "
+							  "output_topic, outbox, outbox_final_sql, query, names, options, changes) "
 							  "VALUES ($1, $2, $3::regclass[], $4, $5, $6, $7, $8, $9, $10, $11, $12::interval, $13::interval, $14, "
-							  "$15::smallint[], $16::regclass[], $17, $18, $19, $20, $21, $22, $23::regclass, $24, $25)",
-							  25, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
+							  "$15::smallint[], $16::regclass[], $17, $18, $19, $20, $21, $22, $23::regclass, $24, $25, $26, $27, $28)",
+							  28, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "ssp: could not record the continuous view");
 }
 
@@ -676,6 +703,132 @@ ssp_choose_function_name(const char *name, const char *label, Oid nspid)
 }
 
 /*
+ * build_view: the SQL of a continuous view from its analysed query, output
+ * column names and options: the DDL of its objects (create, viewsql) and
+ * what its worker runs (apply, and the rest in b).  The objects are named
+ * as b says (view, mrel, b->outbox, b->changes_fn, b->buffers); a join's
+ * buffers are chosen here if b names none.  Refuses what cannot be
+ * maintained.  Run at CREATE VIEW and again each time a worker loads the
+ * view, so the names in the SQL are always the current ones.
+ */
+static void
+build_view(Build *b, List *names, const char *view, const char *mrel,
+		   StringInfo create, StringInfo viewsql, StringInfo apply)
+{
+	Query	   *q = b->query;
+	SspViewOptions *opts = b->opts;
+	List	   *streamlist;
+	int			save_nestlevel;
+
+	streamlist = check_query(q);
+	b->analysed = copyObject(q);
+	if (list_length(streamlist) == 2)
+	{
+		ListCell   *lc;
+		int			i;
+
+		foreach(lc, q->jointree->fromlist)
+			if (b->stream_join == NULL)
+				b->stream_join = ssp_find_stream_join(b, lfirst(lc));
+		if (b->stream_join == NULL)
+			ssp_refuse("two streams that are not joined with JOIN ... ON",
+					   "Join two streams directly, with ON and a bound between their event times, as in FROM orders o JOIN payments p ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + interval '1 day'.");
+		for (i = 0; i < 2; i++)
+		{
+			b->stream_oids[i] = rt_fetch(b->join_rtindex[i], q->rtable)->relid;
+			b->streams[i] = ssp_stream_open(b->stream_oids[i]);
+		}
+		/* a view keeps one offset per topic and partition */
+		if (strcmp(b->streams[0]->topic, b->streams[1]->topic) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a join of two streams cannot read topic \"%s\" twice", b->streams[0]->topic),
+					 errdetail("A continuous view keeps one offset per topic and partition.")));
+	}
+	else
+		b->stream_oids[0] = linitial_oid(streamlist);
+	b->nstreams = list_length(streamlist);
+	b->stream = ssp_stream_open(b->stream_oids[0]);
+	b->topics[0] = b->stream->topic;
+	if (b->nstreams == 2)
+		b->topics[1] = b->streams[1]->topic;
+
+	/* deparse with every name qualified */
+	save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	b->definition = pg_get_querydef(b->analysed, false);
+	setup_deparse(b, b->stream_oids[0]);
+	b->window = -1;
+	if (b->stream_join)
+	{
+		if (opts->primary_key || opts->sliding || opts->retention || opts->emit_final)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("options ssp.primary_key, ssp.sliding, ssp.retention and ssp.emit cannot be used with a join of two streams")));
+		ssp_build_stream_join(b, b->stream_join, b->rtnames, create);
+	}
+	setup_from(b);
+	if (q->hasAggs || q->groupClause)
+		ssp_build_aggregating(b, names, mrel, view, create, viewsql, apply);
+	else
+		ssp_build_append_only(b, names, mrel, view, create, viewsql, apply);
+	AtEOXact_GUC(true, save_nestlevel);
+	if (b->stream_join && b->window >= 0)
+		ssp_refuse("a window over a join of two streams", "Windows over joined streams are not supported yet; group the joined rows by other keys.");
+	if (opts->primary_key && (q->hasAggs || q->groupClause))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.primary_key applies to views without aggregates"),
+				 errdetail("It keeps the latest row per key, as a table kept from a compacted topic.")));
+	if (opts->parallelism > 1 && (b->stream_join || b->window >= 0 || opts->sliding || opts->primary_key))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.parallelism cannot be used with windows, ssp.sliding, ssp.primary_key or a join of two streams"),
+				 errdetail("Each worker reads only its share of the partitions, and these need the event times, or the order of the messages, of all of them.")));
+	if (opts->output_topic && (!(q->hasAggs || q->groupClause) || opts->parallelism > 1 || opts->sliding))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.output_topic applies to views with aggregates, without ssp.parallelism or ssp.sliding"),
+				 errdetail("Their changes are those of one row per group; with several workers or a sliding window a group's row is merged when read.")));
+	if (opts->sliding && !b->step_expr)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.sliding needs aggregates"),
+				 errdetail("A sliding window combines aggregates over the last stretch of time; a view without them just keeps its rows.")));
+	if (b->window < 0 && (opts->retention || opts->emit_final ||
+						  (!b->stream_join && (opts->grace || opts->idle_timeout))))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("options ssp.grace, ssp.retention, ssp.idle_timeout and ssp.emit need a window"),
+				 errhint("Group by a window over the event time, as in GROUP BY ssp.tumble(ts, '1 minute').")));
+	b->columns = needed_columns(b, b->stream_oids[0]);
+}
+
+/*
+ * options_text: a view's options as text[] elements "name=value", and
+ * the setting of ssp.aggregate_fast_path it was created with: its SQL is
+ * built again from them.
+ */
+static List *
+options_text(List *options, SspViewOptions *opts)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (strcmp(def->defname, "continuous") == 0 ||
+			strcmp(def->defname, "aggregate_fast_path") == 0)
+			continue;
+		result = lappend(result, psprintf("%s=%s", def->defname, defGetString(def)));
+	}
+	return lappend(result, psprintf("aggregate_fast_path=%s", opts->fast_path ? "on" : "off"));
+}
+
+/*
  * ssp_create_continuous_view: carry out CREATE VIEW ... WITH
  * (ssp.continuous) in place of Postgres.  Needs a transaction; creates
  * objects as the current user.
@@ -683,27 +836,22 @@ ssp_choose_function_name(const char *name, const char *label, Oid nspid)
 void
 ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 {
-	SspViewOptions opts = parse_options(stmt);
+	SspViewOptions opts = parse_options(stmt->options);
 	RawStmt    *raw = makeNode(RawStmt);
-	Query	   *q;
-	List	   *streamlist;
-	Oid			streams[2];
-	char	   *topics[2];
-	int			nstreams;
-	Oid			stream;
 	Oid			nspid;
 	char	   *nspname;
 	char	   *mrel;
 	char	   *mrelname;
+	char	   *queryname;
 	char	   *view;
 	List	   *names;
 	Build		b;
 	StringInfoData create,
 				viewsql,
-				apply;
-	int			save_nestlevel;
+				apply,
+				querysql;
 	Oid			viewoid;
-	SspStream  *s;
+	ListCell   *lc;
 
 	if (stmt->replace)
 		ereport(ERROR,
@@ -721,43 +869,24 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 
 	raw->stmt = copyObject(stmt->query);
 	raw->stmt_location = -1;
-	q = parse_analyze_fixedparams(raw, queryString, NULL, 0, NULL);
-	streamlist = check_query(q);
-	names = ssp_target_names(q, stmt->aliases);
 	memset(&b, 0, sizeof(b));
-	b.query = q;
-	b.analysed = copyObject(q);
-	if (list_length(streamlist) == 2)
+	b.query = parse_analyze_fixedparams(raw, queryString, NULL, 0, NULL);
+	b.opts = &opts;
+	names = ssp_target_names(b.query, stmt->aliases);
+	/* output columns named as the query NAME_query keeps them */
 	{
-		ListCell   *lc;
-		int			i;
+		ListCell   *nlc = list_head(names);
 
-		foreach(lc, q->jointree->fromlist)
-			if (b.stream_join == NULL)
-				b.stream_join = ssp_find_stream_join(&b, lfirst(lc));
-		if (b.stream_join == NULL)
-			ssp_refuse("two streams that are not joined with JOIN ... ON",
-					   "Join two streams directly, with ON and a bound between their event times, as in FROM orders o JOIN payments p ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + interval '1 day'.");
-		for (i = 0; i < 2; i++)
+		foreach(lc, b.query->targetList)
 		{
-			streams[i] = rt_fetch(b.join_rtindex[i], q->rtable)->relid;
-			b.streams[i] = ssp_stream_open(streams[i]);
+			TargetEntry *tle = lfirst(lc);
+
+			if (tle->resjunk)
+				continue;
+			tle->resname = lfirst(nlc);
+			nlc = lnext(names, nlc);
 		}
-		/* a view keeps one offset per topic and partition */
-		if (strcmp(b.streams[0]->topic, b.streams[1]->topic) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("a join of two streams cannot read topic \"%s\" twice", b.streams[0]->topic),
-					 errdetail("A continuous view keeps one offset per topic and partition.")));
 	}
-	else
-		streams[0] = linitial_oid(streamlist);
-	nstreams = list_length(streamlist);
-	stream = streams[0];
-	s = ssp_stream_open(stream);
-	topics[0] = s->topic;
-	if (nstreams == 2)
-		topics[1] = b.streams[1]->topic;
 
 	nspid = RangeVarGetCreationNamespace(stmt->view);
 	nspname = get_namespace_name(nspid);
@@ -779,61 +908,12 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 												  ssp_choose_function_name(stmt->view->relname,
 																		   "changes", nspid));
 	}
-
-	/* deparse with every name qualified */
-	save_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
-							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	b.definition = pg_get_querydef(b.analysed, false);
-	setup_deparse(&b, stream);
-	b.stream = s;
-	b.opts = &opts;
-	b.window = -1;
+	b.nspid = nspid;
+	b.relname = stmt->view->relname;
 	initStringInfo(&create);
 	initStringInfo(&viewsql);
 	initStringInfo(&apply);
-	if (b.stream_join)
-	{
-		if (opts.primary_key || opts.sliding || opts.retention || opts.emit_final)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("options ssp.primary_key, ssp.sliding, ssp.retention and ssp.emit cannot be used with a join of two streams")));
-		ssp_build_stream_join(&b, b.stream_join, b.rtnames, nspid, stmt->view->relname, &create);
-	}
-	setup_from(&b);
-	if (q->hasAggs || q->groupClause)
-		ssp_build_aggregating(&b, names, mrel, view, &create, &viewsql, &apply);
-	else
-		ssp_build_append_only(&b, names, mrel, view, &create, &viewsql, &apply);
-	AtEOXact_GUC(true, save_nestlevel);
-	if (b.stream_join && b.window >= 0)
-		ssp_refuse("a window over a join of two streams", "Windows over joined streams are not supported yet; group the joined rows by other keys.");
-	if (opts.primary_key && (q->hasAggs || q->groupClause))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("ssp.primary_key applies to views without aggregates"),
-				 errdetail("It keeps the latest row per key, as a table kept from a compacted topic.")));
-	if (opts.parallelism > 1 && (b.stream_join || b.window >= 0 || opts.sliding || opts.primary_key))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("ssp.parallelism cannot be used with windows, ssp.sliding, ssp.primary_key or a join of two streams"),
-				 errdetail("Each worker reads only its share of the partitions, and these need the event times, or the order of the messages, of all of them.")));
-	if (opts.output_topic && (!(q->hasAggs || q->groupClause) || opts.parallelism > 1 || opts.sliding))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("ssp.output_topic applies to views with aggregates, without ssp.parallelism or ssp.sliding"),
-				 errdetail("Their changes are those of one row per group; with several workers or a sliding window a group's row is merged when read.")));
-	if (opts.sliding && !b.step_expr)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("ssp.sliding needs aggregates"),
-				 errdetail("A sliding window combines aggregates over the last stretch of time; a view without them just keeps its rows.")));
-	if (b.window < 0 && (opts.retention || opts.emit_final ||
-						 (!b.stream_join && (opts.grace || opts.idle_timeout))))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("options ssp.grace, ssp.retention, ssp.idle_timeout and ssp.emit need a window"),
-				 errhint("Group by a window over the event time, as in GROUP BY ssp.tumble(ts, '1 minute').")));
+	build_view(&b, names, view, mrel, &create, &viewsql, &apply);
 
 	elog(DEBUG1, "ssp: continuous view %s: %s; %s; %s", view, create.data, viewsql.data, apply.data);
 
@@ -841,13 +921,263 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 		elog(ERROR, "ssp: SPI_connect failed");
 	spi_exec(create.data);
 	spi_exec(viewsql.data);
+
+	/*
+	 * The query itself is kept as Postgres keeps a view's, by oid, in the
+	 * plain view NAME_query: it depends on what the query reads (dropping
+	 * or retyping a column it reads is refused), follows every rename, is
+	 * dumped with the names of the day, and is what the SQL is built from
+	 * again when a worker loads the view.
+	 */
+	queryname = ChooseRelationName(stmt->view->relname, NULL, "query", nspid, false);
+	initStringInfo(&querysql);
+	appendStringInfo(&querysql, "CREATE VIEW %s (", quote_qualified_identifier(nspname, queryname));
+	foreach(lc, names)
+		appendStringInfo(&querysql, "%s%s", foreach_current_index(lc) ? ", " : "",
+						 quote_identifier(lfirst(lc)));
+	appendStringInfo(&querysql, ") AS %s", b.definition);
+	{
+		int			save_nestlevel = NewGUCNestLevel();
+
+		(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+		spi_exec(querysql.data);
+		AtEOXact_GUC(true, save_nestlevel);
+	}
 	CommandCounterIncrement();
 
-	b.columns = needed_columns(&b, stream);
 	viewoid = RangeVarGetRelid(stmt->view, NoLock, false);
-	record_view(viewoid, get_relname_relid(mrelname, nspid),
-				nspid, nstreams, streams, topics, apply.data, &b);
+	record_view(viewoid, get_relname_relid(mrelname, nspid), get_relname_relid(queryname, nspid),
+				nspid, names, options_text(stmt->options, &opts), apply.data, &b);
 	SPI_finish();
 
-	ssp_store_start_offsets(viewoid, nstreams, streams, topics, opts.start);
+	ssp_store_start_offsets(viewoid, b.nstreams, b.stream_oids, b.topics, opts.start);
+}
+
+/* qualified_name: a relation's name, qualified, as it is now */
+static char *
+qualified_name(SspView *v, Oid rel)
+{
+	char	   *name = get_rel_name(rel);
+
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("continuous view \"%s\" has lost one of its tables", v->name),
+				 errhint("Drop the view and create it again.")));
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(rel)), name);
+}
+
+/*
+ * view_query: the query that the view NAME_query keeps, as parse analysis
+ * made it.  Postgres 15 puts the view itself first in a view's range
+ * table, twice (as OLD and NEW): they go, and the rest move up.
+ */
+static Query *
+view_query(SspView *v)
+{
+	Relation	rel;
+	Query	   *q;
+
+	if (!OidIsValid(v->query) || get_rel_name(v->query) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("continuous view \"%s\" has lost its query", v->name),
+				 errhint("Drop the view and create it again.")));
+	rel = relation_open(v->query, AccessShareLock);
+	q = copyObject(get_view_query(rel));
+	relation_close(rel, NoLock);
+#if PG_VERSION_NUM < 160000
+	if (list_length(q->rtable) >= 2 &&
+		rt_fetch(1, q->rtable)->relid == v->query &&
+		rt_fetch(2, q->rtable)->relid == v->query)
+	{
+		q->rtable = list_copy_tail(q->rtable, 2);
+		OffsetVarNodes((Node *) q, -2, 0);
+	}
+#endif
+	return q;
+}
+
+/*
+ * ssp_view_build: the view's SQL built again, from the query NAME_query
+ * keeps and the options it was created with, naming every object as it is
+ * named now: so renaming what a view reads, or its own objects, is
+ * harmless.  Needs a transaction.
+ */
+Build *
+ssp_view_build(SspView *v)
+{
+	Build	   *b = palloc0(sizeof(Build));
+	List	   *defs = NIL;
+	ListCell   *lc;
+	StringInfoData create,
+				viewsql,
+				apply;
+	int			i;
+
+	foreach(lc, v->options)
+	{
+		char	   *opt = pstrdup(lfirst(lc));
+		char	   *eq = strchr(opt, '=');
+
+		if (eq == NULL)
+			elog(ERROR, "ssp: continuous view %u has a malformed option \"%s\"", v->view, opt);
+		*eq = '\0';
+		defs = lappend(defs, makeDefElemExtended("ssp", opt, (Node *) makeString(eq + 1),
+												 DEFELEM_UNSPEC, -1));
+	}
+	b->opts = palloc(sizeof(SspViewOptions));
+	*b->opts = parse_options(defs);
+	b->query = view_query(v);
+	if (OidIsValid(v->outbox))
+	{
+		b->outbox = qualified_name(v, v->outbox);
+		if (OidIsValid(v->changes))
+			b->changes_fn = quote_qualified_identifier(get_namespace_name(get_func_namespace(v->changes)),
+													   get_func_name(v->changes));
+	}
+	for (i = 0; i < list_length(v->buffers) && i < 2; i++)
+		b->buffers[i] = qualified_name(v, list_nth_oid(v->buffers, i));
+	initStringInfo(&create);
+	initStringInfo(&viewsql);
+	initStringInfo(&apply);
+	build_view(b, v->names, qualified_name(v, v->view), qualified_name(v, v->mrel),
+			   &create, &viewsql, &apply);
+	b->apply_sql = apply.data;
+	return b;
+}
+
+/*
+ * A worker's SQL names the relations below, schemas, functions and types:
+ * an invalidation of any of them (a rename, say) makes it stale, and it is
+ * built again before the next batch (ssp_view_refresh).
+ */
+#define MAX_WATCHED 64
+static Oid	watched[MAX_WATCHED];
+static int	nwatched = -1;		/* -1: not watching */
+static bool sql_stale = false;
+static MemoryContext sql_cxt = NULL;	/* the SQL of the last build */
+
+static void
+relation_changed(Datum arg, Oid relid)
+{
+	int			i;
+
+	if (!OidIsValid(relid) || nwatched >= MAX_WATCHED)
+		sql_stale = true;
+	for (i = 0; i < nwatched && !sql_stale; i++)
+		if (watched[i] == relid)
+			sql_stale = true;
+}
+
+static void
+catalog_changed(Datum arg, int cacheid, uint32 hashvalue)
+{
+	sql_stale = true;
+}
+
+/* watch: the relations of the view and of its query */
+static void
+watch(SspView *v, Query *q)
+{
+	ListCell   *lc;
+
+	if (nwatched < 0)
+	{
+		CacheRegisterRelcacheCallback(relation_changed, (Datum) 0);
+		CacheRegisterSyscacheCallback(NAMESPACEOID, catalog_changed, (Datum) 0);
+		CacheRegisterSyscacheCallback(PROCOID, catalog_changed, (Datum) 0);
+		CacheRegisterSyscacheCallback(TYPEOID, catalog_changed, (Datum) 0);
+	}
+	nwatched = 0;
+	watched[nwatched++] = v->mrel;
+	watched[nwatched++] = v->query;
+	if (OidIsValid(v->outbox))
+		watched[nwatched++] = v->outbox;
+	foreach(lc, v->buffers)
+		watched[nwatched++] = lfirst_oid(lc);
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_RELATION && nwatched < MAX_WATCHED)
+			watched[nwatched++] = rte->relid;
+	}
+}
+
+/*
+ * sync_changes_function: an outbox's trigger function names the outbox in
+ * its body: replace the body if it is not the one built now.
+ */
+static void
+sync_changes_function(SspView *v, Build *b)
+{
+	HeapTuple	tup;
+	bool		isnull;
+	bool		same;
+	ObjectAddress fn,
+				viewaddr;
+
+	if (!OidIsValid(v->changes) || b->changes_body == NULL || b->changes_fn == NULL)
+		return;
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(v->changes));
+	if (!HeapTupleIsValid(tup))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("continuous view \"%s\" has lost its trigger function", v->name),
+				 errhint("Drop the view and create it again.")));
+	same = strcmp(TextDatumGetCString(SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull)),
+				  b->changes_body) == 0;
+	ReleaseSysCache(tup);
+	if (same)
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	spi_exec(ssp_changes_function_sql(b, true));
+	SPI_finish();
+	/* CREATE OR REPLACE records the function's dependencies anew */
+	ObjectAddressSet(fn, ProcedureRelationId, v->changes);
+	ObjectAddressSet(viewaddr, RelationRelationId, v->view);
+	recordDependencyOn(&fn, &viewaddr, DEPENDENCY_INTERNAL);
+	CommandCounterIncrement();
+}
+
+/*
+ * ssp_view_generate: the SQL a worker runs, built again (ssp_view_build),
+ * into memory of its own; from then on, watched for renames.  Needs a
+ * transaction.
+ */
+void
+ssp_view_generate(SspView *v)
+{
+	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "ssp view SQL",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	Build	   *b;
+
+	sql_stale = false;
+	b = ssp_view_build(v);
+	v->apply_sql = b->apply_sql;
+	v->late_sql = b->late_sql;
+	v->retention_sql = b->retention_sql;
+	v->outbox_final_sql = b->outbox_final_sql;
+	watch(v, b->query);
+	sync_changes_function(v, b);
+	MemoryContextSwitchTo(old);
+	if (sql_cxt)
+		MemoryContextDelete(sql_cxt);
+	sql_cxt = cxt;
+}
+
+/*
+ * ssp_view_refresh: build a worker's SQL again if something it names has
+ * changed since it was built.  Needs a transaction.
+ */
+void
+ssp_view_refresh(SspView *v)
+{
+	AcceptInvalidationMessages();
+	if (sql_stale)
+		ssp_view_generate(v);
 }

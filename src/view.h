@@ -58,7 +58,11 @@ typedef struct SspView
 	char	   *output_topic;	/* NULL: none */
 	Oid			outbox;			/* the table of changes not yet published */
 	char	   *outbox_final_sql;	/* emit final: add the windows a batch closes */
-	char	   *definition;		/* the query, names qualified (NULL: none kept) */
+	Oid			changes;		/* the outbox's trigger function (emit changes) */
+	/* what its SQL is built from again (ssp_view_generate) */
+	Oid			query;			/* the view NAME_query: the query, by oid */
+	List	   *names;			/* char *: the output column names */
+	List	   *options;		/* char *: "name=value", as at CREATE VIEW */
 } SspView;
 
 /* workers of one view at most (ssp.parallelism) */
@@ -80,6 +84,8 @@ extern bool ssp_view_flag(ViewStmt *stmt, const char *name);
 extern void ssp_create_continuous_view(ViewStmt *stmt, const char *queryString);
 extern char *ssp_choose_function_name(const char *name, const char *label, Oid nspid);
 extern List *ssp_target_names(Query *q, List *aliases);
+extern void ssp_view_generate(SspView *v);
+extern void ssp_view_refresh(SspView *v);
 
 /* outbox.c */
 extern void ssp_outbox_publish(SspView *v);
@@ -94,6 +100,5 @@ extern void ssp_store_start_offsets(Oid view, int nsources, const Oid *streams,
 extern SspOnError ssp_parse_on_error(const char *value);
 extern void ssp_check_start(const char *start);
 extern void ssp_view_repair_dependencies(SspView *v);
-extern void ssp_view_record_query_dependencies(Oid view, Query *query);
 
 #endif							/* SSP_VIEW_H */

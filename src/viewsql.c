@@ -337,32 +337,46 @@ build_outbox(Build *b, List *names, const char *mrel, StringInfo create)
 	 * included (the planner, which knows nothing of the transition tables'
 	 * sizes, would pick a nested loop: quadratic for a catch-up).
 	 */
+	b->changes_body =
+		psprintf("\n"
+				 "BEGIN\n"
+				 "  IF TG_OP = 'INSERT' THEN\n"
+				 "    INSERT INTO %s (key, value) SELECT k, r || '{\"_op\": \"insert\", \"_before\": null}'\n"
+				 "      FROM (SELECT %s AS k, %s AS r FROM n m) c WHERE r IS NOT NULL;\n"
+				 "  ELSIF TG_OP = 'DELETE' THEN\n"
+				 "    INSERT INTO %s (key, value) SELECT k, k || jsonb_build_object('_op', 'delete', '_before', r)\n"
+				 "      FROM (SELECT %s AS k, %s AS r FROM o m) c WHERE r IS NOT NULL;\n"
+				 "  ELSE\n"
+				 "    INSERT INTO %s (key, value) SELECT a.k, COALESCE(a.r, a.k) || jsonb_build_object('_op', "
+				 "CASE WHEN b.r IS NULL THEN 'insert' WHEN a.r IS NULL THEN 'delete' ELSE 'update' END, '_before', b.r)\n"
+				 "      FROM (SELECT %s AS k, %s AS r FROM o m) b JOIN (SELECT %s AS k, %s AS r FROM n m) a ON a.k = b.k\n"
+				 "      WHERE a.r IS DISTINCT FROM b.r;\n"
+				 "  END IF;\n"
+				 "  RETURN NULL;\n"
+				 "END ",
+				 outbox, key, row, outbox, key, row, outbox, key, row, key, row);
+	appendStringInfo(create, ";\n%s;\n", ssp_changes_function_sql(b, false));
 	appendStringInfo(create,
-					 ";\nCREATE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog "
-					 "SET enable_nestloop = off SET enable_mergejoin = off AS $ssp$\n"
-					 "BEGIN\n"
-					 "  IF TG_OP = 'INSERT' THEN\n"
-					 "    INSERT INTO %s (key, value) SELECT k, r || '{\"_op\": \"insert\", \"_before\": null}'\n"
-					 "      FROM (SELECT %s AS k, %s AS r FROM n m) c WHERE r IS NOT NULL;\n"
-					 "  ELSIF TG_OP = 'DELETE' THEN\n"
-					 "    INSERT INTO %s (key, value) SELECT k, k || jsonb_build_object('_op', 'delete', '_before', r)\n"
-					 "      FROM (SELECT %s AS k, %s AS r FROM o m) c WHERE r IS NOT NULL;\n"
-					 "  ELSE\n"
-					 "    INSERT INTO %s (key, value) SELECT a.k, COALESCE(a.r, a.k) || jsonb_build_object('_op', "
-					 "CASE WHEN b.r IS NULL THEN 'insert' WHEN a.r IS NULL THEN 'delete' ELSE 'update' END, '_before', b.r)\n"
-					 "      FROM (SELECT %s AS k, %s AS r FROM o m) b JOIN (SELECT %s AS k, %s AS r FROM n m) a ON a.k = b.k\n"
-					 "      WHERE a.r IS DISTINCT FROM b.r;\n"
-					 "  END IF;\n"
-					 "  RETURN NULL;\n"
-					 "END $ssp$;\n"
 					 "CREATE TRIGGER ssp_changes_insert AFTER INSERT ON %s REFERENCING NEW TABLE AS n "
 					 "FOR EACH STATEMENT EXECUTE FUNCTION %s();\n"
 					 "CREATE TRIGGER ssp_changes_update AFTER UPDATE ON %s REFERENCING OLD TABLE AS o NEW TABLE AS n "
 					 "FOR EACH STATEMENT EXECUTE FUNCTION %s();\n"
 					 "CREATE TRIGGER ssp_changes_delete AFTER DELETE ON %s REFERENCING OLD TABLE AS o "
 					 "FOR EACH STATEMENT EXECUTE FUNCTION %s()",
-					 b->changes_fn, outbox, key, row, outbox, key, row, outbox, key, row, key, row,
 					 mrel, b->changes_fn, mrel, b->changes_fn, mrel, b->changes_fn);
+}
+
+/*
+ * ssp_changes_function_sql: CREATE [OR REPLACE] FUNCTION of the outbox's
+ * trigger function (b->changes_fn, b->changes_body).
+ */
+char *
+ssp_changes_function_sql(Build *b, bool replace)
+{
+	return psprintf("CREATE %sFUNCTION %s() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog "
+					"SET enable_nestloop = off SET enable_mergejoin = off AS %s",
+					replace ? "OR REPLACE " : "", b->changes_fn,
+					quote_literal_cstr(b->changes_body));
 }
 
 /*

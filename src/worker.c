@@ -192,6 +192,7 @@ load(Worker *w, Oid viewoid, MemoryContext cxt)
 	{
 		w->view->part = w->part;
 		ssp_view_repair_dependencies(w->view);
+		ssp_view_generate(w->view);
 		w->src.n = w->view->nsources;
 		w->src.streams = palloc0(sizeof(SspStream *) * w->src.n);
 		w->src.base = palloc0(sizeof(int) * w->src.n);
@@ -721,14 +722,15 @@ ssp_worker_main(Datum arg)
 		HOLD_INTERRUPTS();
 		MemoryContextSwitchTo(TopMemoryContext);
 		edata = CopyErrorData();
-		/* renames are not yet followed by a view's SQL: say so */
+		/*
+		 * The view's SQL is built again when something it names changes,
+		 * so a rename is followed; the columns of its own tables are not.
+		 */
 		if (edata->sqlerrcode == ERRCODE_UNDEFINED_TABLE ||
 			edata->sqlerrcode == ERRCODE_UNDEFINED_COLUMN)
 		{
-			edata->hint = pstrdup("A continuous view names the tables and columns it reads as they were at CREATE VIEW: rename them back, or create the view again.");
-			ssp_slot_set_error(w.slot,
-							   psprintf("%s (a table or column the view reads was renamed, or its table: rename it back, or create the view again)",
-										edata->message));
+			edata->hint = pstrdup("The columns of a continuous view's own tables (NAME_mrel, NAME_left, NAME_right, NAME_outbox) keep the names ssp gave them: rename them back.");
+			ssp_slot_set_error(w.slot, edata->message);
 		}
 		else
 			ssp_slot_set_error(w.slot, edata->message);

@@ -109,5 +109,25 @@ is($node->safe_psql('restored',
 		"SELECT count(*) FROM pg_class WHERE relname = 'by_region_mrel'"), '0',
 	'and goes with it');
 
+# the restored views keep their queries (NAME_query) by oid: a column they
+# read cannot be dropped, and renames, of the stream and of the longest
+# schema among them, are harmless
+($ret, $out, $err) = $node->psql('restored', 'ALTER FOREIGN TABLE payments DROP COLUMN amount');
+like($err, qr/cannot drop column amount of foreign table payments because other objects depend on it/,
+	'a column a restored view reads cannot be dropped');
+$node->safe_psql('restored', q{
+	ALTER FOREIGN TABLE payments RENAME TO payments_renamed;
+	ALTER SCHEMA "sssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssss" RENAME TO renamed;
+	INSERT INTO orders SELECT g % 100, 'r' || g % 7, g, timestamptz '2024-01-01' + g * interval '1 minute'
+	FROM generate_series(2001, 2100) g;
+	INSERT INTO payments_renamed SELECT g % 100, g, timestamptz '2024-01-01 00:30' + g * interval '1 minute'
+	FROM generate_series(2001, 2100) g});
+SspTest::wait_views($node, 'restored', 'paid', 'renamed."éééééééééééééééééééééééééééééé€"');
+is(SspTest::differences($node, 'restored', 'SELECT * FROM paid', 'SELECT * FROM paid_query'),
+	'0', 'after renames the restored join equals its query over both topics');
+is(SspTest::differences($node, 'restored', 'SELECT * FROM renamed."éééééééééééééééééééééééééééééé€"',
+		'SELECT * FROM paid'),
+	'0', 'and so does the view in the renamed schema');
+
 $node->stop;
 done_testing();

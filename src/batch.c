@@ -32,6 +32,7 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "storage/lmgr.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -378,6 +379,13 @@ begin_view_xact(SspView *view)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
+	/*
+	 * The view first, as DROP VIEW locks it before its tables and its
+	 * catalog row: a batch holding the row while it waits for a table
+	 * would deadlock with a DROP holding the table while it waits for the
+	 * row.  (So DROP, ALTER and RENAME of the view wait for a batch.)
+	 */
+	LockRelationOid(view->view, AccessShareLock);
 	if (!claim_view(view))
 		return false;
 	/* something the view's SQL names was renamed: build it again */

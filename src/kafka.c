@@ -68,6 +68,7 @@ struct SspKafka
 	uint64		failed;			/* delivery failures since creation */
 	uint64		acked;
 	char		delivery_error[512];
+	rd_kafka_resp_err_t delivery_code;	/* that error's code */
 };
 
 /* cached producers, in TopMemoryContext */
@@ -110,6 +111,7 @@ dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
 		kafka->failed++;
 		strlcpy(kafka->delivery_error, rd_kafka_err2str(msg->err),
 				sizeof(kafka->delivery_error));
+		kafka->delivery_code = msg->err;
 	}
 	else
 		kafka->acked++;
@@ -729,6 +731,24 @@ ssp_kafka_produce(SspKafka *kafka, const char *topic, SspOutMessage *out)
 	rd_kafka_poll(kafka->rk, 0);
 }
 
+/* delivery_hint: what to do about a message the broker refused */
+static int
+delivery_hint(rd_kafka_resp_err_t err)
+{
+	switch (err)
+	{
+		case RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP:
+			return errhint("A broker refuses a message stamped further ahead of its clock than the topic's message.timestamp.after.max.ms (an hour, by default, since Kafka 4), or further behind than message.timestamp.before.max.ms; a stream's \"timestamp\" column stamps each message.");
+		case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+		case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+			return errhint("The message is larger than the topic's max.message.bytes, or than the server's message.max.bytes property.");
+		case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+			return errhint("The server's principal may not write to the topic: grant it WRITE (kafka-acls).");
+		default:
+			return 0;
+	}
+}
+
 /*
  * ssp_kafka_flush: wait until the broker has acknowledged every queued
  * message; errors if one failed or the wait passes ssp.broker_timeout.
@@ -752,7 +772,8 @@ ssp_kafka_flush(SspKafka *kafka, const char *topic)
 				(errcode(ERRCODE_FDW_ERROR),
 				 errmsg("could not produce to topic \"%s\"", topic),
 				 errdetail("The broker refused " UINT64_FORMAT " messages: %s",
-						   kafka->failed - failed_before, kafka->delivery_error)));
+						   kafka->failed - failed_before, kafka->delivery_error),
+				 delivery_hint(kafka->delivery_code)));
 }
 
 /* Worker consumers -------------------------------------------------------- */

@@ -70,6 +70,25 @@ check_kafka_property(DefElem *def, bool in_user_mapping)
 								ssp_option_is_secret(def->defname));
 }
 
+/*
+ * ssp_check_topic_name: error unless name is one Kafka can have (what is
+ * named in errors: "option \"topic\"", "ssp.output_topic").
+ */
+void
+ssp_check_topic_name(const char *name, const char *what)
+{
+	int			i;
+
+	for (i = 0; name[i]; i++)
+		if (!isalnum((unsigned char) name[i]) && name[i] != '.' && name[i] != '_' && name[i] != '-')
+			break;
+	if (name[i] || i == 0 || i > 249 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid Kafka topic name \"%s\" for %s", name, what),
+				 errdetail("A topic name has 1 to 249 letters, digits, dots, underscores and hyphens.")));
+}
+
 static void
 check_table_option(DefElem *def)
 {
@@ -81,6 +100,7 @@ check_table_option(DefElem *def)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 					 errmsg("option \"topic\" must not be empty")));
+		ssp_check_topic_name(val, "option \"topic\"");
 	}
 	else if (strcmp(def->defname, "format") == 0)
 	{

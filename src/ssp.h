@@ -119,6 +119,7 @@ typedef struct SspHeader
 
 /* option.c */
 extern bool ssp_option_is_secret(const char *name);
+extern void ssp_check_topic_name(const char *name, const char *what);
 extern bool ssp_is_kafka_server(Oid serverid);
 
 /* property.c */

@@ -215,16 +215,8 @@ parse_options(List *options)
 		else if (strcmp(n, "output_topic") == 0)
 		{
 			const char *t = defGetString(def);
-			int			i;
 
-			for (i = 0; t[i]; i++)
-				if (!isalnum((unsigned char) t[i]) && t[i] != '.' && t[i] != '_' && t[i] != '-')
-					break;
-			if (t[i] || i == 0 || i > 249 || strcmp(t, ".") == 0 || strcmp(t, "..") == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("invalid Kafka topic name \"%s\" for ssp.output_topic", t),
-						 errdetail("A topic name has 1 to 249 letters, digits, dots, underscores and hyphens.")));
+			ssp_check_topic_name(t, "ssp.output_topic");
 			opts.output_topic = pstrdup(t);
 		}
 		else if (strcmp(n, "aggregate_fast_path") == 0)

@@ -21,7 +21,7 @@ SELECT ssp.tumble(now(), '-1 minute');
 -- the steps below use two partitions: a topic of two (the test broker would
 -- make four, and a partition never written holds the watermark until
 -- ssp.idle_timeout)
-\! [ -z "$SSP_BROKER_CONTROL" ] || "$SSP_SRC/test/broker/broker_ctl" "$SSP_BROKER_CONTROL" topic "win_$SSP_RUN_ID" 2 >/dev/null
+\! "$SSP_SRC/test/create_topic" "win_$SSP_RUN_ID" 2 >/dev/null
 CREATE FOREIGN TABLE ev (id int, region text, ts timestamptz, step int,
     p int OPTIONS (meta 'partition'), kts timestamptz OPTIONS (meta 'timestamp'))
   SERVER kafka OPTIONS (topic :'topic', timestamp 'ts');
@@ -149,7 +149,7 @@ DROP VIEW expected_late;
 
 -- a quiet partition stops holding the watermark after ssp.idle_timeout
 \set topic win_idle_ :run
-\! [ -z "$SSP_BROKER_CONTROL" ] || "$SSP_SRC/test/broker/broker_ctl" "$SSP_BROKER_CONTROL" topic "win_idle_$SSP_RUN_ID" 2 >/dev/null
+\! "$SSP_SRC/test/create_topic" "win_idle_$SSP_RUN_ID" 2 >/dev/null
 CREATE FOREIGN TABLE idle_ev (ts timestamptz, p int OPTIONS (meta 'partition'))
   SERVER kafka OPTIONS (topic :'topic', timestamp 'ts');
 CREATE VIEW idle_w WITH (ssp.continuous, ssp.idle_timeout = '1 second', ssp.commit_interval = '100ms') AS
@@ -165,7 +165,7 @@ SELECT view, watermark FROM ssp.views WHERE view IN ('idle_w'::regclass, 'busy_w
 
 -- sessions: bursts of activity per user, closed after 10 minutes of silence
 \set topic win_sessions_ :run
-\! [ -z "$SSP_BROKER_CONTROL" ] || "$SSP_SRC/test/broker/broker_ctl" "$SSP_BROKER_CONTROL" topic "win_sessions_$SSP_RUN_ID" 1 >/dev/null
+\! "$SSP_SRC/test/create_topic" "win_sessions_$SSP_RUN_ID" 1 >/dev/null
 CREATE FOREIGN TABLE clicks (usr text, page int, ts timestamptz, p int OPTIONS (meta 'partition'))
   SERVER kafka OPTIONS (topic :'topic', timestamp 'ts');
 CREATE VIEW sessions WITH (ssp.continuous, ssp.commit_interval = '300ms') AS

@@ -8,6 +8,7 @@
 #                      Postgres installation under $SSP_WORK/install, so no
 #                      root is needed and the system install is untouched
 #   ssp_start_broker   the test broker (or SSP_TEST_BROKERS / KAFKA_BROKERS)
+#   ssp_start_kafka    Apache Kafka, fetched with Maven (test/kafka/kafka_ctl)
 # Everything started is stopped by the EXIT trap, even on failure.
 
 set -euo pipefail
@@ -16,6 +17,8 @@ SSP_PG_VERSION=15
 # the test clusters are UTF8 (tests use multibyte names and invalid UTF-8)
 export LANG=${LANG:-C.UTF-8}
 SSP_PACKAGES="postgresql-$SSP_PG_VERSION postgresql-server-dev-$SSP_PG_VERSION librdkafka-dev kcat libipc-run-perl make gcc"
+# Apache Kafka (test/kafka/kafka_ctl): Java 17 and Maven, which fetches it
+SSP_KAFKA_PACKAGES="default-jdk-headless maven"
 SSP_USER=${SSP_USER:-sspuser}
 SSP_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export SSP_SRC
@@ -60,6 +63,7 @@ ssp_setup() {
         local status=0
         runuser -u "$SSP_USER" -- env SSP_INNER=1 SSP_WORK="$work" \
             SSP_TEST_BROKERS="${SSP_TEST_BROKERS:-}" KAFKA_BROKERS="${KAFKA_BROKERS:-}" \
+            SSP_TEST_KAFKA="${SSP_TEST_KAFKA:-}" SSP_DEMO_KAFKA="${SSP_DEMO_KAFKA:-}" SSP_BENCH_KAFKA="${SSP_BENCH_KAFKA:-}" SSP_CACHE="${SSP_CACHE:-}" \
             SSP_BENCH_RUNS="${SSP_BENCH_RUNS:-}" SSP_REGRESS="${SSP_REGRESS:-}" SSP_ISOLATION="${SSP_ISOLATION:-}" SSP_TAP="${SSP_TAP:-}" SSP_DEMO_SECONDS="${SSP_DEMO_SECONDS:-}" SSP_FUZZ_SECONDS="${SSP_FUZZ_SECONDS:-}" SSP_SMALL_DISK="${SSP_SMALL_DISK:-}" \
             PATH="$PATH" bash "$work/src/${0#"$SSP_SRC"/}" "$@" || status=$?
         # what the run wrote for the tree (SSP_COPY_BACK: a folder), back in it
@@ -90,8 +94,13 @@ ssp_build() {
 }
 
 SSP_PIDS=()
+SSP_KAFKA_DIRS=()
 ssp_cleanup() {
-    local pid
+    local pid dir
+    for dir in "${SSP_KAFKA_DIRS[@]+"${SSP_KAFKA_DIRS[@]}"}"; do
+        "$SSP_SRC/test/kafka/kafka_ctl" stop "$dir" || true
+    done
+    SSP_KAFKA_DIRS=()
     for pid in "${SSP_PIDS[@]}"; do
         kill "$pid" 2>/dev/null || true
     done
@@ -102,15 +111,36 @@ ssp_cleanup() {
 }
 trap ssp_cleanup EXIT
 
-# ssp_start_broker DIR [ARGS]: the test broker; sets SSP_BROKERS and
-# SSP_BROKER_CONTROL.  A real Kafka in SSP_TEST_BROKERS is used instead.
+# ssp_start_kafka DIR [kafka_ctl start options]: an Apache Kafka cluster of
+# its own in DIR; sets SSP_BROKERS and SSP_KAFKA_DIR (SSP_BROKER_CONTROL is
+# empty: no faults to inject).
+ssp_start_kafka() {
+    local dir=$1
+    shift
+    ssp_log "starting Apache Kafka in $dir"
+    SSP_KAFKA_DIRS+=("$dir")
+    SSP_BROKERS=$("$SSP_SRC/test/kafka/kafka_ctl" start "$dir" "$@" | tail -n 1) ||
+        ssp_die "Apache Kafka did not start (logs in $dir)"
+    SSP_KAFKA_DIR=$dir SSP_BROKER_CONTROL=
+    export SSP_BROKERS SSP_KAFKA_DIR SSP_BROKER_CONTROL
+}
+
+# ssp_start_broker DIR [ARGS]: the broker a test runs on: Apache Kafka if
+# SSP_TEST_KAFKA is apache, an external cluster in SSP_TEST_BROKERS, or the
+# test broker (librdkafka's mock cluster, which takes faults through its
+# control socket); sets SSP_BROKERS, and SSP_BROKER_CONTROL for the last.
 ssp_start_broker() {
     local dir=$1
     shift
     if [ -n "${SSP_TEST_BROKERS:-}" ]; then
-        export SSP_BROKERS=$SSP_TEST_BROKERS SSP_BROKER_CONTROL=
+        export SSP_BROKERS=$SSP_TEST_BROKERS SSP_BROKER_CONTROL= SSP_KAFKA_DIR=
         return 0
     fi
+    if [ "${SSP_TEST_KAFKA:-mock}" = apache ]; then
+        ssp_start_kafka "$dir"
+        return 0
+    fi
+    export SSP_KAFKA_DIR=
     mkdir -p "$dir"
     "$SSP_SRC/test/broker/ssp_test_broker" --bootstrap-file "$dir/bootstrap" \
         --control-file "$dir/control" "$@" 2>"$dir/broker.log" &

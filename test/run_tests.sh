@@ -1,12 +1,15 @@
 #!/bin/bash
 # make test: every test of ssp, from a fresh Debian 12 machine, as root or
-# not.  pg_regress (sql/, expected/) against the test broker, then the TAP
-# tests (test/tap/t/), which start brokers of their own to break them, then
+# not.  pg_regress (sql/, expected/) and the isolation tests (specs/)
+# against Apache Kafka (SSP_TEST_KAFKA=mock: the test broker; an external
+# cluster in SSP_TEST_BROKERS), then the TAP tests (test/tap/t/), which start
+# brokers of their own, Apache Kafka and the test broker (to break it), then
 # make demo for a few seconds and make demo-stop (test/check_demo.sh), then
 # the decoders' fuzz targets (test/fuzz/) on their kept inputs and for
 # SSP_FUZZ_SECONDS (default 30) each.
 source "$(dirname "$0")/lib.sh"
 SSP_PACKAGES="$SSP_PACKAGES clang libclang-rt-14-dev"	# test/fuzz
+SSP_PACKAGES="$SSP_PACKAGES $SSP_KAFKA_PACKAGES"
 # sql/aggregates.sql: approximate aggregates (ssp does not need them to run)
 SSP_PACKAGES="$SSP_PACKAGES postgresql-$SSP_PG_VERSION-hll postgresql-$SSP_PG_VERSION-tdigest"
 # as root: a small filesystem for test/tap/t/014_disk_full.pl to fill
@@ -22,11 +25,15 @@ if [ "$(id -u)" -eq 0 ] && [ -z "${SSP_INNER:-}" ] && [ -z "${SSP_SMALL_DISK:-}"
 fi
 ssp_setup "$@"
 ssp_build
+export SSP_TEST_KAFKA=${SSP_TEST_KAFKA:-apache}
+ssp_log "fetching Apache Kafka (once: cached in ${SSP_CACHE:-~/.cache/ssp} and ~/.m2)"
+"$SSP_SRC/test/kafka/kafka_ctl" fetch >/dev/null
 
-# Tests name their topics with SSP_RUN_ID.  A fresh test broker has no
-# topics, so "t" keeps the outputs as expected/ has them; on a real Kafka,
-# each run needs topics of its own, and its outputs are compared with the
-# run id replaced by "t".
+# Tests name their topics with SSP_RUN_ID.  A fresh broker (the test
+# broker, or an Apache Kafka cluster started for the run) has no topics, so
+# "t" keeps the outputs as expected/ has them; on an external Kafka, each
+# run needs topics of its own, and its outputs are compared with the run id
+# replaced by "t".
 if [ -n "${SSP_TEST_BROKERS:-}" ]; then
     export SSP_RUN_ID=${SSP_RUN_ID:-r$(date +%s)}
 else
@@ -34,7 +41,7 @@ else
 fi
 status=0
 
-ssp_log "pg_regress"
+ssp_log "pg_regress (on ${SSP_TEST_BROKERS:+the Kafka at }${SSP_TEST_BROKERS:-$SSP_TEST_KAFKA})"
 ssp_start_broker "$SSP_WORK/broker"
 # SSP_REGRESS and SSP_TAP narrow the run while developing
 regress_tests=${SSP_REGRESS:-$(sed -n 's/^REGRESS = //p' "$SSP_SRC/Makefile")}
@@ -92,12 +99,12 @@ fi
 if [ -s "$SSP_RELIABILITY_REPORT" ]; then
     ssp_log "reliability report"
     awk -F '\t' 'BEGIN {
-            fmt = "%-28s %7s %10s %10s %7s %5s %6s\n"
-            printf fmt, "test", "faults", "produced", "applied", "dead", "lost", "twice"
+            fmt = "%-28s %-7s %7s %10s %10s %7s %5s %6s\n"
+            printf fmt, "test", "broker", "faults", "produced", "applied", "dead", "lost", "twice"
         }
-        { printf fmt, $1, $2, $3, $4, $5, $6, $7
+        { printf fmt, $1, $8, $2, $3, $4, $5, $6, $7
           for (i = 2; i <= 7; i++) t[i] += $i }
-        END { printf fmt, "total", t[2], t[3], t[4], t[5], t[6], t[7]
+        END { printf fmt, "total", "", t[2], t[3], t[4], t[5], t[6], t[7]
               if (t[6] + t[7] > 0) { print "MESSAGES LOST OR COUNTED TWICE"; exit 1 } }' \
         "$SSP_RELIABILITY_REPORT" | tee "$SSP_WORK/reliability.txt" >&2 || status=1
 fi

@@ -1,16 +1,18 @@
 # SspTest: what the TAP tests of ssp share: a test broker of their own (so
-# they can break it through its control socket) and a Postgres node with
-# ssp preloaded.
+# they can break it through its control socket), an Apache Kafka cluster of
+# their own (test/kafka/kafka_ctl), and a Postgres node with ssp preloaded.
 package SspTest;
 
 use strict;
 use warnings;
 use IO::Socket::INET;
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
 my @brokers;
+my @kafkas;
 
 # start_broker(brokers => N, topics => ['name:partitions', ...])
 sub start_broker
@@ -62,6 +64,43 @@ sub ctl
 	return $reply;
 }
 
+# start_kafka(nodes => N, partitions => N, scram => 'user:password',
+# conf => ['line', ...]): an Apache Kafka cluster (KRaft) of the test's own,
+# stopped when the test ends.  Returns { dir, bootstrap, nodes } and, with
+# scram, bootstrap_sasl: a SASL_PLAINTEXT listener where ACLs are enforced.
+sub start_kafka
+{
+	my (%args) = @_;
+	my $dir = PostgreSQL::Test::Utils::tempdir('kafka');
+	my @cmd = ("$ENV{SSP_SRC}/test/kafka/kafka_ctl", 'start', $dir,
+		'--nodes', $args{nodes} // 1, '--partitions', $args{partitions} // 4,
+		($args{scram} ? ('--scram', $args{scram}) : ()),
+		map { ('--conf', $_) } @{ $args{conf} // [] });
+	my $k = { dir => $dir, nodes => $args{nodes} // 1 };
+	push @kafkas, $k;
+	my ($out, $err) = ('', '');
+	IPC::Run::run(\@cmd, '>', \$out, '2>', \$err)
+	  or die "Apache Kafka did not start: $err";
+	$k->{bootstrap} = slurp_file("$dir/bootstrap") =~ s/\s+$//r;
+	$k->{bootstrap_sasl} = slurp_file("$dir/bootstrap-sasl") =~ s/\s+$//r
+	  if -f "$dir/bootstrap-sasl";
+	note "Apache Kafka at $k->{bootstrap}";
+	return $k;
+}
+
+# kafka($k, 'topics', '--create', ...): a kafka_ctl command on the cluster
+# (topics, configs, groups, acls, kill N, restart N, wait N, run CLASS);
+# returns its output, dies unless it succeeds.
+sub kafka
+{
+	my ($k, $command, @args) = @_;
+	my @cmd = ("$ENV{SSP_SRC}/test/kafka/kafka_ctl", $command, $k->{dir}, @args);
+	my ($out, $err) = ('', '');
+	IPC::Run::run(\@cmd, '>', \$out, '2>', \$err)
+	  or die "kafka_ctl @cmd[1..$#cmd] failed: $err$out";
+	return $out;
+}
+
 # new_node($name, %opts): a started node with ssp in shared_preload_libraries
 # and the extension created in database postgres.  allows_streaming => 1
 # prepares it for standbys; conf => "..." adds lines to postgresql.conf.
@@ -109,15 +148,17 @@ sub wait_restarted
 
 # report(%figures): one line of the reliability report that make test
 # prints at the end (test/run_tests.sh): test, faults injected, messages
-# produced, applied by the views, dead letters, lost and counted twice.
+# produced, applied by the views, dead letters, lost and counted twice, and
+# the broker the figures come from (broker => 'apache'; the test broker,
+# librdkafka's mock cluster, by default).
 sub report
 {
 	my (%f) = @_;
 	my $file = $ENV{SSP_RELIABILITY_REPORT} or return;
 	my $test = $0 =~ s{.*/}{}r =~ s{\.pl$}{}r;
 	open(my $fh, '>>', $file) or die "$file: $!";
-	print $fh join("\t", $test, map { $f{$_} // 0 } qw(faults produced applied dead_letters lost twice)),
-	  "\n";
+	print $fh join("\t", $test, (map { $f{$_} // 0 } qw(faults produced applied dead_letters lost twice)),
+		$f{broker} // 'mock'), "\n";
 	close($fh);
 }
 
@@ -143,6 +184,7 @@ END
 {
 	kill 'TERM', $_->{pid} for @brokers;
 	waitpid($_->{pid}, 0) for @brokers;
+	system("$ENV{SSP_SRC}/test/kafka/kafka_ctl", 'stop', $_->{dir}) for @kafkas;
 }
 
 1;

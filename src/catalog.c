@@ -220,7 +220,7 @@ store_start(Oid view, Oid stream, const char *topic, const char *start)
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "ssp start offsets", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(cxt);
 	s = ssp_stream_open(stream);
-	kafka = ssp_kafka_consumer(s->serverid, GetUserId(), topic, false);
+	kafka = ssp_kafka_consumer(s->serverid, GetUserId(), topic, NULL);
 	nparts = ssp_kafka_partition_count(kafka);
 
 	if (SPI_connect() != SPI_OK_CONNECT)

@@ -47,6 +47,7 @@ struct SspKafka
 	char		last_error[512];	/* latest error the client reported */
 	bool		trouble;		/* an error since the last message */
 	bool		strict_offsets;	/* a view's consumer: no silent offset reset */
+	char	   *group;			/* a view's consumer: its group, for lag tools */
 
 	/* consumer */
 	SspPartitionRange *ranges;
@@ -191,8 +192,12 @@ set_properties(SspKafka *kafka, rd_kafka_conf_t *conf, rd_kafka_type_t type)
 	conf_set(conf, "client.id", "ssp");
 	if (type == RD_KAFKA_CONSUMER)
 	{
-		/* assign() needs a group, though ssp never joins or commits to it */
-		conf_set(conf, "group.id", "ssp");
+		/*
+		 * assign() needs a group; ssp never joins it.  A view's worker
+		 * commits there what it has applied, after Postgres has committed
+		 * it, for lag tools only (ssp_kafka_commit).
+		 */
+		conf_set(conf, "group.id", kafka->group ? kafka->group : "ssp");
 		conf_set(conf, "enable.auto.commit", "false");
 		conf_set(conf, "enable.auto.offset.store", "false");
 		conf_set(conf, "enable.partition.eof", "true");
@@ -314,11 +319,12 @@ consumer_cleanup(void *arg)
  * skipping to the oldest message.
  */
 SspKafka *
-ssp_kafka_consumer(Oid serverid, Oid userid, const char *topic, bool for_view)
+ssp_kafka_consumer(Oid serverid, Oid userid, const char *topic, const char *view_group)
 {
 	SspKafka   *kafka = palloc0(sizeof(SspKafka));
 
-	kafka->strict_offsets = for_view;
+	kafka->strict_offsets = view_group != NULL;
+	kafka->group = view_group ? pstrdup(view_group) : NULL;
 	kafka->serverid = serverid;
 	kafka->userid = userid;
 	kafka->topic = pstrdup(topic);
@@ -806,6 +812,28 @@ ssp_kafka_drain_fd(SspKafka *kafka)
 
 	while (read(kafka->pipefd[0], buf, sizeof(buf)) > 0)
 		;
+}
+
+/*
+ * ssp_kafka_commit: commit to the consumer's group (a view's: ssp.DB.OID)
+ * the next offsets of the partitions a batch moved (-1: did not move),
+ * asynchronously, after Postgres committed them.  Postgres stays the
+ * truth: this is for kafka-consumer-groups and other lag tools, and a
+ * commit that fails (no broker, no ACL on the group) is only logged at
+ * DEBUG1 by librdkafka.
+ */
+void
+ssp_kafka_commit(SspKafka *kafka, int nparts, const int64 *next)
+{
+	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(Max(nparts, 1));
+	int			p;
+
+	for (p = 0; p < nparts; p++)
+		if (next[p] >= 0)
+			rd_kafka_topic_partition_list_add(list, kafka->topic, p)->offset = next[p];
+	if (list->cnt > 0)
+		(void) rd_kafka_commit(kafka->rk, list, 1);
+	rd_kafka_topic_partition_list_destroy(list);
 }
 
 /*

@@ -253,7 +253,7 @@ ssp_wait(PG_FUNCTION_ARGS)
 	for (i = 0; i < v->nsources; i++)
 	{
 		SspStream  *s = ssp_stream_open(v->streams[i]);
-		SspKafka   *kafka = ssp_kafka_consumer(s->serverid, GetUserId(), v->topics[i], false);
+		SspKafka   *kafka = ssp_kafka_consumer(s->serverid, GetUserId(), v->topics[i], NULL);
 		int			nparts = ssp_kafka_partition_count(kafka);
 		int			p;
 

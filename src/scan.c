@@ -237,7 +237,7 @@ start_scan(ForeignScanState *node)
 
 	eval_bounds(node, &b);
 	state->kafka = ssp_kafka_consumer(state->stream->serverid, state->userid,
-									  state->stream->topic, false);
+									  state->stream->topic, NULL);
 	nparts = ssp_kafka_partition_count(state->kafka);
 	ranges = palloc0(sizeof(SspPartitionRange) * Max(nparts, 1));
 	for (p = 0; p < nparts && !b.empty; p++)

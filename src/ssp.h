@@ -160,7 +160,8 @@ extern void ssp_kafka_validate_property(const char *name, const char *value,
 										bool secret);
 extern bool ssp_kafka_property_known(const char *name);
 extern SspKafka *ssp_kafka_consumer(Oid serverid, Oid userid,
-									const char *topic, bool for_view);
+									 const char *topic, const char *view_group);
+extern void ssp_kafka_commit(SspKafka *kafka, int nparts, const int64 *next);
 extern void ssp_kafka_close(SspKafka *kafka);
 extern int	ssp_kafka_partition_count(SspKafka *kafka);
 extern void ssp_kafka_watermarks(SspKafka *kafka, int32 partition,

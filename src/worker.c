@@ -25,6 +25,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -134,7 +135,8 @@ open_source(Worker *w, int i)
 						   w->view->name)));
 	w->src.streams[i] = stream;
 	w->signature[i] = ssp_server_kafka_signature(stream->serverid, GetUserId());
-	w->kafka[i] = ssp_kafka_consumer(stream->serverid, GetUserId(), w->view->topics[i], true);
+	w->kafka[i] = ssp_kafka_consumer(stream->serverid, GetUserId(), w->view->topics[i],
+									 psprintf("ssp.%s.%u", get_database_name(MyDatabaseId), w->view->view));
 }
 
 /*
@@ -643,6 +645,9 @@ run(Worker *w, Oid viewoid)
 		for (p = 0; p < nslots; p++)
 			if (next[p] >= 0)
 				w->next[p] = w->committed[p] = next[p];
+		/* for lag tools: the consumer group ssp.DB.OID */
+		for (i = 0; i < w->src.n; i++)
+			ssp_kafka_commit(w->kafka[i], w->src.nparts[i], next + w->src.base[i]);
 		pfree(next);
 		if (!recover_lost(w))
 			return;

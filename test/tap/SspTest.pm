@@ -65,9 +65,10 @@ sub ctl
 }
 
 # start_kafka(nodes => N, partitions => N, scram => 'user:password',
-# conf => ['line', ...]): an Apache Kafka cluster (KRaft) of the test's own,
-# stopped when the test ends.  Returns { dir, bootstrap, nodes } and, with
-# scram, bootstrap_sasl: a SASL_PLAINTEXT listener where ACLs are enforced.
+# plain => ['user:password', ...], conf => ['line', ...]): an Apache Kafka
+# cluster (KRaft) of the test's own, stopped when the test ends.  Returns
+# { dir, bootstrap, nodes } and, with scram or plain, bootstrap_sasl: a
+# SASL_PLAINTEXT listener where ACLs are enforced.
 sub start_kafka
 {
 	my (%args) = @_;
@@ -75,6 +76,7 @@ sub start_kafka
 	my @cmd = ("$ENV{SSP_SRC}/test/kafka/kafka_ctl", 'start', $dir,
 		'--nodes', $args{nodes} // 1, '--partitions', $args{partitions} // 4,
 		($args{scram} ? ('--scram', $args{scram}) : ()),
+		(map { ('--plain', $_) } @{ $args{plain} // [] }),
 		map { ('--conf', $_) } @{ $args{conf} // [] });
 	my $k = { dir => $dir, nodes => $args{nodes} // 1 };
 	push @kafkas, $k;

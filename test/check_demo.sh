@@ -1,13 +1,15 @@
 #!/bin/bash
-# Part of make test: make demo for a few seconds, then make demo-stop.  The
-# demo must show its four views running and filled, and demo-stop must
-# leave nothing of it running.  Run by run_tests.sh (as the unprivileged
+# Part of make test: make demo for a few seconds, then make demo-stop, on
+# the test broker and on Apache Kafka (SSP_DEMO_KAFKA=apache).  The demo
+# must show its four views running and filled, and demo-stop must leave
+# nothing of it running.  Run by run_tests.sh (as the unprivileged
 # user, after the other tests); exits non-zero on failure.
 set -uo pipefail
-out=$SSP_WORK/demo.out
-fail() { echo "make demo check: $*" >&2; tail -n 40 "$out" >&2; exit 1; }
+for kafka in mock apache; do
+out=$SSP_WORK/demo-$kafka.out
+fail() { echo "make demo check ($kafka): $*" >&2; tail -n 40 "$out" >&2; exit 1; }
 
-SSP_DEMO_SECONDS=${SSP_DEMO_SECONDS:-8} SSP_DEMO_BACKLOG=20000 SSP_DEMO_PORT=54339 \
+SSP_DEMO_KAFKA=$kafka SSP_DEMO_DIR=$SSP_WORK/demo-$kafka SSP_DEMO_SECONDS=${SSP_DEMO_SECONDS:-8} SSP_DEMO_BACKLOG=20000 SSP_DEMO_PORT=54339 \
     bash "$SSP_SRC/test/demo.sh" >"$out" 2>&1 || fail "make demo failed"
 demo=$(cat /tmp/ssp-demo.current 2>/dev/null) || fail "no demo recorded in /tmp/ssp-demo.current"
 
@@ -31,4 +33,5 @@ if [ -f "$demo/broker.pid" ] && kill -0 "$(cat "$demo/broker.pid")" 2>/dev/null;
 fi
 ! pgrep -f "$demo" >/dev/null || fail "processes of the demo still run: $(pgrep -af "$demo")"
 [ ! -e /tmp/ssp-demo.current ] || fail "/tmp/ssp-demo.current is still there"
-echo "make demo: four views running and filled; make demo-stop left nothing running"
+echo "make demo ($kafka): four views running and filled; make demo-stop left nothing running"
+done

@@ -1,16 +1,18 @@
 #!/bin/bash
-# make demo: a throwaway Postgres with ssp, the test broker (or the Kafka in
-# KAFKA_BROKERS), three streams (orders, payments, customers), continuous
-# views over them, a backlog to catch up on and a generator producing
-# events at a steady rate; the terminal shows the views refreshing live,
-# with events/s, lag and catch-up progress, for SSP_DEMO_SECONDS (default
-# 60) or until interrupted.  Postgres and the broker keep running
-# afterwards; make demo-stop stops them.
+# make demo: a throwaway Postgres with ssp, the test broker (Apache Kafka
+# with SSP_DEMO_KAFKA=apache, or the Kafka in KAFKA_BROKERS), three streams
+# (orders, payments, customers), continuous views over them, a backlog to
+# catch up on and a generator producing events at a steady rate; the
+# terminal shows the views refreshing live, with events/s, lag and catch-up
+# progress, for SSP_DEMO_SECONDS (default 60) or until interrupted.
+# Postgres and the broker keep running afterwards; make demo-stop stops
+# them.
 source "$(dirname "$0")/lib.sh"
+[ "${SSP_DEMO_KAFKA:-}" = apache ] && SSP_PACKAGES="$SSP_PACKAGES $SSP_KAFKA_PACKAGES"
 ssp_setup "$@"
 ssp_build
 
-DEMO=$SSP_WORK/demo
+DEMO=${SSP_DEMO_DIR:-$SSP_WORK/demo}
 mkdir -p "$DEMO"
 PORT=${SSP_DEMO_PORT:-54329}
 RATE=${SSP_DEMO_RATE:-1000}           # orders a second
@@ -20,6 +22,17 @@ export PGHOST=$DEMO PGPORT=$PORT PGDATABASE=postgres
 # the broker and Postgres outlive this script: not in SSP_PIDS
 if [ -n "${KAFKA_BROKERS:-}" ]; then
     SSP_BROKERS=$KAFKA_BROKERS
+elif [ "${SSP_DEMO_KAFKA:-}" = apache ]; then
+    ssp_log "starting Apache Kafka (fetched with Maven the first time)"
+    SSP_BROKERS=$("$SSP_SRC/test/kafka/kafka_ctl" start "$DEMO/kafka" | tail -n 1) ||
+        ssp_die "Apache Kafka did not start (logs in $DEMO/kafka)"
+    for t in demo_orders:8 demo_payments:8; do
+        "$SSP_SRC/test/kafka/kafka_ctl" topics "$DEMO/kafka" --create --topic "${t%:*}" \
+            --partitions "${t#*:}" >/dev/null
+    done
+    # the customer directory is a compacted topic, as a real one would be
+    "$SSP_SRC/test/kafka/kafka_ctl" topics "$DEMO/kafka" --create --topic demo_customers \
+        --partitions 4 --config cleanup.policy=compact >/dev/null
 else
     setsid "$SSP_SRC/test/broker/ssp_test_broker" --topic demo_orders:8 --topic demo_payments:8 \
         --topic demo_customers:4 \

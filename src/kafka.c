@@ -29,6 +29,7 @@
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "storage/ipc.h"
+#include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
@@ -46,6 +47,7 @@ struct SspKafka
 	char	   *topic;
 	char		last_error[512];	/* latest error the client reported */
 	bool		trouble;		/* an error since the last message */
+	rd_kafka_resp_err_t last_code;	/* last_error's code */
 	bool		strict_offsets;	/* a view's consumer: no silent offset reset */
 	char	   *group;			/* a view's consumer: its group, for lag tools */
 
@@ -83,7 +85,8 @@ static bool producer_callbacks_registered = false;
 static void
 log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
-	ereport(level <= 4 ? LOG : DEBUG2,
+	/* a view's offsets copied to its group for lag tools may fail: no matter */
+	ereport(level <= 4 && strcmp(fac, "COMMITFAIL") != 0 ? LOG : DEBUG2,
 			(errmsg_internal("ssp: librdkafka: %s: %s", fac, buf),
 			 errhidestmt(true)));
 }
@@ -97,8 +100,37 @@ error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 	if (kafka)
 	{
 		strlcpy(kafka->last_error, reason, sizeof(kafka->last_error));
+		kafka->last_code = err;
 		kafka->trouble = true;
 	}
+}
+
+/*
+ * trouble_hint: the hint for an error that came with the latest broker
+ * error (kafka->last_error), or for err itself, else the hint for brokers
+ * that do not answer.
+ */
+static int
+trouble_hint(SspKafka *kafka, rd_kafka_resp_err_t err)
+{
+	/* librdkafka before 2.6.1 sent a SCRAM proof that Kafka 4 refuses */
+	if (kafka->last_code == RD_KAFKA_RESP_ERR__AUTHENTICATION &&
+		strstr(kafka->last_error, "SCRAM") != NULL && rd_kafka_version() < 0x020601ff)
+		return errhint("The brokers of server \"%s\" refused the SCRAM login.  librdkafka %s cannot log in with SCRAM to Kafka 4 brokers (fixed in librdkafka 2.6.1): use sasl.mechanisms PLAIN, or a newer librdkafka; else check sasl.username and sasl.password in the user mapping.",
+					   kafka->servername, rd_kafka_version_str());
+	if (kafka->last_code == RD_KAFKA_RESP_ERR__AUTHENTICATION)
+		return errhint("The brokers of server \"%s\" refused the credentials: check sasl.username and sasl.password in the user mapping, and sasl.mechanisms.",
+					   kafka->servername);
+	if (err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+		kafka->last_code == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+		return errhint("The principal of server \"%s\" may not use topic \"%s\": grant it DESCRIBE and READ on the topic to read it, WRITE to write it (kafka-acls).",
+					   kafka->servername, kafka->topic);
+	if (err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED ||
+		kafka->last_code == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED)
+		return errhint("The principal of server \"%s\" may not use consumer group \"%s\": grant it READ on the group (kafka-acls).",
+					   kafka->servername, kafka->group ? kafka->group : "ssp");
+	return errhint("Check that the brokers of server \"%s\" are up; ssp.broker_timeout is %d ms.",
+				   kafka->servername, ssp_broker_timeout);
 }
 
 /* dr_msg_cb: count acknowledgements and failures of produced messages. */
@@ -262,7 +294,11 @@ new_client(SspKafka *kafka, rd_kafka_type_t type)
 				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
 				 errmsg("could not create a Kafka client for server \"%s\"",
 						kafka->servername),
-				 errdetail("%s", errstr)));
+				 errdetail("%s", errstr),
+				 strstr(errstr, "sasl.username") ?
+				 errhint("The credentials go in a user mapping: CREATE USER MAPPING FOR %s SERVER %s OPTIONS (sasl.username '...', sasl.password '...').",
+						 quote_identifier(GetUserNameFromId(kafka->userid, false)),
+						 quote_identifier(kafka->servername)) : 0));
 	}
 	/* logs and errors are served by our own polls */
 	rd_kafka_set_log_queue(rk, NULL);
@@ -285,8 +321,8 @@ broker_error(SspKafka *kafka, const char *what, rd_kafka_resp_err_t err)
 			 kafka->last_error[0] && timeout ?
 			 errdetail("%s (last broker error: %s)", rd_kafka_err2str(err), kafka->last_error) :
 			 errdetail("%s", rd_kafka_err2str(err)),
-			 timeout ? errhint("Check that the brokers of server \"%s\" are up; ssp.broker_timeout is %d ms.",
-							   kafka->servername, ssp_broker_timeout) : 0));
+			 timeout || err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+			 err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED ? trouble_hint(kafka, err) : 0));
 }
 
 /* consumer_cleanup: the reset callback of a consumer's memory context. */
@@ -315,8 +351,8 @@ consumer_cleanup(void *arg)
 /*
  * ssp_kafka_consumer: a consumer of topic on the server, as userid, living
  * as long as CurrentMemoryContext (or until ssp_kafka_close).  A view's
- * consumer (for_view) reports offsets that no longer exist rather than
- * skipping to the oldest message.
+ * consumer (view_group: its consumer group, ssp_kafka_commit) reports
+ * offsets that no longer exist rather than skipping to the oldest message.
  */
 SspKafka *
 ssp_kafka_consumer(Oid serverid, Oid userid, const char *topic, const char *view_group)
@@ -372,6 +408,28 @@ ssp_kafka_partition_count(SspKafka *kafka)
 				 errhint("Create the topic, or enable automatic topic creation on the broker.")));
 	if (err)
 		broker_error(kafka, "get the metadata", err);
+	return count;
+}
+
+/*
+ * ssp_kafka_partition_count_try: the number of partitions of the topic, or
+ * -1 if the broker does not say within timeout_ms; never an error.
+ */
+int
+ssp_kafka_partition_count_try(SspKafka *kafka, int timeout_ms)
+{
+	rd_kafka_topic_t *rkt;
+	const struct rd_kafka_metadata *md;
+	int			count = -1;
+
+	rkt = rd_kafka_topic_new(kafka->rk, kafka->topic, NULL);
+	if (rd_kafka_metadata(kafka->rk, 0, rkt, &md, timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR)
+	{
+		if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR)
+			count = md->topics[0].partition_cnt;
+		rd_kafka_metadata_destroy(md);
+	}
+	rd_kafka_topic_destroy(rkt);
 	return count;
 }
 
@@ -634,7 +692,8 @@ ssp_kafka_producer(Oid serverid, Oid userid)
 		kafka = lfirst(lc);
 		if (kafka->serverid != serverid || kafka->userid != userid)
 			continue;
-		if (!kafka->stale)
+		/* a fatal error (an idempotent producer refused a producer id) ends it */
+		if (!kafka->stale && rd_kafka_fatal_error(kafka->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
 			return kafka;
 		destroy_producer(kafka);
 		producers = foreach_delete_current(producers, lc);
@@ -653,6 +712,32 @@ ssp_kafka_producer(Oid serverid, Oid userid)
 	producers = lappend(producers, kafka);
 	MemoryContextSwitchTo(old);
 	return kafka;
+}
+
+static int	delivery_hint(SspKafka *kafka, rd_kafka_resp_err_t err);
+
+/*
+ * fatal_error: a producer's fatal error (librdkafka's idempotent producer
+ * stops for good when, say, it may not get a producer id): the producer is
+ * built anew next time, and the error says why.
+ */
+static void
+fatal_error(SspKafka *kafka, const char *topic)
+{
+	char		reason[512];
+	rd_kafka_resp_err_t err = rd_kafka_fatal_error(kafka->rk, reason, sizeof(reason));
+
+	if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+		return;
+	kafka->stale = true;
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_ERROR),
+			 errmsg("could not produce to topic \"%s\"", topic),
+			 errdetail("The producer of server \"%s\" failed: %s", kafka->servername, reason),
+			 err == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED ||
+			 err == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED ?
+			 errhint("The principal of server \"%s\" gets no producer id: an idempotent producer needs WRITE on the topic (IDEMPOTENT_WRITE on the cluster before Kafka 3) (kafka-acls).",
+					 kafka->servername) : delivery_hint(kafka, err)));
 }
 
 static void
@@ -678,6 +763,7 @@ check_elapsed(SspKafka *kafka, instr_time start, const char *topic)
 				 errdetail_plural("%d message was not acknowledged within %d ms.",
 								  "%d messages were not acknowledged within %d ms.",
 								  pending, pending, ssp_broker_timeout),
+				 kafka->last_code == RD_KAFKA_RESP_ERR__AUTHENTICATION ? trouble_hint(kafka, RD_KAFKA_RESP_ERR_NO_ERROR) :
 				 errhint("Check that the brokers of server \"%s\" are up; some messages may have been delivered.",
 						 kafka->servername)));
 	}
@@ -724,11 +810,14 @@ ssp_kafka_produce(SspKafka *kafka, const char *topic, SspOutMessage *out)
 		if (hdrs)
 			rd_kafka_headers_destroy(hdrs);
 		hdrs = NULL;
+		if (err == RD_KAFKA_RESP_ERR__FATAL)
+			fatal_error(kafka, topic);
 		if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_ERROR),
 					 errmsg("could not produce to topic \"%s\"", topic),
-					 errdetail("%s", rd_kafka_err2str(err))));
+					 errdetail("%s", rd_kafka_err2str(err)),
+					 delivery_hint(kafka, err)));
 		/* the local queue is full: wait for the broker to take some */
 		CHECK_FOR_INTERRUPTS();
 		rd_kafka_poll(kafka->rk, SSP_POLL_MS);
@@ -739,7 +828,7 @@ ssp_kafka_produce(SspKafka *kafka, const char *topic, SspOutMessage *out)
 
 /* delivery_hint: what to do about a message the broker refused */
 static int
-delivery_hint(rd_kafka_resp_err_t err)
+delivery_hint(SspKafka *kafka, rd_kafka_resp_err_t err)
 {
 	switch (err)
 	{
@@ -749,7 +838,8 @@ delivery_hint(rd_kafka_resp_err_t err)
 		case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
 			return errhint("The message is larger than the topic's max.message.bytes, or than the server's message.max.bytes property.");
 		case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
-			return errhint("The server's principal may not write to the topic: grant it WRITE (kafka-acls).");
+			return errhint("The principal of server \"%s\" may not write to the topic: grant it WRITE (kafka-acls).",
+						   kafka->servername);
 		default:
 			return 0;
 	}
@@ -774,12 +864,14 @@ ssp_kafka_flush(SspKafka *kafka, const char *topic)
 	}
 	rd_kafka_poll(kafka->rk, 0);
 	if (kafka->failed > failed_before)
+		fatal_error(kafka, topic);
+	if (kafka->failed > failed_before)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_ERROR),
 				 errmsg("could not produce to topic \"%s\"", topic),
 				 errdetail("The broker refused " UINT64_FORMAT " messages: %s",
 						   kafka->failed - failed_before, kafka->delivery_error),
-				 delivery_hint(kafka->delivery_code)));
+				 delivery_hint(kafka, kafka->delivery_code)));
 }
 
 /* Worker consumers -------------------------------------------------------- */
@@ -884,7 +976,9 @@ take_message(SspKafka *kafka, rd_kafka_message_t *m, SspMessage *out,
 	}
 	if (m->err)
 	{
-		strlcpy(kafka->last_error, rd_kafka_message_errstr(m), sizeof(kafka->last_error));
+		snprintf(kafka->last_error, sizeof(kafka->last_error), "topic \"%s\": %s",
+				 kafka->topic, rd_kafka_message_errstr(m));
+		kafka->last_code = m->err;
 		kafka->trouble = true;
 		rd_kafka_message_destroy(m);
 		return false;

@@ -164,6 +164,7 @@ extern SspKafka *ssp_kafka_consumer(Oid serverid, Oid userid,
 extern void ssp_kafka_commit(SspKafka *kafka, int nparts, const int64 *next);
 extern void ssp_kafka_close(SspKafka *kafka);
 extern int	ssp_kafka_partition_count(SspKafka *kafka);
+extern int	ssp_kafka_partition_count_try(SspKafka *kafka, int timeout_ms);
 extern void ssp_kafka_watermarks(SspKafka *kafka, int32 partition,
 								 int64 *low, int64 *high);
 extern int64 ssp_kafka_offset_for_time(SspKafka *kafka, int32 partition,

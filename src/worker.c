@@ -172,6 +172,17 @@ config_changed(Worker *w, bool take_in)
 	return changed;
 }
 
+/*
+ * error_text: an error as ssp.views.last_error shows it, its detail
+ * included (the cause of a broker error is there; ssp's details never show
+ * a secret).
+ */
+static const char *
+error_text(ErrorData *edata)
+{
+	return edata->detail ? psprintf("%s: %s", edata->message, edata->detail) : edata->message;
+}
+
 /* load: the view, its streams and its stored offsets, in a transaction. */
 static bool
 load(Worker *w, Oid viewoid, MemoryContext cxt)
@@ -273,7 +284,7 @@ partition_count(Worker *w, int i)
 			edata = CopyErrorData();
 			FlushErrorState();
 			AbortCurrentTransaction();
-			ssp_slot_set_error(w->slot, edata->message);
+			ssp_slot_set_error(w->slot, error_text(edata));
 			ssp_slot_set_status(w->slot, "waiting for broker", -1);
 			FreeErrorData(edata);
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -425,6 +436,42 @@ report_status(Worker *w, int64 lag)
 							"catching up" : "running", lag);
 }
 
+/* how often a worker asks whether its topics have more partitions */
+#define SSP_PARTITION_CHECK_MS 5000
+
+/*
+ * partitions_added: has a source's topic more partitions than the worker
+ * reads (kafka-topics --alter --partitions)?  Asked every few seconds, busy
+ * or idle; then a fresh worker reads them all, the new ones from their
+ * start.  A broker that does not answer says nothing.
+ */
+static bool
+partitions_added(Worker *w)
+{
+	static TimestampTz checked = 0;
+	TimestampTz now = GetCurrentTimestamp();
+	int			i;
+
+	if (checked == 0)
+		checked = now;
+	if (!TimestampDifferenceExceeds(checked, now, SSP_PARTITION_CHECK_MS))
+		return false;
+	checked = now;
+	for (i = 0; i < w->src.n; i++)
+	{
+		int			n = ssp_kafka_partition_count_try(w->kafka[i], 1000);
+
+		if (n > w->src.nparts[i])
+		{
+			ereport(LOG,
+					(errmsg("topic \"%s\" of continuous view \"%s\" has %d partitions, %d more than its worker reads; the worker starts again to read them",
+							w->view->topics[i], w->view->name, n, n - w->src.nparts[i])));
+			return true;
+		}
+	}
+	return false;
+}
+
 /*
  * collect: poll messages from every topic until the batch is full or its
  * time is up; returns how many, and sets *dirty if a partition's end moved
@@ -479,7 +526,7 @@ collect(Worker *w, WaitEventSet *wait, bool *dirty)
 			return n;
 		if (TimestampDifferenceExceeds(last_report, now, 1000))
 		{
-			if (config_changed(w, true))
+			if (config_changed(w, true) || partitions_added(w))
 			{
 				w->restart = true;
 				return 0;
@@ -547,6 +594,7 @@ recover_lost(Worker *w)
 								(long long) high, (long long) low),
 						 errdetail("The topic may have been deleted and created again.")));
 			w->next[slot] = low;
+			w->eof[slot] = -1;	/* the end seen was the old topic's */
 			reassign = true;
 		}
 		if (reassign)
@@ -596,11 +644,14 @@ run(Worker *w, Oid viewoid)
 	for (;;)
 	{
 		bool		dirty;
-		int			n = collect(w, wait, &dirty);
+		int			n;
 		int64	   *next;
 		int64		batch_lag;
 		int			p;
 
+		if (partitions_added(w))
+			return;				/* a fresh worker reads them all */
+		n = collect(w, wait, &dirty);
 		if (w->restart)
 		{
 			release_messages(w);
@@ -735,10 +786,10 @@ ssp_worker_main(Datum arg)
 			edata->sqlerrcode == ERRCODE_UNDEFINED_COLUMN)
 		{
 			edata->hint = pstrdup("The columns of a continuous view's own tables (NAME_mrel, NAME_left, NAME_right, NAME_outbox) keep the names ssp gave them: rename them back.");
-			ssp_slot_set_error(w.slot, edata->message);
+			ssp_slot_set_error(w.slot, error_text(edata));
 		}
 		else
-			ssp_slot_set_error(w.slot, edata->message);
+			ssp_slot_set_error(w.slot, error_text(edata));
 		ssp_slot_set_status(w.slot, "failed", -1);
 		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 		w.slot->failed = true;

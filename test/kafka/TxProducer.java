@@ -51,6 +51,8 @@ public class TxProducer {
                     producer.commitTransaction();
                     committed += n;
                 } else {
+                    // sent first, so that the aborted records are in the log
+                    producer.flush();
                     producer.abortTransaction();
                     aborted += n;
                 }

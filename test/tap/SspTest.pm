@@ -90,6 +90,30 @@ sub start_kafka
 	return $k;
 }
 
+# start_any_broker(topics => ['name:partitions', ...]): the broker for a
+# test that breaks Postgres, not the broker: Apache Kafka (one node, the
+# topics created) when SSP_TEST_KAFKA is apache, as make test sets it, else
+# the test broker.  Returns { bootstrap, kind } ('apache' or 'mock', for
+# report's broker).
+sub start_any_broker
+{
+	my (%args) = @_;
+	if (($ENV{SSP_TEST_KAFKA} // 'mock') ne 'apache')
+	{
+		my $b = start_broker(%args);
+		$b->{kind} = 'mock';
+		return $b;
+	}
+	my $k = start_kafka(partitions => 4);
+	for my $t (@{ $args{topics} // [] })
+	{
+		my ($name, $parts) = split /:/, $t;
+		kafka($k, 'topics', '--create', '--topic', $name, '--partitions', $parts // 4);
+	}
+	$k->{kind} = 'apache';
+	return $k;
+}
+
 # kafka($k, 'topics', '--create', ...): a kafka_ctl command on the cluster
 # (topics, configs, groups, acls, kill N, restart N, wait N, run CLASS);
 # returns its output, dies unless it succeeds.
@@ -171,6 +195,28 @@ sub lost_and_twice
 	my ($node, $db, $view, $truth) = @_;
 	return split /\|/, $node->safe_psql($db,
 		"SELECT (SELECT count(*) FROM ($truth EXCEPT ALL $view) l), (SELECT count(*) FROM ($view EXCEPT ALL $truth) t)");
+}
+
+# check_published($node, $view, $label): what a view with ssp.output_topic
+# published, read back into the tables changes (every record: region, n,
+# total, _seq, _before) and kept (each change once), holds: each key's
+# changes chain unbroken from its insert, each key's last change is the
+# view's row, and the last change published is recorded.
+sub check_published
+{
+	my ($node, $view, $label) = @_;
+	is($node->safe_psql('postgres', q{
+		SELECT count(*) FROM (
+		  SELECT _before, lag(jsonb_build_object('region', region, 'n', n, 'total', total))
+		           OVER (PARTITION BY region ORDER BY _seq) AS prev
+		  FROM kept) x WHERE _before IS DISTINCT FROM prev}),
+		'0', "${label}each key's changes form an unbroken chain, from its insert");
+	is(differences($node, 'postgres', "SELECT region, n, total FROM $view",
+			'SELECT * FROM (SELECT DISTINCT ON (region) region, n, total FROM kept ORDER BY region, _seq DESC) l'),
+		'0', "${label}each key's last change is the view's row");
+	is($node->safe_psql('postgres',
+			"SELECT published_seq = (SELECT max(_seq) FROM changes) FROM ssp.continuous_views WHERE view = '$view'::regclass"),
+		't', "${label}the last change published is recorded");
 }
 
 # differences($node, $db, $a, $b): rows of query a not in b, and of b not in

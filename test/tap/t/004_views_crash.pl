@@ -13,7 +13,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SspTest;
 
-my $broker = SspTest::start_broker(topics => ['orders:16']);
+my $broker = SspTest::start_any_broker(topics => ['orders:16']);
 my $node = SspTest::new_node('crash');
 $node->safe_psql('postgres', qq{
 	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$broker->{bootstrap}');
@@ -148,7 +148,7 @@ my ($lost, $twice) = SspTest::lost_and_twice($node, 'postgres', 'SELECT * FROM c
 SspTest::report(faults => $kills + 1, produced => 100000,
 	applied => $node->safe_psql('postgres', 'SELECT count(*) FROM copy'),
 	dead_letters => $node->safe_psql('postgres', 'SELECT sum(dead_letters) FROM ssp.views'),
-	lost => $lost, twice => $twice);
+	lost => $lost, twice => $twice, broker => $broker->{kind});
 
 $node->stop;
 done_testing();

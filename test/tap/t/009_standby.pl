@@ -8,7 +8,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SspTest;
 
-my $broker = SspTest::start_broker(topics => ['orders:4']);
+my $broker = SspTest::start_any_broker(topics => ['orders:4']);
 my $primary = SspTest::new_node('primary', allows_streaming => 1);
 $primary->safe_psql('postgres', qq{
 	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$broker->{bootstrap}');
@@ -52,7 +52,7 @@ my ($lost, $twice) = split /\|/, $standby->safe_psql('postgres', q{
 SspTest::report(faults => 1, produced => 4000,
 	applied => $standby->safe_psql('postgres', 'SELECT sum(n) FROM by_region'),
 	dead_letters => $standby->safe_psql('postgres', 'SELECT sum(dead_letters) FROM ssp.views'),
-	lost => $lost, twice => $twice);
+	lost => $lost, twice => $twice, broker => $broker->{kind});
 
 $standby->stop;
 done_testing();

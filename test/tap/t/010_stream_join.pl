@@ -16,7 +16,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SspTest;
 
-my $broker = SspTest::start_broker(topics => ['orders:16', 'payments:16']);
+my $broker = SspTest::start_any_broker(topics => ['orders:16', 'payments:16']);
 my $node = SspTest::new_node('join');
 $node->safe_psql('postgres', qq{
 	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$broker->{bootstrap}');
@@ -190,7 +190,7 @@ SspTest::report(faults => $kills + 1,
 	produced => $node->safe_psql('postgres', 'SELECT (SELECT count(*) FROM orders) + (SELECT count(*) FROM payments)'),
 	applied => $node->safe_psql('postgres', "SELECT processed FROM ssp.views WHERE view = 'order_payment'::regclass"),
 	dead_letters => $node->safe_psql('postgres', 'SELECT sum(dead_letters) FROM ssp.views'),
-	lost => $lost, twice => $twice);
+	lost => $lost, twice => $twice, broker => $broker->{kind});
 
 $node->stop;
 done_testing();

@@ -16,7 +16,7 @@ plan skip_all => 'needs a small filesystem in SSP_SMALL_DISK (make test mounts o
 
 my $dir = "$ENV{SSP_SMALL_DISK}/tablespace";
 mkdir $dir or die "$dir: $!";
-my $broker = SspTest::start_broker(topics => ['orders:16']);
+my $broker = SspTest::start_any_broker(topics => ['orders:16']);
 my $node = SspTest::new_node('diskfull');
 $node->safe_psql('postgres', qq{
 	CREATE TABLESPACE small LOCATION '$dir';
@@ -60,7 +60,7 @@ is($node->safe_psql('postgres', "SELECT status, last_error IS NULL FROM ssp.view
 SspTest::report(faults => 1, produced => 200000,
 	applied => $node->safe_psql('postgres', 'SELECT count(*) FROM copy'),
 	dead_letters => $node->safe_psql('postgres', 'SELECT sum(dead_letters) FROM ssp.views'),
-	lost => $lost, twice => $twice);
+	lost => $lost, twice => $twice, broker => $broker->{kind});
 
 $node->safe_psql('postgres', 'DROP VIEW copy; DROP TABLESPACE small');
 $node->stop;

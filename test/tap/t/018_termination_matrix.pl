@@ -16,7 +16,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SspTest;
 
-my $broker = SspTest::start_broker(topics => ['orders:4']);
+my $broker = SspTest::start_any_broker(topics => ['orders:4']);
 my $node = SspTest::new_node('matrix', conf => "ssp.broker_timeout = '5s'\n");
 my $brokers = $broker->{bootstrap};
 
@@ -174,7 +174,7 @@ for my $v (@views)
 my $applied = $node->safe_psql('postgres', 'SELECT sum(n) FROM grouped');
 is($applied, $produced, "$produced orders, each counted once");
 SspTest::report(faults => $faults, produced => $produced, applied => $applied,
-	lost => $lost, twice => $twice);
+	lost => $lost, twice => $twice, broker => $broker->{kind});
 
 # The fence: a DBA moves a partition's offset back under the running worker
 # of grouped.  Its next batch on that partition began from the old offset,

@@ -225,18 +225,7 @@ my ($records, $distinct) = split /\|/, $node->safe_psql('postgres',
 note "output topic: $records records, $distinct changes";
 is($node->safe_psql('postgres', 'SELECT count(*) FROM kept'), $distinct,
 	'output topic: dropping the records numbered no higher than the last seen keeps one of each change');
-is($node->safe_psql('postgres', q{
-	SELECT count(*) FROM (
-	  SELECT _before, lag(jsonb_build_object('region', region, 'n', n, 'total', total))
-	           OVER (PARTITION BY region ORDER BY _seq) AS prev
-	  FROM kept) x WHERE _before IS DISTINCT FROM prev}),
-	'0', "output topic: each key's changes form an unbroken chain, from its insert");
-is(SspTest::differences($node, 'postgres', 'SELECT region, n, total FROM by_region',
-		'SELECT * FROM (SELECT DISTINCT ON (region) region, n, total FROM kept ORDER BY region, _seq DESC) l'),
-	'0', "output topic: each key's last change is the view's row");
-is($node->safe_psql('postgres',
-		"SELECT published_seq = (SELECT max(_seq) FROM changes) FROM ssp.continuous_views WHERE view = 'by_region'::regclass"),
-	't', 'output topic: the last change published is recorded');
+SspTest::check_published($node, 'by_region', 'output topic: ');
 
 my $log = slurp_file($node->logfile);
 note 'the publisher failed ' . (() = $log =~ /ERROR:  could not produce to topic "region_changes"/g) . ' times';

@@ -540,6 +540,8 @@ collect(Worker *w, WaitEventSet *wait, bool *dirty)
 				return 0;
 			}
 			report_status(w, lag(w, w->next, NULL));
+			/* what the last batches wrote, if it waited (pgstat_report_stat) */
+			pgstat_report_stat(false);
 			last_report = now;
 		}
 		timeout = deadline ? TimestampDifferenceMilliseconds(now, deadline) : 1000;
@@ -690,6 +692,8 @@ run(Worker *w, Oid viewoid)
 			return;				/* dropped, paused or reset */
 		}
 		pgstat_report_activity(STATE_IDLE, NULL);
+		/* the batch's writes, for autovacuum and autoanalyze of the view's tables */
+		pgstat_report_stat(false);
 		release_messages(w);
 		/* a batch went through: the last worker's error is over */
 		ssp_slot_set_error(w->slot, "");

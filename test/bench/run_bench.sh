@@ -15,15 +15,30 @@
 #   views          1, 5 and 20 views catching up on the same stream
 #   freshness      latency from produce to view under 20,000 events/s
 #   memory         the worker's memory over 10,000,000 events
-# Settings: SSP_BENCH_MESSAGES (default 1000000), SSP_BENCH_RUNS (default 5).
+#   streams        a view catching up on 1,000,000 orders against Kafka
+#                  Streams computing the same aggregate (test/kafka/
+#                  StreamsAggregate.java), on Apache Kafka
+# Settings: SSP_BENCH_MESSAGES (default 1000000), SSP_BENCH_RUNS (default 5);
+# SSP_BENCH_KAFKA=apache runs the workloads on Apache Kafka (KRaft, one node,
+# started by test/kafka/kafka_ctl) rather than the test broker; the streams
+# workload always runs on Apache Kafka, one of its own if need be.  Each
+# report names its broker; on Apache Kafka, results/NAME-apache.txt (and
+# .png), so the test broker's reports stay.  SSP_BENCH_JAVA_OPTS: the JVM options of the
+# benchmark's Kafka and of Kafka Streams.
 set -euo pipefail
 # shellcheck source=SCRIPTDIR/../lib.sh
 source "$(dirname "$0")/../lib.sh"
 
-BENCH_WORKLOADS=(json_parsers windows joins catchup groups aggregates output views freshness memory)
+BENCH_WORKLOADS=(json_parsers windows joins catchup groups aggregates output views freshness memory streams)
 BENCH_DIR=test/bench  # main runs in $SSP_SRC
 BENCH_RESULTS=$BENCH_DIR/results
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
+# the benchmark's topics, NAME:PARTITIONS
+BENCH_TOPICS=(events:16 bench_orders:16 bench_payments:16 bench_catchup:64 bench_fresh:16 bench_mem:16)
+# Apache Kafka's JVM in a benchmark (SSP_BENCH_JAVA_OPTS): the default JIT
+# (kafka_ctl's own options stop at C1, which starts faster and runs slower)
+# and a fixed heap
+BENCH_JAVA_OPTS="-Xms1g -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true"
 
 # bench_need_packages PKG...: install missing Debian packages as root;
 # otherwise fail, saying what to run.
@@ -49,12 +64,14 @@ bench_machine() {
     echo "nproc:    $(nproc)"
     echo "cpu:      ${cpu:-unknown}"
     echo "compiler: $(cc --version | head -n 1)"
+    [ -z "${BENCH_BROKER:-}" ] || echo "broker:   $BENCH_BROKER"
 }
 
 # bench_report NAME CMD...: run CMD, its output after bench_machine's, into
-# results/NAME.txt and the terminal; a failed run keeps the previous report.
+# results/NAME.txt (NAME-apache.txt on Apache Kafka, BENCH_SUFFIX) and the
+# terminal; a failed run keeps the previous report.
 bench_report() {
-    local out=$BENCH_RESULTS/$1.txt
+    local out=$BENCH_RESULTS/$1${BENCH_SUFFIX:-}.txt
     shift
     mkdir -p "$BENCH_RESULTS"
     { bench_machine; echo; "$@"; } 2>&1 | tee "$out.tmp"
@@ -69,6 +86,7 @@ bench_json_parsers() {
     local n=${SSP_BENCH_MESSAGES:-1000000} r=${SSP_BENCH_RUNS:-5}
     local -a build
     bench_need_packages libcjson-dev "postgresql-server-dev-$SSP_PG_VERSION" gcc
+    local BENCH_BROKER="none (no Kafka in this workload)" BENCH_SUFFIX=
     build=(cc -O2 -Wall -Wextra -Werror -I"$("$PG_CONFIG" --includedir-server)"
         -o "$bin" "$bin.c" -L"$("$PG_CONFIG" --pkglibdir)" -lpgcommon -lpgport -lcjson)
     ssp_log "json_parsers: building"
@@ -86,13 +104,56 @@ bench_json_parsers_run() {
     "$@"
 }
 
-# bench_start_postgres: a throwaway Postgres with ssp, and the test broker
-# with topic "events" of 16 partitions; sets PGHOST, PGPORT, SSP_BROKERS.
+# bench_kafka_version: the Apache Kafka version kafka_ctl runs.
+bench_kafka_version() {
+    sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$SSP_SRC/test/kafka/pom.xml"
+}
+
+# bench_start_apache DIR NAME:PARTITIONS...: Apache Kafka in DIR with these
+# topics, its JVMs with BENCH_JAVA_OPTS; sets SSP_BROKERS and SSP_KAFKA_DIR.
+# Three tries: kafka_ctl picks free ports before the broker binds them, and
+# on a machine starting many brokers another may take one meanwhile.
+bench_start_apache() {
+    local dir=$1 t try
+    shift
+    ssp_log "starting Apache Kafka in $dir"
+    SSP_KAFKA_DIRS+=("$dir")
+    for try in 1 2 3; do
+        SSP_BROKERS=$(SSP_KAFKA_JAVA_OPTS=$BENCH_JAVA_OPTS "$SSP_SRC/test/kafka/kafka_ctl" start "$dir" | tail -n 1) && break
+        SSP_BROKERS=
+        "$SSP_SRC/test/kafka/kafka_ctl" stop "$dir"
+        rm -rf "$dir"
+    done
+    [ -n "$SSP_BROKERS" ] || ssp_die "Apache Kafka did not start (logs in $dir)"
+    SSP_KAFKA_DIR=$dir SSP_BROKER_CONTROL=
+    export SSP_BROKERS SSP_KAFKA_DIR SSP_BROKER_CONTROL
+    for t in "$@"; do
+        "$SSP_SRC/test/kafka/kafka_ctl" topics "$dir" --create --topic "${t%:*}" --partitions "${t#*:}" >/dev/null
+    done
+}
+
+# bench_start_postgres: a throwaway Postgres with ssp, and the broker, with
+# the topics of BENCH_TOPICS: the test broker, or Apache Kafka with
+# SSP_BENCH_KAFKA=apache; sets PGHOST, PGPORT, SSP_BROKERS, BENCH_BROKER
+# (what the reports name), BENCH_KAFKA (mock or apache) and BENCH_SUFFIX
+# (what the reports' file names end with: -apache on Apache Kafka).
 bench_start_postgres() {
     [ -n "${BENCH_PG:-}" ] && return 0
     ssp_build
-    ssp_start_broker "$SSP_WORK/bench-broker" --topic events:16 \
-        --topic bench_orders:16 --topic bench_payments:16 --topic bench_catchup:64 --topic bench_fresh:16 --topic bench_mem:16
+    if [ "${SSP_BENCH_KAFKA:-mock}" = apache ]; then
+        bench_start_apache "$SSP_WORK/bench-kafka" "${BENCH_TOPICS[@]}"
+        BENCH_KAFKA=apache BENCH_SUFFIX=-apache
+        BENCH_BROKER="Apache Kafka $(bench_kafka_version) (KRaft, one node, on the same machine; JVM $BENCH_JAVA_OPTS)"
+    else
+        local t args=()
+        for t in "${BENCH_TOPICS[@]}"; do
+            args+=(--topic "$t")
+        done
+        SSP_TEST_KAFKA=mock ssp_start_broker "$SSP_WORK/bench-broker" "${args[@]}"
+        BENCH_KAFKA=mock
+        BENCH_BROKER="the test broker (librdkafka's mock cluster, in process test/broker/ssp_test_broker, on the same machine)"
+        [ -z "${SSP_TEST_BROKERS:-}" ] || BENCH_BROKER="the Kafka at $SSP_TEST_BROKERS (SSP_TEST_BROKERS)"
+    fi
     BENCH_PG=$SSP_WORK/bench-pg
     initdb -D "$BENCH_PG" -A trust >/dev/null
     cat >>"$BENCH_PG/postgresql.conf" <<CONF
@@ -125,10 +186,11 @@ CREATE FOREIGN TABLE bench_mem (id bigint, region text, amount numeric, ts times
 SQL
 }
 
-# bench_view_seconds NAME DEFINITION [OPTIONS [MESSAGES]]: seconds for a
-# new view to catch up; OPTIONS are view options after ssp.continuous
+# bench_view_seconds NAME DEFINITION [OPTIONS [MESSAGES [QUERY]]]: seconds
+# for a new view to catch up; OPTIONS are view options after ssp.continuous
 # (default: a grace of a day); with MESSAGES, fails unless the view
-# processed that many.
+# processed that many; with QUERY (a statement with its semicolon), its
+# output, once caught up, on the lines after the seconds.
 bench_view_seconds() {
     psql -X -q -At -v ON_ERROR_STOP=1 <<SQL
 CREATE VIEW $1 WITH (ssp.continuous${3-, ssp.grace = '1 day'}) AS $2;
@@ -143,6 +205,7 @@ BEGIN
     RAISE EXCEPTION 'view $1 processed % messages, not ${4:-}', n;
   END IF;
 END \$\$;
+${5:-}
 DROP VIEW $1;
 SQL
 }
@@ -257,20 +320,24 @@ bench_catchup() {
     bench_report catchup bench_catchup_run "$n" "$r"
 }
 
-# bench_produce_orders N: N orders into topic bench_catchup, spread evenly
-# over its 64 partitions (the producer's sticky partitioner would fill some
-# past what the test broker keeps), once per bench run.
+# bench_produce_orders N [STREAM]: N orders into topic bench_catchup
+# through STREAM (default bench_catchup), spread evenly over its 64
+# partitions (the producer's sticky partitioner would fill some past what
+# the test broker keeps), once per bench run.
+declare -A BENCH_ORDERS=()
 bench_produce_orders() {
+    local stream=${2:-bench_catchup}
+    stream=${stream#public.}
     bench_start_postgres
-    [ -n "${BENCH_ORDERS:-}" ] && return 0
-    ssp_log "producing $1 orders"
+    [ -n "${BENCH_ORDERS[$stream]:-}" ] && return 0
+    ssp_log "producing $1 orders through $stream"
     psql -X -q -v ON_ERROR_STOP=1 <<SQL
-INSERT INTO bench_catchup
+INSERT INTO $stream
   SELECT g, g % 100000, 'region-' || lpad((g % 1000)::text, 4, '0'), round((g % 100000) * 0.01, 2),
          timestamptz '2024-01-01' + g * interval '10 ms', g % 64
   FROM generate_series(1, $1) g;
 SQL
-    BENCH_ORDERS=$1
+    BENCH_ORDERS[$stream]=$1
 }
 
 # bench_groups: workload 3: the catch-up of count, sum and avg over the
@@ -513,7 +580,7 @@ bench_bars() {
     done
     gnuplot <<GP
 set terminal pngcairo size 640,400 font "sans,10"
-set output "$BENCH_RESULTS/$name.png"
+set output "$BENCH_RESULTS/$name${BENCH_SUFFIX:-}.png"
 set title "$title"
 set ylabel "messages/s"
 set style data histograms
@@ -525,7 +592,7 @@ unset key
 plot "$data" using 2:xtic(1) linecolor rgb "#3b6ea5", '' using 0:2:2 with labels offset 0,0.8
 GP
     rm -f "$data"
-    echo "plot: $BENCH_RESULTS/$name.png"
+    echo "plot: $BENCH_RESULTS/$name${BENCH_SUFFIX:-}.png"
 }
 
 # bench_freshness: workload 2: a producer sends 20,000 events a second
@@ -550,16 +617,7 @@ bench_freshness_run() {
         psql -X -q -v ON_ERROR_STOP=1 <<SQL
 CREATE VIEW bench_fresh_v WITH (ssp.continuous$([ "$ci" = default ] || echo ", ssp.commit_interval = '$ci'"), ssp.start = 'latest')
   AS SELECT seq, produced_at, now() AS applied_at FROM bench_fresh;
-DO \$\$
-DECLARE
-    t0 timestamptz := clock_timestamp();
-BEGIN
-    FOR i IN 0 .. $ticks - 1 LOOP
-        INSERT INTO bench_fresh SELECT i * 1000 + g, clock_timestamp() FROM generate_series(1, 1000) g;
-        PERFORM pg_sleep(GREATEST(0, extract(epoch FROM t0 + (i + 1) * interval '50 ms' - clock_timestamp())));
-    END LOOP;
-END
-\$\$;
+$(bench_fresh_produce bench_fresh "$ticks")
 SELECT ssp.wait('bench_fresh_v', '120 s') \g /dev/null
 \pset tuples_only on
 \pset format unaligned
@@ -583,7 +641,7 @@ SQL
     command -v gnuplot >/dev/null || return 0
     gnuplot <<GP
 set terminal pngcairo size 640,400 font "sans,10"
-set output "$BENCH_RESULTS/freshness.png"
+set output "$BENCH_RESULTS/freshness${BENCH_SUFFIX:-}.png"
 set title "freshness: p99 latency per second, 20,000 events/s"
 set xlabel "seconds"
 set ylabel "ms from produce to apply"
@@ -592,7 +650,7 @@ set grid
 plot "$SSP_WORK/freshness-default.dat" using 1:2 with lines title "commit interval 100 ms", \
      "$SSP_WORK/freshness-50ms.dat" using 1:2 with lines title "commit interval 50 ms"
 GP
-    echo "plot: $BENCH_RESULTS/freshness.png"
+    echo "plot: $BENCH_RESULTS/freshness${BENCH_SUFFIX:-}.png"
 }
 
 # bench_memory: workload 5: a view of count, sum and avg by region over
@@ -638,15 +696,222 @@ bench_memory_run() {
     psql -X -q -c "DROP VIEW bench_mem_v"
 }
 
+# bench_streams: ssp against Kafka Streams computing the same aggregate
+# (test/kafka/StreamsAggregate.java), on Apache Kafka: the catch-up of the
+# catchup workload's view, SSP_BENCH_RUNS times (each run checks that both
+# hold the same groups, counts and sums), then the freshness workload's
+# latency, once each, at 20,000 events/s for SSP_BENCH_SECONDS (default 60).
+# The benchmark's Kafka if SSP_BENCH_KAFKA=apache, else one of its own,
+# which the views read through server kafka_apache and schema apache.
+bench_streams() {
+    local n=${SSP_BENCH_MESSAGES:-1000000} r=${SSP_BENCH_RUNS:-5} schema=public kafka_dir bootstrap server=kafka
+    bench_start_postgres
+    if [ "$BENCH_KAFKA" = apache ]; then
+        kafka_dir=$SSP_KAFKA_DIR bootstrap=$SSP_BROKERS
+        "$SSP_SRC/test/kafka/kafka_ctl" topics "$kafka_dir" --create --if-not-exists --topic bench_fresh_streams \
+            --partitions 16 >/dev/null
+    else
+        local brokers=$SSP_BROKERS control=$SSP_BROKER_CONTROL
+        bench_start_apache "$SSP_WORK/bench-kafka-streams" bench_catchup:64 bench_fresh:16 bench_fresh_streams:16
+        kafka_dir=$SSP_KAFKA_DIR bootstrap=$SSP_BROKERS
+        export SSP_BROKERS=$brokers SSP_BROKER_CONTROL=$control SSP_KAFKA_DIR=
+        schema=apache server=kafka_apache
+        psql -X -q -v ON_ERROR_STOP=1 -v brokers="$bootstrap" <<'SQL'
+CREATE SERVER kafka_apache FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+CREATE SCHEMA apache;
+CREATE FOREIGN TABLE apache.bench_catchup (order_id bigint, customer_id bigint, region text, amount numeric,
+    ts timestamptz, p int OPTIONS (meta 'partition'))
+  SERVER kafka_apache OPTIONS (topic 'bench_catchup', timestamp 'ts');
+CREATE FOREIGN TABLE apache.bench_fresh (seq bigint, produced_at timestamptz)
+  SERVER kafka_apache OPTIONS (topic 'bench_fresh', timestamp 'produced_at');
+SQL
+    fi
+    psql -X -q -v ON_ERROR_STOP=1 -c "CREATE FOREIGN TABLE IF NOT EXISTS $schema.bench_fresh_streams
+        (seq bigint, produced_at timestamptz) SERVER $server OPTIONS (topic 'bench_fresh_streams', timestamp 'produced_at')"
+    # always on Apache Kafka: results/streams.txt
+    local BENCH_BROKER BENCH_SUFFIX=
+    BENCH_BROKER="Apache Kafka $(bench_kafka_version) (KRaft, one node, on the same machine; JVM $BENCH_JAVA_OPTS)"
+    bench_produce_orders "$n" "$schema.bench_catchup"
+    bench_report streams bench_streams_run "$n" "$r" "$schema" "$kafka_dir" "$bootstrap" "${SSP_BENCH_SECONDS:-60}"
+}
+
+# bench_fresh_produce STREAM TICKS: the statement producing 1,000 events
+# into STREAM every 50 ms, TICKS times, each with its making's time.
+bench_fresh_produce() {
+    cat <<SQL
+DO \$\$
+DECLARE
+    t0 timestamptz := clock_timestamp();
+BEGIN
+    FOR i IN 0 .. $2 - 1 LOOP
+        INSERT INTO $1 SELECT i * 1000 + g, clock_timestamp() FROM generate_series(1, 1000) g;
+        PERFORM pg_sleep(GREATEST(0, extract(epoch FROM t0 + (i + 1) * interval '50 ms' - clock_timestamp())));
+    END LOOP;
+END
+\$\$;
+SQL
+}
+
+# bench_streams_run N RUNS SCHEMA KAFKA_DIR BOOTSTRAP SECONDS: the report's
+# body.
+bench_streams_run() {
+    local n=$1 r=$2 schema=$3 kafka_dir=$4 bootstrap=$5 secs=$6 i out s k kr w app t0 check ssp_check k_check
+    local -a ssp=() kstreams=() whole=()
+    local agg="count(*) AS n, sum(amount) AS total, avg(amount) AS mean"
+    local kafka_ctl=(env SSP_KAFKA_JAVA_OPTS="$BENCH_JAVA_OPTS" "$SSP_SRC/test/kafka/kafka_ctl")
+    echo "catch-up"
+    echo "workload: $n JSON orders in 64 partitions of topic bench_catchup, already produced; from the earliest offsets"
+    echo "ssp:           CREATE VIEW ... WITH (ssp.continuous) AS SELECT region, date_trunc('minute', ts) AS minute, $agg"
+    echo "               FROM $schema.bench_catchup GROUP BY region, minute; the time until ssp.wait returns (one worker)"
+    echo "Kafka Streams: test/kafka/StreamsAggregate.java: stream (byte arrays) -> map (Jackson: key region|minute,"
+    echo "               value amount as BigDecimal) -> groupByKey (through a repartition topic) -> aggregate"
+    echo "               (count, sum, avg) into a persistent store (RocksDB, with its changelog topic);"
+    echo "               processing.guarantee=exactly_once_v2, one stream thread, the other settings Kafka's defaults"
+    echo "               (commit.interval.ms 100 under exactly-once, a 10 MB record cache); a new application.id and"
+    echo "               state directory each run; the time from KafkaStreams.start() until its aggregate has taken"
+    echo "               all $n orders and close() has committed (the JVM's start and the topology's build excluded;"
+    echo "               \"until RUNNING\": making its internal topics, the rebalance, its tasks' initialisation;"
+    echo "               \"process\" is the whole java command, from its start to its exit)"
+    echo "check:         each run, the groups, the counts summed and the amounts summed are equal in both"
+    echo
+    for i in $(seq "$r"); do
+        out=$(bench_view_seconds bench_streams_view \
+            "SELECT region, date_trunc('minute', ts) AS minute, $agg FROM $schema.bench_catchup GROUP BY region, minute" \
+            "" "$n" "SELECT count(*), sum(n), sum(total) FROM bench_streams_view;")
+        s=$(sed -n 1p <<<"$out")
+        ssp_check=$(sed -n 2p <<<"$out" | tr '|' ' ')
+        app=bench-streams-$i-$(date +%s)
+        t0=$(bench_now)
+        out=$("${kafka_ctl[@]}" run "$kafka_dir" StreamsAggregate catchup \
+            "$bootstrap" bench_catchup "$n" "$app" "$SSP_WORK/streams-state/$app") ||
+            ssp_die "Kafka Streams failed (its log: $kafka_dir/tools.log)"
+        w=$(awk -v a="$t0" -v b="$(bench_now)" 'BEGIN {printf "%.3f", b - a}')
+        out=$(grep '^RESULT streams ' <<<"$out") || ssp_die "Kafka Streams printed no result"
+        k=$(sed -n 's/.* seconds=\([^ ]*\).*/\1/p' <<<"$out")
+        kr=$(sed -n 's/.* running=\([^ ]*\).*/\1/p' <<<"$out")
+        k_check=$(sed -n 's/.* groups=\([^ ]*\) count=\([^ ]*\) amount=\([^ ]*\).*/\1 \2 \3/p' <<<"$out")
+        # numerically: Postgres's sum may carry another scale than Java's
+        check=$(psql -X -q -At -c "SELECT ARRAY[$(tr ' ' , <<<"$ssp_check")]::numeric[]
+                                          = ARRAY[$(tr ' ' , <<<"$k_check")]::numeric[]
+                                     AND $(cut -d' ' -f2 <<<"$ssp_check") = $n")
+        [ "$check" = t ] ||
+            ssp_die "ssp and Kafka Streams differ: ssp groups, count, amount $ssp_check; Kafka Streams $k_check (of $n orders)"
+        # the run's internal topics (repartition, changelog) and state
+        "$SSP_SRC/test/kafka/kafka_ctl" topics "$kafka_dir" --delete --topic "$app-.*" >/dev/null
+        rm -rf "$SSP_WORK/streams-state/$app"
+        echo "  run $i: ssp $s s, Kafka Streams $k s ($kr s of it until RUNNING; process $w s); both: groups, count, amount $ssp_check"
+        ssp+=("$s")
+        kstreams+=("$k")
+        whole+=("$w")
+    done
+    echo
+    bench_stats ssp "$n" "${ssp[@]}"
+    bench_stats "Streams" "$n" "${kstreams[@]}"
+    bench_stats "(process)" "$n" "${whole[@]}"
+    s=$(printf '%s\n' "${ssp[@]}" | bench_median)
+    k=$(printf '%s\n' "${kstreams[@]}" | bench_median)
+    w=$(printf '%s\n' "${whole[@]}" | bench_median)
+    echo
+    awk -v s="$s" -v k="$k" -v w="$w" 'BEGIN {
+        printf "ssp time / Kafka Streams time: %.2f (target below 1: %s)\n", s / k, (s / k < 1 ? "met" : "MISSED")
+        printf "ssp time / Kafka Streams process time: %.2f\n", s / w }'
+    echo "RESULT streams ssp_s=$s kafka_streams_s=$k kafka_streams_process_s=$w"
+    bench_bars streams "catch-up on Apache Kafka, $n orders, 64 partitions (median of $r)" \
+        "ssp $(awk -v n="$n" -v t="$s" 'BEGIN {printf "%d", n / t}')" \
+        "Kafka Streams $(awk -v n="$n" -v t="$k" 'BEGIN {printf "%d", n / t}')"
+    echo
+    bench_streams_freshness "$schema" "$kafka_dir" "$bootstrap" "$secs"
+}
+
+# bench_streams_freshness SCHEMA KAFKA_DIR BOOTSTRAP SECONDS: the latency
+# from produce to applied, ssp against Kafka Streams, one run each.
+bench_streams_freshness() {
+    local schema=$1 kafka_dir=$2 bootstrap=$3 secs=$4 ticks out app pid i line
+    ticks=$((secs * 20))
+    echo "freshness"
+    echo "workload: 20,000 events/s for $secs s (1,000 every 50 ms, from one INSERT each) into 16 partitions,"
+    echo "          {\"seq\": ..., \"produced_at\": clock_timestamp() when the row was made}; one run each"
+    echo "ssp:           the freshness workload: a view SELECT seq, produced_at, now() AS applied_at FROM $schema.bench_fresh"
+    echo "               (append-only; ssp.commit_interval at its default, 100 ms); latency: applied_at (the start of"
+    echo "               the transaction that applies the event; it commits right after) - produced_at"
+    echo "Kafka Streams: StreamsAggregate fresh over topic bench_fresh_streams: stream -> map (Jackson; key the second"
+    echo "               of produced_at) -> groupByKey (through a repartition topic) -> aggregate (count, latest"
+    echo "               produced_at) into a persistent store; exactly_once_v2, commit.interval.ms 100 (its default);"
+    echo "               started, and running, before the events are produced; latency: from produced_at to"
+    echo "               \"processed\", when the aggregate takes the event, and to \"committed\", the end of the commit"
+    echo "               of the transaction holding its update (what a read_committed reader, such as ssp, sees)"
+    echo "figures:       p50 / p99 / max in ms, over all the events, then over those produced 10 s or more after the first"
+    echo
+    psql -X -q -v ON_ERROR_STOP=1 <<SQL
+CREATE VIEW bench_streams_fresh_v WITH (ssp.continuous, ssp.start = 'latest')
+  AS SELECT seq, produced_at, now() AS applied_at FROM $schema.bench_fresh;
+$(bench_fresh_produce "$schema.bench_fresh" "$ticks")
+SELECT ssp.wait('bench_streams_fresh_v', '300 s') \g /dev/null
+\pset tuples_only on
+\pset format unaligned
+\pset fieldsep ' '
+SELECT format('ssp:                     %s events; all %s / %s / %s ms; after 10 s %s / %s / %s ms', count(*),
+              round(percentile_cont(0.5) WITHIN GROUP (ORDER BY l)::numeric, 1),
+              round(percentile_cont(0.99) WITHIN GROUP (ORDER BY l)::numeric, 1), round(max(l)::numeric, 1),
+              round(percentile_cont(0.5) WITHIN GROUP (ORDER BY l) FILTER (WHERE warm)::numeric, 1),
+              round(percentile_cont(0.99) WITHIN GROUP (ORDER BY l) FILTER (WHERE warm)::numeric, 1),
+              round(max(l) FILTER (WHERE warm)::numeric, 1))
+  FROM (SELECT extract(epoch FROM applied_at - produced_at) * 1000 AS l,
+               produced_at >= min(produced_at) OVER () + interval '10 s' AS warm
+          FROM bench_streams_fresh_v) x;
+SELECT format('RESULT streams_fresh_ssp p99_ms=%s',
+              round(percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM applied_at - produced_at) * 1000)::numeric, 1))
+  FROM bench_streams_fresh_v;
+DROP VIEW bench_streams_fresh_v;
+SQL
+    app=bench-streams-fresh-$(date +%s)
+    out=$SSP_WORK/$app.out
+    env SSP_KAFKA_JAVA_OPTS="$BENCH_JAVA_OPTS" "$SSP_SRC/test/kafka/kafka_ctl" run "$kafka_dir" StreamsAggregate fresh \
+        "$bootstrap" bench_fresh_streams "$((ticks * 1000))" "$app" "$SSP_WORK/streams-state/$app" >"$out" &
+    pid=$!
+    for i in $(seq 600); do
+        grep -q '^READY' "$out" && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.5
+    done
+    grep -q '^READY' "$out" || { kill "$pid" 2>/dev/null; ssp_die "Kafka Streams did not start (its log: $kafka_dir/tools.log)"; }
+    psql -X -q -v ON_ERROR_STOP=1 <<<"$(bench_fresh_produce "$schema.bench_fresh_streams" "$ticks")"
+    wait "$pid" || ssp_die "Kafka Streams failed (its log: $kafka_dir/tools.log)"
+    line=$(grep '^RESULT streams_fresh ' "$out") || ssp_die "Kafka Streams printed no result"
+    "$SSP_SRC/test/kafka/kafka_ctl" topics "$kafka_dir" --delete --topic "$app-.*" >/dev/null
+    rm -rf "$SSP_WORK/streams-state/$app"
+    awk '{
+        for (i = 3; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+        split(f["processed_ms"], a, ","); split(f["processed_after_10s_ms"], b, ",")
+        printf "Kafka Streams processed: %s events; all %s / %s / %s ms; after 10 s %s / %s / %s ms\n", f["processed"], a[1], a[2], a[3], b[1], b[2], b[3]
+        split(f["committed_ms"], a, ","); split(f["committed_after_10s_ms"], b, ",")
+        printf "Kafka Streams committed: %s events; all %s / %s / %s ms; after 10 s %s / %s / %s ms\n", f["processed"], a[1], a[2], a[3], b[1], b[2], b[3]
+        split(f["committed_ms"], a, ",")
+        printf "RESULT streams_fresh_kafka_streams committed_p99_ms=%s\n", a[2] }' <<<"$line"
+}
+
 # main [WORKLOAD...]: run the workloads named, or all of them.
 main() {
     local w
     # as root: packages, then the rest as the unprivileged user (Postgres)
     if [ "$(id -u)" -eq 0 ] && [ -z "${SSP_INNER:-}" ]; then
         bench_need_packages libcjson-dev kcat gnuplot-nox postgresql-$SSP_PG_VERSION-hll postgresql-$SSP_PG_VERSION-tdigest
+        # Apache Kafka: Java and Maven
+        if [ "${SSP_BENCH_KAFKA:-}" = apache ] || [ $# -eq 0 ] || [[ " $* " == *" streams "* ]]; then
+            SSP_PACKAGES="$SSP_PACKAGES $SSP_KAFKA_PACKAGES"
+        fi
+        # the settings, as arguments: ssp_setup passes on only some
+        for w in $(env | sed -n 's/^\(SSP_BENCH_[A-Z_]*\)=.*/\1/p'); do
+            set -- "$w=${!w}" "$@"
+        done
     fi
     SSP_COPY_BACK=test/bench/results ssp_setup "$@"
     cd "$SSP_SRC"
+    while [ $# -gt 0 ] && [[ $1 == SSP_BENCH_*=* ]]; do
+        export "${1%%=*}=${1#*=}"
+        shift
+    done
+    BENCH_JAVA_OPTS=${SSP_BENCH_JAVA_OPTS:-$BENCH_JAVA_OPTS}
     [ $# -gt 0 ] || set -- "${BENCH_WORKLOADS[@]}"
     for w in "$@"; do
         declare -F "bench_$w" >/dev/null ||

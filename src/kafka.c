@@ -379,28 +379,40 @@ ssp_kafka_close(SspKafka *kafka)
 }
 
 /*
+ * topic_partitions: ask the broker how many partitions the topic has, into
+ * *count; the error of the request or of the topic, if any.
+ */
+static rd_kafka_resp_err_t
+topic_partitions(SspKafka *kafka, int timeout_ms, int *count)
+{
+	rd_kafka_topic_t *rkt;
+	const struct rd_kafka_metadata *md;
+	rd_kafka_resp_err_t err;
+
+	*count = 0;
+	rkt = rd_kafka_topic_new(kafka->rk, kafka->topic, NULL);
+	err = rd_kafka_metadata(kafka->rk, 0, rkt, &md, timeout_ms);
+	rd_kafka_topic_destroy(rkt);
+	if (err)
+		return err;
+	err = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+	if (!err)
+		*count = md->topics[0].partition_cnt;
+	rd_kafka_metadata_destroy(md);
+	return err;
+}
+
+/*
  * ssp_kafka_partition_count: the number of partitions of the topic; errors
  * if the topic does not exist or the broker does not answer in time.
  */
 int
 ssp_kafka_partition_count(SspKafka *kafka)
 {
-	rd_kafka_topic_t *rkt;
-	const struct rd_kafka_metadata *md;
-	rd_kafka_resp_err_t err;
 	int			count;
+	rd_kafka_resp_err_t err = topic_partitions(kafka, ssp_broker_timeout, &count);
 
-	rkt = rd_kafka_topic_new(kafka->rk, kafka->topic, NULL);
-	err = rd_kafka_metadata(kafka->rk, 0, rkt, &md, ssp_broker_timeout);
-	rd_kafka_topic_destroy(rkt);
-	rd_kafka_poll(kafka->rk, 0);
-	if (err)
-		broker_error(kafka, "get the metadata", err);
-
-	err = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
-	count = err ? 0 : md->topics[0].partition_cnt;
-	rd_kafka_metadata_destroy(md);
-
+	rd_kafka_poll(kafka->rk, 0);	/* the errors it logged, for broker_error */
 	if (err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
@@ -413,24 +425,15 @@ ssp_kafka_partition_count(SspKafka *kafka)
 
 /*
  * ssp_kafka_partition_count_try: the number of partitions of the topic, or
- * -1 if the broker does not say within timeout_ms; never an error.
+ * -1 if the broker does not say within timeout_ms; never an error.  It does
+ * not poll: a worker's consumer serves its queue itself.
  */
 int
 ssp_kafka_partition_count_try(SspKafka *kafka, int timeout_ms)
 {
-	rd_kafka_topic_t *rkt;
-	const struct rd_kafka_metadata *md;
-	int			count = -1;
+	int			count;
 
-	rkt = rd_kafka_topic_new(kafka->rk, kafka->topic, NULL);
-	if (rd_kafka_metadata(kafka->rk, 0, rkt, &md, timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR)
-	{
-		if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR)
-			count = md->topics[0].partition_cnt;
-		rd_kafka_metadata_destroy(md);
-	}
-	rd_kafka_topic_destroy(rkt);
-	return count;
+	return topic_partitions(kafka, timeout_ms, &count) ? -1 : count;
 }
 
 /* ssp_kafka_watermarks: the oldest retained offset and the next offset. */
@@ -911,8 +914,8 @@ ssp_kafka_drain_fd(SspKafka *kafka)
  * the next offsets of the partitions a batch moved (-1: did not move),
  * asynchronously, after Postgres committed them.  Postgres stays the
  * truth: this is for kafka-consumer-groups and other lag tools, and a
- * commit that fails (no broker, no ACL on the group) is only logged at
- * DEBUG1 by librdkafka.
+ * commit that fails (no broker, no ACL on the group) is only logged, at
+ * DEBUG2 (log_cb).
  */
 void
 ssp_kafka_commit(SspKafka *kafka, int nparts, const int64 *next)

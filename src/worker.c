@@ -782,18 +782,7 @@ ssp_worker_main(Datum arg)
 		HOLD_INTERRUPTS();
 		MemoryContextSwitchTo(TopMemoryContext);
 		edata = CopyErrorData();
-		/*
-		 * The view's SQL is built again when something it names changes,
-		 * so a rename is followed; the columns of its own tables are not.
-		 */
-		if (edata->sqlerrcode == ERRCODE_UNDEFINED_TABLE ||
-			edata->sqlerrcode == ERRCODE_UNDEFINED_COLUMN)
-		{
-			edata->hint = pstrdup("The columns of a continuous view's own tables (NAME_mrel, NAME_left, NAME_right, NAME_outbox) keep the names ssp gave them: rename them back.");
-			ssp_slot_set_error(w.slot, error_text(edata));
-		}
-		else
-			ssp_slot_set_error(w.slot, error_text(edata));
+		ssp_slot_set_error(w.slot, error_text(edata));
 		ssp_slot_set_status(w.slot, "failed", -1);
 		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 		w.slot->failed = true;

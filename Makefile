@@ -6,38 +6,48 @@
 #   make test       install what is missing, build, run every test (README.md)
 #   make bench      the benchmarks (README.md)
 
+# src/ by layer; each folder calls only those above it in this list:
+#   kafka/     librdkafka: properties and who may set them, clients
+#   stream/    a stream's definition; messages decoded into rows and back
+#   fdw/       the foreign-data wrapper: options, scans, inserts
+#   compile/   CREATE VIEW: what a continuous view may be, the SQL it becomes
+#   runtime/   supervisor, workers, batches, the outbox, shared memory
+#   sqlfuncs/  the SQL-callable functions of operating and combining
+#   ssp.c, utility.c: loading, settings, and the DDL hook over all of them
 MODULE_big = ssp
 OBJS = \
 	src/ssp.o \
-	src/option.o \
-	src/property.o \
-	src/stream.o \
-	src/kafka.o \
-	src/decode.o \
-	src/jsonscan.o \
-	src/isotime.o \
-	src/encode.o \
-	src/fdw.o \
-	src/scan.o \
-	src/modify.o \
 	src/utility.o \
-	src/view.o \
-	src/aggregate.o \
-	src/viewsql.o \
-	src/join.o \
-	src/catalog.o \
-	src/batch.o \
-	src/worker.o \
-	src/supervisor.o \
-	src/shmem.o \
-	src/operate.o \
-	src/window.o \
-	src/combine.o \
-	src/rollup.o \
-	src/outbox.o
+	src/kafka/property.o \
+	src/kafka/kafka.o \
+	src/stream/stream.o \
+	src/stream/decode.o \
+	src/stream/jsonscan.o \
+	src/stream/isotime.o \
+	src/stream/encode.o \
+	src/fdw/option.o \
+	src/fdw/fdw.o \
+	src/fdw/scan.o \
+	src/fdw/modify.o \
+	src/compile/build.o \
+	src/compile/catalog.o \
+	src/compile/window.o \
+	src/compile/aggregate.o \
+	src/compile/join.o \
+	src/compile/viewsql.o \
+	src/compile/view.o \
+	src/compile/rollup.o \
+	src/runtime/shmem.o \
+	src/runtime/supervisor.o \
+	src/runtime/worker.o \
+	src/runtime/batch.o \
+	src/runtime/outbox.o \
+	src/sqlfuncs/operate.o \
+	src/sqlfuncs/combine.o
 
 EXTENSION = ssp
-DATA = sql/ssp--0.1.sql
+# every install and upgrade script (relative to srcdir, for VPATH builds)
+DATA = $(patsubst $(srcdir)/%,%,$(wildcard $(srcdir)/sql/ssp--*.sql))
 PGFILEDESC = "ssp - stateful stream processing over Kafka"
 
 REGRESS = option privileges names ddl roundtrip scan insert view aggregates window join streamjoin hostile
@@ -45,6 +55,7 @@ REGRESS_OPTS = --inputdir=. --load-extension=ssp
 # specs/: races with a batch in flight (make test runs them with a broker)
 ISOLATION = batch_races
 
+PG_CPPFLAGS = -I$(srcdir)/src
 SHLIB_LINK = -lrdkafka
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
@@ -58,7 +69,12 @@ include $(PGXS)
 all: test/broker/ssp_test_broker
 
 # PGXS does not track headers: every object depends on all of ours
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h)
+
+# an out-of-tree build (VPATH, as pg_buildext does) needs the folders
+ifdef VPATH
+$(shell mkdir -p $(sort $(dir $(OBJS))) test/broker test/bench)
+endif
 
 test/broker/ssp_test_broker: test/broker/ssp_test_broker.c
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lrdkafka

@@ -18,8 +18,8 @@
 #include "utils/guc.h"
 
 #include "ssp.h"
-#include "shmem.h"
-#include "supervisor.h"
+#include "runtime/shmem.h"
+#include "runtime/supervisor.h"
 
 PG_MODULE_MAGIC;
 

@@ -5,9 +5,11 @@
  *	  over Kafka inside PostgreSQL.
  *
  * A stream is a foreign table of the ssp_kafka wrapper over one topic.
- * stream.c turns its catalog entry into an SspStream; decode.c and
- * encode.c convert between Kafka messages and rows; kafka.c is the only
- * file that talks to librdkafka, through the opaque handle SspKafka.
+ * stream/stream.c turns its catalog entry into an SspStream; stream/decode.c
+ * and stream/encode.c convert between Kafka messages and rows;
+ * kafka/kafka.c is the only file that talks to librdkafka's clients,
+ * through the opaque handle SspKafka.  The functions of each folder are
+ * declared in its own header (kafka/kafka.h, stream/stream.h, ...).
  *
  *-------------------------------------------------------------------------
  */
@@ -116,79 +118,6 @@ typedef struct SspHeader
 	char	   *value;			/* NULL for a null header value */
 	size_t		len;
 } SspHeader;
-
-/* option.c */
-extern bool ssp_option_is_secret(const char *name);
-extern void ssp_check_topic_name(const char *name, const char *what);
-extern bool ssp_is_kafka_server(Oid serverid);
-
-/* property.c */
-extern void ssp_check_kafka_property(const char *name, bool in_user_mapping,
-									 bool trusted);
-extern void ssp_check_server_properties(Oid serverid, bool server, bool mapping,
-										Oid umuser, bool all_mappings);
-extern List *ssp_server_kafka_options(Oid serverid, Oid userid);
-extern char *ssp_server_kafka_signature(Oid serverid, Oid userid);
-
-/* stream.c */
-extern SspStream *ssp_stream_open(Oid relid);
-extern bool ssp_is_stream(Oid relid);
-
-/* decode.c */
-extern void ssp_decode_message(SspStream *stream, SspMessage *msg,
-							   Datum *values, bool *nulls);
-extern void ssp_decode_message_lenient(SspStream *stream, SspMessage *msg,
-									   Datum *values, bool *nulls);
-extern int64 ssp_timestamptz_to_ms(Datum ts);
-extern Datum ssp_ms_to_timestamptz(int64 ms);
-
-/* encode.c */
-extern void ssp_encode_row(SspStream *stream, Datum *values, bool *nulls,
-						   SspOutMessage *out);
-
-/* kafka.c: handles, errors, metadata, consuming and producing */
-typedef struct SspKafka SspKafka;
-
-typedef struct SspPartitionRange
-{
-	int32		partition;
-	int64		start;			/* first offset to read */
-	int64		end;			/* stop before this offset */
-} SspPartitionRange;
-
-extern void ssp_kafka_validate_property(const char *name, const char *value,
-										bool secret);
-extern bool ssp_kafka_property_known(const char *name);
-extern SspKafka *ssp_kafka_consumer(Oid serverid, Oid userid,
-									 const char *topic, const char *view_group);
-extern void ssp_kafka_commit(SspKafka *kafka, int nparts, const int64 *next);
-extern void ssp_kafka_close(SspKafka *kafka);
-extern int	ssp_kafka_partition_count(SspKafka *kafka);
-extern int	ssp_kafka_partition_count_try(SspKafka *kafka, int timeout_ms);
-extern void ssp_kafka_watermarks(SspKafka *kafka, int32 partition,
-								 int64 *low, int64 *high);
-extern int64 ssp_kafka_offset_for_time(SspKafka *kafka, int32 partition,
-									   int64 timestamp_ms);
-extern void ssp_kafka_assign(SspKafka *kafka, SspPartitionRange *ranges,
-							 int nranges);
-extern bool ssp_kafka_next(SspKafka *kafka, SspMessage *msg);
-extern bool ssp_kafka_header(SspMessage *msg, const char *name,
-							 const char **value, size_t *len);
-extern SspKafka *ssp_kafka_producer(Oid serverid, Oid userid);
-extern void ssp_kafka_produce(SspKafka *kafka, const char *topic,
-							  SspOutMessage *out);
-extern void ssp_kafka_flush(SspKafka *kafka, const char *topic);
-extern int	ssp_kafka_event_fd(SspKafka *kafka);
-extern void ssp_kafka_drain_fd(SspKafka *kafka);
-/* an offset for ssp_kafka_assign_at and ssp_kafka_lag: a partition not to read */
-#define SSP_OFFSET_NOT_OURS (-2)
-extern void ssp_kafka_assign_at(SspKafka *kafka, int nparts, const int64 *offsets);
-extern int	ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max,
-								 int64 *eof, bool *lost, int nparts);
-extern void ssp_kafka_release(SspKafka *kafka);
-extern int64 ssp_kafka_lag(SspKafka *kafka, int nparts, const int64 *next,
-						   bool *lagging);
-extern const char *ssp_kafka_trouble(SspKafka *kafka);
 
 /* utility.c */
 extern void ssp_utility_init(void);

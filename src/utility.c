@@ -27,8 +27,10 @@
 #include "utils/acl.h"
 
 #include "ssp.h"
-#include "shmem.h"
-#include "view.h"
+#include "stream/stream.h"
+#include "kafka/kafka.h"
+#include "runtime/shmem.h"
+#include "compile/view.h"
 
 static ProcessUtility_hook_type prev_utility_hook = NULL;
 static bool wake_launcher_at_commit = false;

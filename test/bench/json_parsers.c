@@ -2,7 +2,7 @@
  *
  * json_parsers.c
  *	  Benchmark behind ssp's choice of JSON parser: PostgreSQL's own
- *	  (common/jsonapi.h, used as src/decode.c uses it) against cJSON.
+ *	  (common/jsonapi.h, used as src/stream/decode.c uses it) against cJSON.
  *
  * A frontend program, no server: N generated order messages (~125 bytes),
  * decoded R rounds each by pg_jsonapi (semantic actions keep the token text

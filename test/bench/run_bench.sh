@@ -80,7 +80,7 @@ bench_report() {
 }
 
 # bench_json_parsers: decoding JSON order messages, Postgres's jsonapi
-# (as src/decode.c uses it) against cJSON.
+# (as src/stream/decode.c uses it) against cJSON.
 bench_json_parsers() {
     local bin=$BENCH_DIR/json_parsers
     local n=${SSP_BENCH_MESSAGES:-1000000} r=${SSP_BENCH_RUNS:-5}

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * fuzz_isotime.c
- *	  libFuzzer target: src/isotime.c, the ISO 8601 timestamps that decode.c
+ *	  libFuzzer target: src/stream/isotime.c, the ISO 8601 timestamps that decode.c
  *	  reads without timestamptz_in, against glibc's timegm.
  *
  * What ssp_iso_timestamptz accepts must be a real date and time (timegm

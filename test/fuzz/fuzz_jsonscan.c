@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * fuzz_jsonscan.c
- *	  libFuzzer target: src/jsonscan.c, the fast JSON scanner, against
+ *	  libFuzzer target: src/stream/jsonscan.c, the fast JSON scanner, against
  *	  Postgres's own parser (common/jsonapi.h, from libpgcommon).
  *
  * The scanner may give up on anything (decode.c then parses the message

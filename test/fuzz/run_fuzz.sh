@@ -27,7 +27,7 @@ fuzz_target() {
     [ -f "$SSP_SRC/test/fuzz/$name.dict" ] && args+=(-dict="$SSP_SRC/test/fuzz/$name.dict")
     ssp_log "fuzz $name: building"
     clang -g -O1 -Wall -Werror -Wno-ignored-attributes -fsanitize=fuzzer,address,undefined \
-        -fno-sanitize-recover=undefined -I"$("$pg_config" --includedir-server)" -I"$SSP_SRC/src" \
+        -fno-sanitize-recover=undefined -I"$("$pg_config" --includedir-server)" -I"$SSP_SRC/src" -I"$SSP_SRC/src/stream" \
         -o "$bin" "$SSP_SRC/test/fuzz/fuzz_$name.c" "$SSP_SRC/src/$source" \
         -L"$("$pg_config" --pkglibdir)" -lpgcommon -lpgport
     ssp_log "fuzz $name: the $(find "$corpus" -type f | wc -l) kept inputs"
@@ -46,6 +46,6 @@ fuzz_target() {
     fi
 }
 
-fuzz_target jsonscan jsonscan.c
-fuzz_target isotime isotime.c
+fuzz_target jsonscan stream/jsonscan.c
+fuzz_target isotime stream/isotime.c
 ssp_log "fuzzing passed"

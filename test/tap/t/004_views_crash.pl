@@ -33,7 +33,7 @@ $node->safe_psql('postgres', qq{
 	CREATE VIEW par_region WITH (ssp.continuous, ssp.parallelism = 2, ssp.batch_size = 400,
 	    ssp.commit_interval = '5ms') AS
 	  SELECT region, count(*) AS n, sum(amount) AS total FROM orders GROUP BY region;
-	-- aggregates kept by their own transition states (src/combine.c)
+	-- aggregates kept by their own transition states (src/sqlfuncs/combine.c)
 	CREATE EXTENSION hll;
 	CREATE EXTENSION tdigest;
 	CREATE AGGREGATE mean(numeric) (SFUNC = numeric_avg_accum, STYPE = internal, FINALFUNC = numeric_avg,

@@ -1,0 +1,141 @@
+/*-------------------------------------------------------------------------
+ *
+ * build.h
+ *	  What CREATE VIEW ... WITH (ssp.continuous) builds, shared by view.c
+ *	  (analysis and creation), aggregate.c (aggregate states), join.c (two
+ *	  streams joined) and viewsql.c (the SQL of each kind of view).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SSP_BUILD_H
+#define SSP_BUILD_H
+
+#include "nodes/parsenodes.h"
+
+#include "ssp.h"
+#include "compile/view.h"
+#include "compile/window.h"
+
+/* Options of a continuous view (WITH (ssp.x = ...)). */
+typedef struct SspViewOptions
+{
+	char	   *start;
+	int			commit_interval_ms;
+	int			batch_size;
+	char	   *on_error;
+	/* windowed views */
+	char	   *grace;
+	char	   *retention;
+	char	   *idle_timeout;
+	bool		emit_final;
+	/* sliding windows */
+	char	   *sliding;
+	char	   *step;
+	/* tables from compacted topics */
+	List	   *primary_key;	/* column names */
+	int			parallelism;	/* workers, each on a share of the partitions */
+	char	   *output_topic;	/* its changes published there (outbox.c) */
+	bool		fast_path;		/* ssp.aggregate_fast_path when it was created */
+} SspViewOptions;
+
+/* What one aggregate of the query becomes. */
+typedef struct AggPlan
+{
+	List	   *cols;			/* state column names */
+	List	   *types;			/* their SQL types */
+	List	   *partials;		/* per column: the partial aggregate over a batch */
+	List	   *merges;			/* per column: merge of m.col and excluded.col */
+	List	   *readaggs;		/* per column: the aggregate that merges many
+								 * (NULL: generic, ssp_merge_many) */
+	char	   *final;			/* the finished value, over m.cols */
+	/* the generic path: any aggregate with a combine function */
+	char	   *fn;				/* the aggregate, a regprocedure literal */
+	char	   *nulls;			/* ", NULL::type" per input type */
+} AggPlan;
+
+/* The parts of the SQL being built. */
+typedef struct Build
+{
+	Query	   *query;
+	SspViewOptions *opts;
+	/* what the view reads */
+	int			nstreams;		/* 1, or 2 joined */
+	Oid			stream_oids[2];
+	char	   *topics[2];
+	/* where CREATE VIEW puts new objects (a join's buffers) */
+	Oid			nspid;
+	const char *relname;		/* the view's name */
+	/* the SQL a worker runs on each batch (also late_sql and others below) */
+	char	   *apply_sql;
+	Query	   *analysed;		/* the query as analysed, untouched: its dependencies */
+	char	   *definition;		/* the query as text, every name qualified */
+	List	   *dpcontext;		/* deparse context: the stream as "b" */
+	char	   *from;			/* FROM clause over the batch and joined tables */
+	List	   *group_exprs;	/* Node */
+	List	   *group_cols;		/* char * column names in the mrel */
+	List	   *aggs;			/* Aggref, in order of first appearance */
+	List	   *plans;			/* AggPlan, parallel to aggs */
+	SspStream  *stream;
+	/* a windowed view: the window key and what it adds */
+	int			window;			/* index in group_exprs, or -1 */
+	SspWindowSpec spec;
+	char	   *window_start;	/* SQL over the batch: a window's start */
+	char	   *window_end;		/* SQL over the batch: the window's end */
+	char	   *window_from;	/* extra FROM for hopping windows */
+	char	   *sizesql;
+	/* a sliding view: steps of event time, combined when read */
+	char	   *step_expr;		/* SQL over the batch: an event's step */
+	char	   *in_range;		/* SQL: a step m._step still in the range */
+	char	   *late_sql;
+	char	   *retention_sql;
+	char	   *columns;		/* int2[] literal of the stream columns read */
+	/* a join of two streams (join.c) */
+	JoinExpr   *stream_join;	/* NULL: one stream */
+	int			join_rtindex[2];	/* the left and right streams */
+	SspStream  *streams[2];
+	List	   *rtnames;		/* deparse names of the query's relations */
+	char	   *join_from;		/* FROM item of the new pairs */
+	char	   *apply_prefix;	/* statements before the apply statement */
+	char	   *purge_left;		/* SQL: a left row can match no more */
+	char	   *purge_right;
+	char	   *buffers[2];		/* the buffer tables, qualified */
+	List	   *buffer_names;	/* unqualified names of those CREATE VIEW made */
+	/* what a rollup of an aggregating view reads (rollup.c) */
+	char	   *rollup_from;	/* FROM item "m": the rows the view shows */
+	char	   *rollup_states;	/* ", merge(m.col)::type AS col" per state */
+	List	   *rollup_columns; /* char *: each output column, over m */
+	List	   *rollup_combinable;	/* int: each is of aggregates only */
+	/* a view with ssp.output_topic: its changes, through an outbox */
+	char	   *outbox;			/* its table, qualified */
+	char	   *changes_fn;		/* the mrel trigger's function, qualified */
+	char	   *changes_body;	/* its body (plpgsql) */
+	char	   *closed_sql;		/* a window closed by watermark $N (emit final) */
+	char	   *outbox_final_sql;	/* emit final: the windows a batch closes */
+} Build;
+
+extern const char *const ssp_refuse_hint;
+
+/* view.c */
+extern Build *ssp_view_build(SspView *v);
+extern void ssp_refuse(const char *what, const char *why) pg_attribute_noreturn();
+extern char *ssp_deparse(Build *b, Node *expr);
+
+/* aggregate.c */
+extern bool ssp_collect_aggs(Node *node, Build *b);
+extern char *ssp_final_sql(Build *b, Node *expr);
+extern char *ssp_put_params(const char *text, char *(*sql) (long id, void *arg), void *arg);
+extern char *ssp_merge_many(AggPlan *p, const char *readagg, const char *expr);
+
+/* join.c */
+extern JoinExpr *ssp_find_stream_join(Build *b, Node *node);
+extern void ssp_build_stream_join(Build *b, JoinExpr *j, List *names, StringInfo create);
+
+/* viewsql.c */
+extern char *ssp_interval_sql(Interval *iv);
+extern char *ssp_changes_function_sql(Build *b, bool replace);
+extern void ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
+								  StringInfo create, StringInfo viewsql, StringInfo apply);
+extern void ssp_build_append_only(Build *b, List *names, const char *mrel, const char *view,
+								  StringInfo create, StringInfo viewsql, StringInfo apply);
+
+#endif							/* SSP_BUILD_H */

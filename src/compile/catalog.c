@@ -1,0 +1,342 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  Reading and writing ssp's catalog tables (ssp.continuous_views,
+ *	  ssp.offsets) for backends and workers.
+ *
+ * All functions need a transaction and use SPI, connecting themselves.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_rewrite.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "parser/analyze.h"
+#include "parser/parser.h"
+#include "rewrite/rewriteSupport.h"
+#include "utils/resowner.h"
+#include "utils/memutils.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "ssp.h"
+#include "stream/stream.h"
+#include "kafka/kafka.h"
+#include "compile/view.h"
+
+/* ssp_parse_on_error: the value of ssp.on_error; errors if unrecognized. */
+SspOnError
+ssp_parse_on_error(const char *value)
+{
+	if (strcmp(value, "dead_letter") == 0)
+		return SSP_ON_ERROR_DEAD_LETTER;
+	if (strcmp(value, "skip") == 0)
+		return SSP_ON_ERROR_SKIP;
+	if (strcmp(value, "stop") == 0)
+		return SSP_ON_ERROR_STOP;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unrecognized value \"%s\" for ssp.on_error", value),
+			 errhint("Valid values are dead_letter, skip and stop.")));
+	return SSP_ON_ERROR_DEAD_LETTER;	/* keep compiler quiet */
+}
+
+/* ssp_check_start: error unless a start is earliest, latest or a timestamp. */
+void
+ssp_check_start(const char *start)
+{
+	if (strcmp(start, "earliest") != 0 && strcmp(start, "latest") != 0)
+		(void) DirectFunctionCall3(timestamptz_in, CStringGetDatum(start),
+								   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+}
+
+/* text_list: a text[] as a List of strings */
+static List *
+text_list(Datum array, bool isnull)
+{
+	List	   *result = NIL;
+	Datum	   *elems;
+	int			n;
+	int			i;
+
+	if (isnull)
+		return NIL;
+	deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &n);
+	for (i = 0; i < n; i++)
+		result = lappend(result, TextDatumGetCString(elems[i]));
+	return result;
+}
+
+/*
+ * ssp_view_load: the catalog row of a continuous view, allocated in the
+ * caller's memory context; NULL if there is none and missing_ok.
+ */
+SspView *
+ssp_view_load(Oid view, bool missing_ok)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(view)};
+	SspView    *v = NULL;
+	bool		isnull;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (SPI_execute_with_args("SELECT mrel::oid, streams::oid[], topics, apply_sql, commit_interval_ms, "
+							  "batch_size, on_error, paused, generation, late_sql, retention_sql, grace, "
+							  "(extract(epoch FROM idle_timeout) * 1000)::bigint, watermark, columns, buffers::oid[], parallelism, "
+							  "output_topic, outbox::oid, outbox_final_sql, query::oid, names, options, changes::oid "
+							  "FROM ssp.continuous_views WHERE view = $1::oid::regclass",
+							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.continuous_views");
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		v = palloc0(sizeof(SspView));
+		v->view = view;
+		v->name = get_rel_name(view);
+		v->mrel = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		/* a view made before names were chosen by ssp may have none */
+		if (!OidIsValid(v->mrel) || get_rel_name(v->mrel) == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("continuous view \"%s\" has lost its table", v->name),
+					 errhint("Drop the view and create it again.")));
+		{
+			Datum	   *elems;
+			int			n;
+			int			i;
+
+			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, desc, 2, &isnull)),
+							  OIDOID, 4, true, TYPALIGN_INT, &elems, NULL, &n);
+			v->nsources = n;
+			v->streams = palloc(sizeof(Oid) * n);
+			for (i = 0; i < n; i++)
+				v->streams[i] = DatumGetObjectId(elems[i]);
+			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, desc, 3, &isnull)),
+							  TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &n);
+			if (n != v->nsources)
+				elog(ERROR, "ssp: continuous view %u has %d streams but %d topics", view, v->nsources, n);
+			v->topics = palloc(sizeof(char *) * n);
+			for (i = 0; i < n; i++)
+				v->topics[i] = TextDatumGetCString(elems[i]);
+		}
+		v->apply_sql = TextDatumGetCString(SPI_getbinval(tup, desc, 4, &isnull));
+		v->commit_interval_ms = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
+		v->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
+		v->parallelism = DatumGetInt32(SPI_getbinval(tup, desc, 17, &isnull));
+		v->output_topic = SPI_getvalue(tup, desc, 18);
+		v->outbox = DatumGetObjectId(SPI_getbinval(tup, desc, 19, &isnull));
+		if (isnull)
+			v->outbox = InvalidOid;
+		v->outbox_final_sql = SPI_getvalue(tup, desc, 20);
+		v->query = DatumGetObjectId(SPI_getbinval(tup, desc, 21, &isnull));
+		if (isnull)
+			v->query = InvalidOid;
+		v->names = text_list(SPI_getbinval(tup, desc, 22, &isnull), isnull);
+		v->options = text_list(SPI_getbinval(tup, desc, 23, &isnull), isnull);
+		v->changes = DatumGetObjectId(SPI_getbinval(tup, desc, 24, &isnull));
+		if (isnull)
+			v->changes = InvalidOid;
+		v->on_error = ssp_parse_on_error(TextDatumGetCString(SPI_getbinval(tup, desc, 7, &isnull)));
+		v->paused = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
+		v->generation = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
+		v->late_sql = SPI_getvalue(tup, desc, 10);
+		v->retention_sql = SPI_getvalue(tup, desc, 11);
+		v->grace = DatumGetIntervalP(datumCopy(SPI_getbinval(tup, desc, 12, &isnull), false, sizeof(Interval)));
+		v->idle_ms = DatumGetInt64(SPI_getbinval(tup, desc, 13, &isnull));
+		v->watermark = DatumGetTimestampTz(SPI_getbinval(tup, desc, 14, &isnull));
+		if (isnull)
+			v->watermark = DT_NOBEGIN;
+		{
+			Datum		d = SPI_getbinval(tup, desc, 15, &isnull);
+
+			if (!isnull)
+			{
+				Datum	   *elems;
+				int			nelems;
+				int			i;
+
+				v->some_columns = true;
+				deconstruct_array(DatumGetArrayTypeP(d), INT2OID, 2, true, TYPALIGN_SHORT,
+								  &elems, NULL, &nelems);
+				for (i = 0; i < nelems; i++)
+					v->columns = lappend_int(v->columns, DatumGetInt16(elems[i]));
+			}
+			d = SPI_getbinval(tup, desc, 16, &isnull);
+			if (!isnull)
+			{
+				Datum	   *elems;
+				int			nelems;
+				int			i;
+
+				deconstruct_array(DatumGetArrayTypeP(d), OIDOID, 4, true, TYPALIGN_INT,
+								  &elems, NULL, &nelems);
+				for (i = 0; i < nelems; i++)
+					v->buffers = lappend_oid(v->buffers, DatumGetObjectId(elems[i]));
+			}
+		}
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	if (v == NULL && !missing_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a continuous view", get_rel_name(view) ? get_rel_name(view) : "?")));
+	return v;
+}
+
+/*
+ * store_start: where a new (or reset) view starts reading one topic:
+ * nothing stored means the oldest retained message; 'latest' and a
+ * timestamp store each partition's offset now, as the current user.
+ */
+static void
+store_start(Oid view, Oid stream, const char *topic, const char *start)
+{
+	SspStream  *s;
+	SspKafka   *kafka;
+	int			nparts;
+	int			p;
+	int64		ts_ms = -1;
+	MemoryContext cxt;
+	MemoryContext old;
+
+	if (strcmp(start, "latest") != 0)
+		ts_ms = ssp_timestamptz_to_ms(DirectFunctionCall3(timestamptz_in, CStringGetDatum(start),
+														  ObjectIdGetDatum(InvalidOid),
+														  Int32GetDatum(-1)));
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "ssp start offsets", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	s = ssp_stream_open(stream);
+	kafka = ssp_kafka_consumer(s->serverid, GetUserId(), topic, NULL);
+	nparts = ssp_kafka_partition_count(kafka);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	for (p = 0; p < nparts; p++)
+	{
+		int64		low,
+					high,
+					offset;
+		Oid			argtypes[4] = {OIDOID, TEXTOID, INT4OID, INT8OID};
+		Datum		args[4];
+
+		ssp_kafka_watermarks(kafka, p, &low, &high);
+		offset = high;
+		if (ts_ms >= 0)
+		{
+			int64		o = ssp_kafka_offset_for_time(kafka, p, ts_ms);
+
+			/* -1: no message that late, or a broker that does not say */
+			offset = o >= 0 ? Max(o, low) : high;
+		}
+		args[0] = ObjectIdGetDatum(view);
+		args[1] = CStringGetTextDatum(topic);
+		args[2] = Int32GetDatum(p);
+		args[3] = Int64GetDatum(offset);
+		if (SPI_execute_with_args("INSERT INTO ssp.offsets (view, topic, partition, next_offset) "
+								  "VALUES ($1::regclass, $2, $3, $4)",
+								  4, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "ssp: could not store offsets");
+	}
+	SPI_finish();
+	ssp_kafka_close(kafka);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+}
+
+/* ssp_store_start_offsets: where a new (or reset) view starts, per topic. */
+void
+ssp_store_start_offsets(Oid view, int nsources, const Oid *streams,
+						char *const *topics, const char *start)
+{
+	int			i;
+
+	if (strcmp(start, "earliest") == 0)
+		return;
+	for (i = 0; i < nsources; i++)
+		store_start(view, streams[i], topics[i], start);
+}
+
+/*
+ * ssp_view_repair_dependencies: after pg_dump and restore the view and its
+ * materialisation table, query and buffers are plain objects again: make
+ * them part of the view and the view depend on its streams, if they are
+ * not.  (The query, NAME_query, depends on what it reads as any view
+ * does.)  Needs a transaction.
+ */
+void
+ssp_view_repair_dependencies(SspView *v)
+{
+	ObjectAddress viewaddr,
+				mreladdr,
+				streamaddr;
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2] = {ObjectIdGetDatum(v->mrel), ObjectIdGetDatum(v->view)};
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	/* one at a time: a view's parallel workers start together */
+	if (SPI_execute_with_args("SELECT 1 FROM ssp.continuous_views WHERE view = $2::regclass FOR NO KEY UPDATE",
+							  2, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not lock the view's catalog row");
+	if (SPI_execute_with_args("SELECT 1 FROM pg_catalog.pg_depend WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+							  "AND objid = $1 AND refobjid = $2 AND deptype = 'i'",
+							  2, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read pg_depend");
+	if (SPI_processed == 0)
+	{
+		ListCell   *lc;
+		int			i;
+
+		ObjectAddressSet(viewaddr, RelationRelationId, v->view);
+		ObjectAddressSet(mreladdr, RelationRelationId, v->mrel);
+		recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
+		if (OidIsValid(v->query))
+		{
+			ObjectAddressSet(mreladdr, RelationRelationId, v->query);
+			recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
+		}
+		foreach(lc, v->buffers)
+		{
+			ObjectAddressSet(mreladdr, RelationRelationId, lfirst_oid(lc));
+			recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
+		}
+		for (i = 0; i < v->nsources; i++)
+		{
+			ObjectAddressSet(streamaddr, RelationRelationId, v->streams[i]);
+			recordDependencyOn(&viewaddr, &streamaddr, DEPENDENCY_NORMAL);
+		}
+		/*
+		 * A join's buffered rows carry the transaction that added them
+		 * (join.c); in a restored cluster that number may come again, so
+		 * mark them as from no transaction.
+		 */
+		foreach(lc, v->buffers)
+		{
+			Oid			rel = lfirst_oid(lc);
+
+			if (SPI_execute(psprintf("UPDATE %s SET _ssp_xact = '0' WHERE _ssp_xact OPERATOR(pg_catalog.<>) '0'",
+									 quote_qualified_identifier(get_namespace_name(get_rel_namespace(rel)),
+																get_rel_name(rel))),
+							false, 0) != SPI_OK_UPDATE)
+				elog(ERROR, "ssp: could not update the buffers of view \"%s\"", v->name);
+		}
+		CommandCounterIncrement();
+	}
+	SPI_finish();
+}

@@ -1,0 +1,413 @@
+/*-------------------------------------------------------------------------
+ *
+ * join.c
+ *	  A continuous view over two streams joined on a time bound between
+ *	  their event times (an interval join), inner or left.
+ *
+ *	  SELECT ... FROM orders o [LEFT] JOIN payments p
+ *	    ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + '1 day'
+ *
+ * Each side's rows wait in a buffer table, NAME_left and NAME_right (the
+ * stream's columns, the transaction and run that added the row, and on the
+ * left whether it has matched), as long as a row of the other side could
+ * still match them.  They are indexed on the columns compared with = in ON
+ * and the event time.  A batch, in its one transaction:
+ *
+ *	1. adds its rows that are not late (event time not before the
+ *	   watermark) to the buffers; late ones are counted, not joined;
+ *	2. for a left join, marks the left rows that now have a match;
+ *	3. joins new left rows with every right row, and old left rows with new
+ *	   right rows: each pair is found once, in the batch of its later row;
+ *	   the pairs feed the view's own apply statement as the two streams
+ *	   (whose names they keep), with the query's other tables, WHERE,
+ *	   GROUP BY and aggregates as in any view;
+ *	4. deletes the rows that no row of the other side can match any more,
+ *	   because the bound has passed the watermark; for a left join, those
+ *	   left rows that never matched are emitted with nulls on the right.
+ *
+ * The bound is read from the ON condition: a comparison of the two event
+ * times, each plus or minus a constant interval.  Rows of the left side
+ * are kept until an upper bound (right <= left + hi) has passed the
+ * watermark, rows of the right until a lower bound (right >= left + lo)
+ * has.  Since future rows that are not late have event times at or after
+ * the watermark, a deleted row can match none of them.
+ *
+ * The statements of steps 1 and 2, and step 4 as data-modifying WITH
+ * queries, come before the view's apply statement in apply_sql: $1 is the
+ * watermark, $2 the run within the transaction (a batch with a bad
+ * message runs in parts, each a subtransaction; a row is new if its
+ * transaction and run are the current ones).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+#include "utils/ruleutils.h"
+
+#include "ssp.h"
+#include "stream/stream.h"
+#include "compile/build.h"
+#include "compile/view.h"
+#include "compile/window.h"
+
+/* One side of a bound: an event time plus a constant interval. */
+typedef struct Term
+{
+	int			side;			/* 0: left stream, 1: right, -1: neither */
+	Interval   *offset;			/* NULL: none */
+	bool		minus;			/* the offset is subtracted */
+} Term;
+
+/* term: an event time of the join's streams, plus or minus a constant. */
+static Term
+term(Build *b, Node *node)
+{
+	Term		t = {-1, NULL, false};
+
+	while (IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	if (IsA(node, Var))
+	{
+		Var		   *v = (Var *) node;
+		int			i;
+
+		for (i = 0; i < 2; i++)
+			if (v->varno == b->join_rtindex[i] && v->varlevelsup == 0 &&
+				ssp_is_event_time(b->streams[i], v->varattno))
+				t.side = i;
+		return t;
+	}
+	if (IsA(node, OpExpr) && list_length(((OpExpr *) node)->args) == 2)
+	{
+		OpExpr	   *op = (OpExpr *) node;
+		Node	   *ts = linitial(op->args);
+		Node	   *iv = lsecond(op->args);
+
+		switch (op->opfuncid)
+		{
+			case F_TIMESTAMPTZ_PL_INTERVAL:
+			case F_TIMESTAMP_PL_INTERVAL:
+			case F_TIMESTAMPTZ_MI_INTERVAL:
+			case F_TIMESTAMP_MI_INTERVAL:
+				break;
+			case F_INTERVAL_PL_TIMESTAMPTZ:
+			case F_INTERVAL_PL_TIMESTAMP:
+				ts = lsecond(op->args);
+				iv = linitial(op->args);
+				break;
+			default:
+				return t;
+		}
+		if (!IsA(iv, Const) || ((Const *) iv)->constisnull)
+			return t;
+		t = term(b, ts);
+		if (t.offset)
+			t.side = -1;		/* one constant only */
+		t.offset = DatumGetIntervalP(((Const *) iv)->constvalue);
+		t.minus = op->opfuncid == F_TIMESTAMPTZ_MI_INTERVAL ||
+			op->opfuncid == F_TIMESTAMP_MI_INTERVAL;
+	}
+	return t;
+}
+
+/* is_new: SQL, true for a buffered row that the current run added. */
+static char *
+is_new(const char *alias)
+{
+	return psprintf("%s._ssp_xact OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id() AND %s._ssp_run = $2",
+					alias, alias);
+}
+
+/* term_sql: a term over base (a column, or the watermark). */
+static char *
+term_sql(Term *t, const char *base)
+{
+	if (t->offset == NULL)
+		return pstrdup(base);
+	return psprintf("(%s %s %s)", base, t->minus ? "-" : "+", ssp_interval_sql(t->offset));
+}
+
+/*
+ * find_bound: from a conjunct of the ON condition that compares the two
+ * event times, what lets each side's buffered rows go: for the left side
+ * an upper bound on the right's time, for the right a lower bound.
+ */
+static void
+find_bound(Build *b, Node *qual, char *evref[2])
+{
+	OpExpr	   *op;
+	char	   *opname;
+	Term		l,
+				r;
+	bool		less;
+
+	if (!IsA(qual, OpExpr) || list_length(((OpExpr *) qual)->args) != 2)
+		return;
+	op = (OpExpr *) qual;
+	opname = get_opname(op->opno);
+	if (opname == NULL)
+		return;
+	if (strcmp(opname, "<") == 0 || strcmp(opname, "<=") == 0)
+		less = true;
+	else if (strcmp(opname, ">") == 0 || strcmp(opname, ">=") == 0)
+		less = false;
+	else
+		return;
+	l = term(b, linitial(op->args));
+	r = term(b, lsecond(op->args));
+	if (l.side < 0 || r.side < 0 || l.side == r.side)
+		return;
+	/* write it as: right term  less-or-greater  left term */
+	if (l.side == 0)
+	{
+		Term		x = l;
+
+		l = r;
+		r = x;
+		less = !less;
+	}
+	/* now l is the right stream's term and r the left's */
+	if (less && b->purge_left == NULL)
+	{
+		/* right + a <= left + c: no right row at or after $1 matches once
+		 * left + c < $1 + a */
+		b->purge_left = psprintf("%s < %s", term_sql(&r, evref[0]), term_sql(&l, "$1"));
+	}
+	else if (!less && b->purge_right == NULL)
+	{
+		/* right + a >= left + c: no left row at or after $1 matches once
+		 * right + a < $1 + c */
+		b->purge_right = psprintf("%s < %s", term_sql(&l, evref[1]), term_sql(&r, "$1"));
+	}
+}
+
+/* conjuncts: the terms of a condition's ANDs, nested ones (BETWEEN) too. */
+static List *
+conjuncts(Node *qual)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	if (is_andclause(qual))
+	{
+		foreach(lc, ((BoolExpr *) qual)->args)
+			result = list_concat(result, conjuncts(lfirst(lc)));
+		return result;
+	}
+	return list_make1(qual);
+}
+
+/* event_column: the event-time column of a stream, by name. */
+static const char *
+event_column(SspStream *s)
+{
+	int			i;
+
+	for (i = 0; i < s->ncolumns; i++)
+		if (ssp_is_event_time(s, s->columns[i].attnum))
+			return quote_identifier(s->columns[i].name);
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("a join of two streams needs the event time of stream \"%s\"", s->relname),
+			 errdetail("%s", ssp_event_time_detail(s)),
+			 errhint("Give the stream option timestamp, or a column with OPTIONS (meta 'timestamp').")));
+	return NULL;
+}
+
+/*
+ * ssp_find_stream_join: the JoinExpr of the query that joins its two
+ * streams, which must be joined directly, with ON; refuses what cannot be
+ * maintained.  Sets b->join_rtindex.
+ */
+JoinExpr *
+ssp_find_stream_join(Build *b, Node *node)
+{
+	JoinExpr   *j;
+	JoinExpr   *found;
+
+	if (node == NULL || !IsA(node, JoinExpr))
+		return NULL;
+	j = (JoinExpr *) node;
+	if (IsA(j->larg, RangeTblRef) && IsA(j->rarg, RangeTblRef))
+	{
+		int			l = ((RangeTblRef *) j->larg)->rtindex;
+		int			r = ((RangeTblRef *) j->rarg)->rtindex;
+		RangeTblEntry *lrte = rt_fetch(l, b->query->rtable);
+		RangeTblEntry *rrte = rt_fetch(r, b->query->rtable);
+
+		if (lrte->rtekind == RTE_RELATION && rrte->rtekind == RTE_RELATION &&
+			ssp_is_stream(lrte->relid) && ssp_is_stream(rrte->relid))
+		{
+			if (j->jointype == JOIN_RIGHT)
+				ssp_refuse("a right join of two streams", "Write it as a left join, with the stream that keeps its rows on the left.");
+			if (j->jointype != JOIN_INNER && j->jointype != JOIN_LEFT)
+				ssp_refuse("a full join of two streams", "Use an inner join, or a left join.");
+			if (j->usingClause || j->isNatural || j->quals == NULL)
+				ssp_refuse("a join of two streams without ON", "Join two streams with ON and a bound between their event times, as in ON p.ts BETWEEN o.ts AND o.ts + interval '1 day'.");
+			if (lrte->relid == rrte->relid)
+				ssp_refuse("a join of a stream with itself", "Each stream of a join is read once; make a second stream over the same topic.");
+			b->join_rtindex[0] = l;
+			b->join_rtindex[1] = r;
+			return j;
+		}
+	}
+	found = ssp_find_stream_join(b, j->larg);
+	return found ? found : ssp_find_stream_join(b, j->rarg);
+}
+
+/* buffer_columns: a stream's columns as a column list, and with types. */
+static void
+buffer_columns(SspStream *s, StringInfo names, StringInfo defs)
+{
+	int			i;
+
+	for (i = 0; i < s->ncolumns; i++)
+	{
+		appendStringInfo(names, "%s%s", i ? ", " : "", quote_identifier(s->columns[i].name));
+		appendStringInfo(defs, "%s %s, ", quote_identifier(s->columns[i].name),
+						 format_type_with_typemod(s->columns[i].typid, s->columns[i].typmod));
+	}
+}
+
+/*
+ * ssp_build_stream_join: the buffer tables (into create), the statements
+ * that run before the view's apply statement (b->apply_prefix), the FROM
+ * item that stands for the joined streams (b->join_from), and the late
+ * count.  names are the deparse names of the query's relations.
+ */
+void
+ssp_build_stream_join(Build *b, JoinExpr *j, List *names, StringInfo create)
+{
+	const char *alias[2];
+	const char *evcol[2];
+	char	   *evref[2];		/* alias.evcol */
+	char	   *buf[2];
+	char	   *on = ssp_deparse(b, j->quals);
+	bool		left = j->jointype == JOIN_LEFT;
+	StringInfoData prefix;
+	char	   *pair;
+	bool		keyed[2] = {false, false};
+	ListCell   *lc;
+	int			i;
+
+	for (i = 0; i < 2; i++)
+	{
+		alias[i] = quote_identifier(list_nth(names, b->join_rtindex[i] - 1));
+		evcol[i] = event_column(b->streams[i]);
+		evref[i] = psprintf("%s.%s", alias[i], evcol[i]);
+		/* at CREATE VIEW: named as view.c names the view's table */
+		if (b->buffers[i] == NULL)
+		{
+			b->buffer_names = lappend(b->buffer_names,
+									  ChooseRelationName(b->relname, NULL, i == 0 ? "left" : "right",
+														 b->nspid, false));
+			b->buffers[i] = quote_qualified_identifier(get_namespace_name(b->nspid),
+													   llast(b->buffer_names));
+		}
+		buf[i] = b->buffers[i];
+	}
+	foreach(lc, conjuncts(j->quals))
+		find_bound(b, lfirst(lc), evref);
+	if (b->purge_left == NULL || b->purge_right == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a join of two streams needs a bound between their event times"),
+				 errdetail("Without %s bound, rows of stream \"%s\" would wait for a match forever.",
+						   b->purge_left ? "a lower" : "an upper",
+						   b->streams[b->purge_left ? 1 : 0]->relname),
+				 errhint("Compare the two event times in ON, as in ON p.ts BETWEEN o.ts AND o.ts + interval '1 day'.")));
+
+	/* the buffers */
+	initStringInfo(&prefix);
+	for (i = 0; i < 2; i++)
+	{
+		StringInfoData cols,
+					defs;
+		const char *late = psprintf("b.%s OPERATOR(pg_catalog.<) $1", evcol[i]);
+
+		initStringInfo(&cols);
+		initStringInfo(&defs);
+		buffer_columns(b->streams[i], &cols, &defs);
+		appendStringInfo(create, "CREATE TABLE %s (%s_ssp_xact xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id(), "
+						 "_ssp_run int NOT NULL%s);\nCREATE INDEX ON %s (_ssp_xact, _ssp_run);\n",
+						 buf[i], defs.data, i == 0 && left ? ", _ssp_matched boolean NOT NULL DEFAULT false" : "",
+						 buf[i]);
+		/* 1: the batch's rows that are not late */
+		appendStringInfo(&prefix, "INSERT INTO %s (%s, _ssp_run) SELECT %s, $2 FROM %s b WHERE (%s) IS NOT TRUE;\n",
+						 buf[i], cols.data, cols.data, SSP_BATCH_RELATION(i), late);
+		b->late_sql = psprintf("%s%s(SELECT pg_catalog.count(*) FROM %s b WHERE %s)",
+							   b->late_sql ? b->late_sql : "SELECT ",
+							   b->late_sql ? " OPERATOR(pg_catalog.+) " : "",
+							   SSP_BATCH_RELATION(i), late);
+	}
+	/*
+	 * Step 3 looks up each new row's partners: by the columns compared with
+	 * = and then the event time, in one index (an index on the event time
+	 * alone tempts the planner into ANDing bitmaps of a whole time range),
+	 * or by the event time if there are none.
+	 */
+	foreach(lc, conjuncts(j->quals))
+	{
+		OpExpr	   *op = lfirst(lc);
+		char	   *opname;
+
+		if (!IsA(op, OpExpr) || list_length(op->args) != 2 ||
+			!IsA(linitial(op->args), Var) || !IsA(lsecond(op->args), Var) ||
+			(opname = get_opname(op->opno)) == NULL || strcmp(opname, "=") != 0)
+			continue;
+		for (i = 0; i < 2; i++)
+		{
+			Var		   *v = list_nth(op->args, i);
+			int			side = v->varno == b->join_rtindex[0] ? 0 :
+				v->varno == b->join_rtindex[1] ? 1 : -1;
+
+			if (side >= 0)
+			{
+				appendStringInfo(create, "CREATE INDEX ON %s (%s, %s);\n", buf[side],
+								 quote_identifier(get_attname(b->streams[side]->relid, v->varattno, false)),
+								 evcol[side]);
+				keyed[side] = true;
+			}
+		}
+	}
+	for (i = 0; i < 2; i++)
+		if (!keyed[i])
+			appendStringInfo(create, "CREATE INDEX ON %s (%s);\n", buf[i], evcol[i]);
+
+	/* 2: left rows that found a match, new ones or old ones with a new right row */
+	if (left)
+		appendStringInfo(&prefix,
+						 "UPDATE %s %s SET _ssp_matched = true WHERE %s AND EXISTS (SELECT FROM %s %s WHERE %s);\n"
+						 "UPDATE %s %s SET _ssp_matched = true FROM %s %s WHERE %s AND NOT %s._ssp_matched AND %s;\n",
+						 buf[0], alias[0], is_new(alias[0]), buf[1], alias[1], on,
+						 buf[0], alias[0], buf[1], alias[1], is_new(alias[1]), alias[0], on);
+
+	/* 4: rows that can match no more go; unmatched left rows are emitted */
+	appendStringInfo(&prefix,
+					 "WITH _ssp_gone AS (DELETE FROM %s %s WHERE %s IS NULL OR %s%s), "
+					 "_ssp_gone_right AS (DELETE FROM %s %s WHERE %s IS NULL OR %s) ",
+					 buf[0], alias[0], evref[0], b->purge_left,
+					 left ? psprintf(" RETURNING (%s.*)::%s AS _ssp_row", alias[0], buf[0]) : "",
+					 buf[1], alias[1], evref[1], b->purge_right);
+	b->apply_prefix = prefix.data;
+
+	/* 3: the new pairs, as the two streams' rows */
+	pair = psprintf("(%s.*)::%s AS l, (%s.*)::%s AS r FROM %s %s JOIN %s %s ON %s",
+					alias[0], buf[0], alias[1], buf[1], buf[0], alias[0], buf[1], alias[1], on);
+	b->join_from = psprintf("(SELECT %s WHERE %s UNION ALL SELECT %s WHERE %s AND NOT (%s)%s) _ssp_j "
+							"CROSS JOIN LATERAL (SELECT (_ssp_j.l).*) %s CROSS JOIN LATERAL (SELECT (_ssp_j.r).*) %s",
+							pair, is_new(alias[0]), pair, is_new(alias[1]), is_new(alias[0]),
+							left ? psprintf(" UNION ALL SELECT g._ssp_row, NULL::%s FROM _ssp_gone g "
+											"WHERE NOT (g._ssp_row)._ssp_matched", buf[1]) : "",
+							alias[0], alias[1]);
+}

@@ -1,0 +1,1156 @@
+/*-------------------------------------------------------------------------
+ *
+ * view.c
+ *	  CREATE VIEW ... WITH (ssp.continuous): what a continuous view may
+ *	  contain, its creation, and its SQL built again for its worker.
+ *
+ * What cannot be maintained incrementally is refused with a message that
+ * says what and why.  What can becomes four things (built by viewsql.c and
+ * aggregate.c), made through SPI in the creating transaction:
+ *
+ *	- the materialisation table NAME_mrel: the rows, or the group keys and
+ *	  each aggregate's state that merges;
+ *	- the view NAME that users query, which finishes the states;
+ *	- the plain view NAME_query: the query itself, kept by Postgres by oid;
+ *	- the apply statement that a worker runs on each batch: the batch is
+ *	  the ephemeral relation ssp_batch (the stream's columns, then
+ *	  _ssp_partition, _ssp_offset, _ssp_tombstone), named "b" in the query;
+ *	  other relations of the query keep theirs.
+ *
+ * The apply statement (and the rest a worker runs) names objects, so it is
+ * built again from NAME_query and the view's options each time a worker
+ * loads the view, and before a batch when something it names has changed
+ * (ssp_view_generate, ssp_view_refresh): renames are harmless.
+ *
+ * Expressions are deparsed with search_path set to pg_catalog alone, so the
+ * generated SQL names every object in full and means the same in a worker.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/analyze.h"
+#include "parser/parse_func.h"
+#include "parser/parse_type.h"
+#include "parser/parsetree.h"
+#include "rewrite/rewriteHandler.h"
+#include "rewrite/rewriteManip.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/regproc.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/varlena.h"
+
+#include "ssp.h"
+#include "stream/stream.h"
+#include "compile/view.h"
+#include "compile/window.h"
+#include "compile/build.h"
+
+/*
+ * ssp_view_flag: does CREATE VIEW carry the option ssp.name (true, or
+ * without a value)?
+ */
+bool
+ssp_view_flag(ViewStmt *stmt, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->options)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (def->defnamespace && strcmp(def->defnamespace, "ssp") == 0 &&
+			strcmp(def->defname, name) == 0)
+			return def->arg == NULL || defGetBoolean(def);
+	}
+	return false;
+}
+
+static int
+interval_ms(DefElem *def)
+{
+	char	   *val = defGetString(def);
+	Interval   *iv;
+	int64		us;
+
+	iv = DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum(val),
+											   ObjectIdGetDatum(InvalidOid),
+											   Int32GetDatum(-1)));
+	us = iv->time + (int64) iv->day * USECS_PER_DAY +
+		(int64) iv->month * 30 * USECS_PER_DAY;
+	if (us < 1000 || us > (int64) 3600 * USECS_PER_SEC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ssp.%s must be between 1 millisecond and 1 hour, not \"%s\"",
+						def->defname, val)));
+	return (int) (us / 1000);
+}
+
+/*
+ * int_option: an integer option's value.  Options are kept as text
+ * (ssp.continuous_views.options) and parsed again when the view's SQL is
+ * built, so a string of digits is an integer too.
+ */
+static int64
+int_option(DefElem *def)
+{
+	if (def->arg && IsA(def->arg, String))
+		return pg_strtoint64(strVal(def->arg));
+	return defGetInt64(def);
+}
+
+/* interval_option: an interval option's value, checked, as text. */
+static char *
+interval_option(DefElem *def, bool positive)
+{
+	char	   *val = defGetString(def);
+	Interval   *iv = DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum(val),
+														   ObjectIdGetDatum(InvalidOid),
+														   Int32GetDatum(-1)));
+
+	if (iv->month < 0 || iv->day < 0 || iv->time < 0 ||
+		(positive && iv->month == 0 && iv->day == 0 && iv->time == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ssp.%s must be %s, not \"%s\"", def->defname,
+						positive ? "positive" : "zero or positive", val)));
+	return val;
+}
+
+static SspViewOptions
+parse_options(List *options)
+{
+	SspViewOptions opts = {pstrdup("earliest"), SSP_DEFAULT_COMMIT_INTERVAL_MS,
+	SSP_DEFAULT_BATCH_SIZE, pstrdup("dead_letter"), NULL, NULL, NULL, false, NULL, NULL, NIL, 1,
+	NULL, ssp_aggregate_fast_path};
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = lfirst(lc);
+		const char *n = def->defname;
+
+		if (!def->defnamespace || strcmp(def->defnamespace, "ssp") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("option \"%s\" cannot be used with ssp.continuous", n)));
+		if (strcmp(n, "continuous") == 0)
+			continue;
+		if (strcmp(n, "start") == 0)
+		{
+			opts.start = defGetString(def);
+			ssp_check_start(opts.start);
+		}
+		else if (strcmp(n, "commit_interval") == 0)
+			opts.commit_interval_ms = interval_ms(def);
+		else if (strcmp(n, "batch_size") == 0)
+		{
+			int64		v = int_option(def);
+
+			if (v < 1 || v > 10000000)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("ssp.batch_size must be between 1 and 10000000, not %lld",
+								(long long) v)));
+			opts.batch_size = (int) v;
+		}
+		else if (strcmp(n, "on_error") == 0)
+		{
+			opts.on_error = defGetString(def);
+			(void) ssp_parse_on_error(opts.on_error);
+		}
+		else if (strcmp(n, "grace") == 0)
+			opts.grace = interval_option(def, false);
+		else if (strcmp(n, "retention") == 0)
+			opts.retention = interval_option(def, true);
+		else if (strcmp(n, "idle_timeout") == 0)
+			opts.idle_timeout = interval_option(def, true);
+		else if (strcmp(n, "emit") == 0)
+		{
+			char	   *v = defGetString(def);
+
+			if (strcmp(v, "final") != 0 && strcmp(v, "changes") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("unrecognized value \"%s\" for ssp.emit", v),
+						 errhint("Valid values are changes and final.")));
+			opts.emit_final = strcmp(v, "final") == 0;
+		}
+		else if (strcmp(n, "sliding") == 0)
+			opts.sliding = interval_option(def, true);
+		else if (strcmp(n, "step") == 0)
+			opts.step = interval_option(def, true);
+		else if (strcmp(n, "primary_key") == 0)
+		{
+			if (!SplitIdentifierString(pstrdup(defGetString(def)), ',', &opts.primary_key) ||
+				opts.primary_key == NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid column list \"%s\" for ssp.primary_key", defGetString(def))));
+		}
+		else if (strcmp(n, "output_topic") == 0)
+		{
+			const char *t = defGetString(def);
+
+			ssp_check_topic_name(t, "ssp.output_topic");
+			opts.output_topic = pstrdup(t);
+		}
+		else if (strcmp(n, "aggregate_fast_path") == 0)
+			opts.fast_path = defGetBoolean(def);	/* kept by options_text */
+		else if (strcmp(n, "parallelism") == 0)
+		{
+			int64		v = int_option(def);
+
+			if (v < 1 || v > SSP_MAX_PARALLELISM)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("ssp.parallelism must be between 1 and %d, not %lld",
+								SSP_MAX_PARALLELISM, (long long) v)));
+			opts.parallelism = (int) v;
+		}
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unrecognized continuous view option \"ssp.%s\"", n),
+					 errhint("Valid options are ssp.start, ssp.commit_interval, ssp.batch_size, ssp.on_error, ssp.grace, ssp.retention, ssp.idle_timeout, ssp.emit, ssp.sliding, ssp.step, ssp.primary_key, ssp.parallelism and ssp.output_topic.")));
+	}
+	if (opts.step && !opts.sliding)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ssp.step needs ssp.sliding")));
+	if (opts.sliding && !opts.step)
+		opts.step = DatumGetCString(DirectFunctionCall1(interval_out,
+														DirectFunctionCall2(interval_div,
+																			DirectFunctionCall3(interval_in, CStringGetDatum(opts.sliding),
+																								ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)),
+																			Float8GetDatum(60.0))));
+	return opts;
+}
+
+/* check_query: refuse what ssp cannot maintain; returns the streams. */
+static List *
+check_query(Query *q)
+{
+	RangeTblEntry *rte;
+	ListCell   *lc;
+	List	   *streams = NIL;
+
+	if (q->commandType != CMD_SELECT || q->utilityStmt)
+		ssp_refuse("anything but a SELECT", "A continuous view is defined by a query.");
+	if (q->setOperations)
+		ssp_refuse("UNION, INTERSECT or EXCEPT", "Each branch would need its own state.");
+	if (q->cteList)
+		ssp_refuse("WITH queries", "Common table expressions are not maintained incrementally.");
+	if (q->hasWindowFuncs)
+		ssp_refuse("window functions", "A window function depends on rows of other batches; use GROUP BY, or ORDER BY when querying the view.");
+	if (q->distinctClause)
+		ssp_refuse("DISTINCT", "Removing duplicates needs every row seen so far; query the view with DISTINCT instead.");
+	if (q->sortClause)
+		ssp_refuse("ORDER BY", "A view's rows have no order; put ORDER BY in the queries that read it.");
+	if (q->limitCount || q->limitOffset)
+		ssp_refuse("LIMIT or OFFSET", "A limit over an unbounded stream changes as rows arrive; put it in the queries that read the view.");
+	if (q->hasSubLinks)
+		ssp_refuse("subqueries", "Subqueries are not maintained incrementally.");
+	if (q->groupingSets)
+		ssp_refuse("GROUPING SETS, ROLLUP or CUBE", "Each grouping set would need its own state.");
+	if (q->hasTargetSRFs)
+		ssp_refuse("set-returning functions in the select list", "They are not maintained incrementally.");
+	if (q->rowMarks)
+		ssp_refuse("FOR UPDATE or FOR SHARE", "Stream rows cannot be locked.");
+
+	foreach(lc, q->rtable)
+	{
+		rte = lfirst(lc);
+		if (rte->rtekind == RTE_RELATION && ssp_is_stream(rte->relid))
+			streams = lappend_oid(streams, rte->relid);
+		else if (rte->rtekind == RTE_SUBQUERY || rte->rtekind == RTE_FUNCTION ||
+				 rte->rtekind == RTE_VALUES || rte->rtekind == RTE_TABLEFUNC)
+			ssp_refuse("subqueries, functions or VALUES in FROM", "A continuous view joins its stream with tables and views only.");
+		if (rte->tablesample)
+			ssp_refuse("TABLESAMPLE", "A continuous view reads every row.");
+	}
+	if (streams == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a continuous view must read a stream"),
+				 errdetail("A stream is a foreign table of a server of foreign-data wrapper ssp_kafka.")));
+	if (list_length(streams) > 2)
+		ssp_refuse("more than two streams", "A continuous view joins at most two streams.");
+	return streams;
+}
+
+static void
+spi_exec(const char *sql)
+{
+	int			rc = SPI_execute(sql, false, 0);
+
+	if (rc < 0)
+		elog(ERROR, "ssp: SPI_execute failed (%s): %s", SPI_result_code_string(rc), sql);
+}
+
+/* ssp_target_names: the output column names, from the query or CREATE VIEW v (a, b). */
+List *
+ssp_target_names(Query *q, List *aliases)
+{
+	List	   *names = NIL;
+	ListCell   *lc;
+	ListCell   *alc = list_head(aliases);
+
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (tle->resjunk)
+			continue;
+		if (alc)
+		{
+			names = lappend(names, strVal(lfirst(alc)));
+			alc = lnext(aliases, alc);
+		}
+		else
+			names = lappend(names, tle->resname ? tle->resname : "?column?");
+	}
+	if (alc)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("CREATE VIEW specifies more column names than columns")));
+	return names;
+}
+
+/* text_array: a List of strings as a text[] */
+static Datum
+text_array(List *strings)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(strings), 1));
+	ListCell   *lc;
+
+	foreach(lc, strings)
+		elems[foreach_current_index(lc)] = CStringGetTextDatum(lfirst(lc));
+	return PointerGetDatum(construct_array(elems, list_length(strings), TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/*
+ * record_view: make the materialisation table, the view's query and the
+ * other tables part of the view, the view depend on its streams and
+ * tables, and add the catalog row.  Needs SPI connected.
+ */
+static void
+record_view(Oid viewoid, Oid mreloid, Oid queryoid, Oid nspid, List *names,
+			List *options, const char *apply_sql, Build *b)
+{
+	SspViewOptions *opts = b->opts;
+	int			nstreams = b->nstreams;
+	ListCell   *lc;
+	ObjectAddress viewaddr,
+				mreladdr;
+	Datum		args[28];
+	char		nulls[28] = "                            ";
+	Oid			argtypes[28] = {OIDOID, OIDOID, OIDARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, OIDARRAYOID, INT4OID,
+		TEXTOID, TEXTOID, TEXTARRAYOID, BOOLARRAYOID, TEXTOID, OIDOID, TEXTOID, OIDOID,
+	TEXTARRAYOID, TEXTARRAYOID, OIDOID};
+	Datum	   *elems = palloc(sizeof(Datum) * Max(nstreams, list_length(b->buffer_names)));
+	Oid		   *buffers = palloc(sizeof(Oid) * Max(list_length(b->buffer_names), 1));
+	Oid			changes = InvalidOid;
+	Oid			outbox = InvalidOid;
+	int			nbuffers = 0;
+	int			i;
+
+	ObjectAddressSet(viewaddr, RelationRelationId, viewoid);
+	ObjectAddressSet(mreladdr, RelationRelationId, mreloid);
+	/* the mrel, the query and the buffers are part of the view */
+	recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
+	ObjectAddressSet(mreladdr, RelationRelationId, queryoid);
+	recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
+	foreach(lc, b->buffer_names)
+	{
+		buffers[nbuffers] = get_relname_relid(lfirst(lc), nspid);
+		ObjectAddressSet(mreladdr, RelationRelationId, buffers[nbuffers]);
+		recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
+		nbuffers++;
+	}
+	/* it reads streams and tables (the query depends on their columns) */
+	foreach(lc, b->query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		ObjectAddress reladdr;
+
+		if (rte->rtekind != RTE_RELATION)
+			continue;
+		ObjectAddressSet(reladdr, RelationRelationId, rte->relid);
+		recordDependencyOn(&viewaddr, &reladdr, DEPENDENCY_NORMAL);
+	}
+
+	args[0] = ObjectIdGetDatum(viewoid);
+	args[1] = ObjectIdGetDatum(mreloid);
+	for (i = 0; i < nstreams; i++)
+		elems[i] = ObjectIdGetDatum(b->stream_oids[i]);
+	args[2] = PointerGetDatum(construct_array(elems, nstreams, OIDOID, 4, true, TYPALIGN_INT));
+	for (i = 0; i < nstreams; i++)
+		elems[i] = CStringGetTextDatum(b->topics[i]);
+	args[3] = PointerGetDatum(construct_array(elems, nstreams, TEXTOID, -1, false, TYPALIGN_INT));
+	args[4] = CStringGetTextDatum(apply_sql);
+	args[5] = CStringGetTextDatum(opts->start);
+	args[6] = Int32GetDatum(opts->commit_interval_ms);
+	args[7] = Int32GetDatum(opts->batch_size);
+	args[8] = CStringGetTextDatum(opts->on_error);
+	args[9] = b->late_sql ? CStringGetTextDatum(b->late_sql) : (Datum) 0;
+	nulls[9] = b->late_sql ? ' ' : 'n';
+	args[10] = b->retention_sql ? CStringGetTextDatum(b->retention_sql) : (Datum) 0;
+	nulls[10] = b->retention_sql ? ' ' : 'n';
+	args[11] = CStringGetTextDatum(opts->grace ? opts->grace : "0");
+	args[12] = CStringGetTextDatum(opts->idle_timeout ? opts->idle_timeout : "1 minute");
+	args[13] = CStringGetTextDatum(opts->emit_final ? "final" : "changes");
+	args[14] = b->columns ? CStringGetTextDatum(b->columns) : (Datum) 0;
+	nulls[14] = b->columns ? ' ' : 'n';
+	for (i = 0; i < nbuffers; i++)
+		elems[i] = ObjectIdGetDatum(buffers[i]);
+	args[15] = PointerGetDatum(construct_array(elems, nbuffers, OIDOID, 4, true, TYPALIGN_INT));
+	nulls[15] = nbuffers ? ' ' : 'n';
+	args[16] = Int32GetDatum(opts->parallelism);
+	/* what a rollup reads: aggregating views only */
+	if (b->rollup_from)
+	{
+		int			ncols = list_length(b->rollup_columns);
+		Datum	   *combinable = palloc(sizeof(Datum) * ncols);
+
+		for (i = 0; i < ncols; i++)
+			combinable[i] = BoolGetDatum(list_nth_int(b->rollup_combinable, i) != 0);
+		args[17] = CStringGetTextDatum(b->rollup_from);
+		args[18] = CStringGetTextDatum(b->rollup_states);
+		args[19] = text_array(b->rollup_columns);
+		args[20] = PointerGetDatum(construct_array(combinable, ncols, BOOLOID, 1, true, TYPALIGN_CHAR));
+	}
+	else
+		memset(nulls + 17, 'n', 4);
+	/* ssp.output_topic: the outbox, and its function and table part of the view */
+	if (opts->output_topic)
+	{
+		ObjectAddress addr;
+
+		outbox = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(b->outbox)),
+								  NoLock, false);
+		ObjectAddressSet(addr, RelationRelationId, outbox);
+		recordDependencyOn(&addr, &viewaddr, DEPENDENCY_INTERNAL);
+		if (!b->outbox_final_sql)
+		{
+			changes = LookupFuncName(stringToQualifiedNameList(b->changes_fn), 0, NULL, false);
+			ObjectAddressSet(addr, ProcedureRelationId, changes);
+			recordDependencyOn(&addr, &viewaddr, DEPENDENCY_INTERNAL);
+		}
+		args[21] = CStringGetTextDatum(opts->output_topic);
+		args[23] = b->outbox_final_sql ? CStringGetTextDatum(b->outbox_final_sql) : (Datum) 0;
+		nulls[23] = b->outbox_final_sql ? ' ' : 'n';
+	}
+	else
+		memset(nulls + 21, 'n', 3);
+	args[22] = ObjectIdGetDatum(outbox);
+	nulls[22] = OidIsValid(outbox) ? ' ' : 'n';
+	args[24] = ObjectIdGetDatum(queryoid);
+	args[25] = text_array(names);
+	args[26] = text_array(options);
+	args[27] = ObjectIdGetDatum(changes);
+	nulls[27] = OidIsValid(changes) ? ' ' : 'n';
+	if (SPI_execute_with_args("INSERT INTO ssp.continuous_views (view, mrel, streams, topics, apply_sql, start, "
+							  "commit_interval_ms, batch_size, on_error, late_sql, retention_sql, grace, idle_timeout, emit, columns, buffers, "
+							  "parallelism, rollup_from, rollup_states, rollup_columns, rollup_combinable, "
+							  "output_topic, outbox, outbox_final_sql, query, names, options, changes) "
+							  "VALUES ($1, $2, $3::regclass[], $4, $5, $6, $7, $8, $9, $10, $11, $12::interval, $13::interval, $14, "
+							  "$15::smallint[], $16::regclass[], $17, $18, $19, $20, $21, $22, $23::regclass, $24, $25, $26, $27, $28)",
+							  28, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "ssp: could not record the continuous view");
+}
+
+static bool
+is_stream_rte(Query *q, int rtindex)
+{
+	RangeTblEntry *rte = rt_fetch(rtindex, q->rtable);
+
+	return rte->rtekind == RTE_RELATION && ssp_is_stream(rte->relid);
+}
+
+/* join_has_stream: is the stream under this part of the join tree? */
+static bool
+join_has_stream(Query *q, Node *node)
+{
+	if (IsA(node, RangeTblRef))
+		return is_stream_rte(q, ((RangeTblRef *) node)->rtindex);
+	if (IsA(node, JoinExpr))
+		return join_has_stream(q, ((JoinExpr *) node)->larg) ||
+			join_has_stream(q, ((JoinExpr *) node)->rarg);
+	return false;
+}
+
+/*
+ * from_sql: a FROM item of the query as SQL, the stream being the batch
+ * "b"; joins must keep every stream row on their stream side.
+ */
+static char *
+from_sql(Build *b, List *names, Node *node)
+{
+	Query	   *q = b->query;
+
+	if (IsA(node, RangeTblRef))
+	{
+		int			rtindex = ((RangeTblRef *) node)->rtindex;
+		RangeTblEntry *rte = rt_fetch(rtindex, q->rtable);
+
+		if (is_stream_rte(q, rtindex))
+			return "ssp_batch b";
+		return psprintf("%s %s",
+						quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),
+												   get_rel_name(rte->relid)),
+						quote_identifier(list_nth(names, rtindex - 1)));
+	}
+	if (IsA(node, JoinExpr) && node == (Node *) b->stream_join)
+		return psprintf("(%s)", b->join_from);
+	if (IsA(node, JoinExpr))
+	{
+		JoinExpr   *j = (JoinExpr *) node;
+		const char *kind;
+
+		if (j->usingClause || j->isNatural)
+			ssp_refuse("JOIN ... USING or NATURAL JOIN", "Write the join condition with ON.");
+		if (j->jointype == JOIN_INNER)
+			kind = j->quals ? "JOIN" : "CROSS JOIN";
+		else if (j->jointype == JOIN_LEFT && join_has_stream(q, j->larg))
+			kind = "LEFT JOIN";
+		else if (j->jointype == JOIN_RIGHT && join_has_stream(q, j->rarg))
+			kind = "RIGHT JOIN";
+		else
+			ssp_refuse("an outer join that keeps table rows without the stream",
+				   "Rows of a table with no matching event would have to be taken back when one comes; use an inner join, or a left join with the stream on the left.");
+		return psprintf("(%s %s %s%s%s)", from_sql(b, names, j->larg), kind,
+						from_sql(b, names, j->rarg), j->quals ? " ON " : "",
+						j->quals ? ssp_deparse(b, j->quals) : "");
+	}
+	elog(ERROR, "ssp: unexpected FROM item %d", (int) nodeTag(node));
+	return NULL;
+}
+
+/*
+ * setup_deparse: name the stream "b" (unless two are joined: they keep
+ * their names), and set up the deparse context over every relation of the
+ * query.
+ */
+static void
+setup_deparse(Build *b, Oid stream)
+{
+	Query	   *q = b->query;
+	ListCell   *lc;
+	Bitmapset  *rels = NULL;
+	PlannedStmt *ps;
+	int			i = 0;
+
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		i++;
+		if (b->stream_join)
+			;
+		else if (rte->rtekind == RTE_RELATION && rte->relid == stream)
+		{
+			rte->alias = makeAlias("b", NIL);
+			rte->eref->aliasname = "b";
+		}
+		else if (strcmp(rte->eref->aliasname, "b") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the name \"b\" is kept for the stream in a continuous view"),
+					 errhint("Give the other relation another alias.")));
+		rels = bms_add_member(rels, i);
+	}
+	if (list_length(q->rtable) == 1)
+	{
+		b->dpcontext = deparse_context_for("b", stream);
+		return;
+	}
+	ps = makeNode(PlannedStmt);
+	ps->rtable = q->rtable;
+	b->rtnames = select_rtable_names_for_explain(q->rtable, rels);
+	b->dpcontext = deparse_context_for_plan_tree(ps, b->rtnames);
+}
+
+/* setup_from: the FROM clause of the apply statement. */
+static void
+setup_from(Build *b)
+{
+	StringInfoData from;
+	ListCell   *lc;
+
+	if (list_length(b->query->rtable) == 1)
+	{
+		b->from = "ssp_batch b";
+		return;
+	}
+	initStringInfo(&from);
+	foreach(lc, b->query->jointree->fromlist)
+		appendStringInfo(&from, "%s%s", from.len ? ", " : "", from_sql(b, b->rtnames, lfirst(lc)));
+	b->from = from.data;
+}
+
+/*
+ * needed_columns: the stream columns the view reads, as an int2[] literal,
+ * or NULL for all (a whole-row reference).  Others are not decoded.
+ */
+static char *
+needed_columns(Build *b, Oid stream)
+{
+	Query	   *q = b->query;
+	Bitmapset  *attrs = NULL;
+	StringInfoData buf;
+	ListCell   *lc;
+	int			rtindex = 0;
+	int			i = 0;
+	int			x = -1;
+
+	if (b->stream_join)
+		return NULL;			/* the buffers keep every column */
+
+	foreach(lc, q->rtable)
+	{
+		i++;
+		if (((RangeTblEntry *) lfirst(lc))->rtekind == RTE_RELATION &&
+			((RangeTblEntry *) lfirst(lc))->relid == stream)
+			rtindex = i;
+	}
+	pull_varattnos((Node *) q->targetList, rtindex, &attrs);
+	pull_varattnos((Node *) q->jointree, rtindex, &attrs);
+	pull_varattnos(q->havingQual, rtindex, &attrs);
+	if (bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs))
+		return NULL;
+	/* the event time of a window moves the watermark */
+	if (b->late_sql && b->stream->timestamp_attnum > 0)
+		attrs = bms_add_member(attrs, b->stream->timestamp_attnum - FirstLowInvalidHeapAttributeNumber);
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	while ((x = bms_next_member(attrs, x)) >= 0)
+		appendStringInfo(&buf, "%s%d", buf.len > 1 ? "," : "", x + FirstLowInvalidHeapAttributeNumber);
+	appendStringInfoChar(&buf, '}');
+	return buf.data;
+}
+
+/*
+ * ssp_choose_function_name: NAME_label for a function without arguments in
+ * namespace nspid, clipped to NAMEDATALEN as ChooseRelationName does, with
+ * a number added (label1, label2...) while one by that name exists.
+ */
+char *
+ssp_choose_function_name(const char *name, const char *label, Oid nspid)
+{
+	oidvector  *noargs = buildoidvector(NULL, 0);
+	int			pass;
+
+	for (pass = 0;; pass++)
+	{
+		char	   *fname = makeObjectName(name, NULL,
+										   pass == 0 ? label : psprintf("%s%d", label, pass));
+
+		if (!SearchSysCacheExists3(PROCNAMEARGSNSP, CStringGetDatum(fname),
+								   PointerGetDatum(noargs), ObjectIdGetDatum(nspid)))
+			return fname;
+	}
+}
+
+/*
+ * build_view: the SQL of a continuous view from its analysed query, output
+ * column names and options: the DDL of its objects (create, viewsql) and
+ * what its worker runs (apply, and the rest in b).  The objects are named
+ * as b says (view, mrel, b->outbox, b->changes_fn, b->buffers); a join's
+ * buffers are chosen here if b names none.  Refuses what cannot be
+ * maintained.  Run at CREATE VIEW and again each time a worker loads the
+ * view, so the names in the SQL are always the current ones.
+ */
+static void
+build_view(Build *b, List *names, const char *view, const char *mrel,
+		   StringInfo create, StringInfo viewsql, StringInfo apply)
+{
+	Query	   *q = b->query;
+	SspViewOptions *opts = b->opts;
+	List	   *streamlist;
+	int			save_nestlevel;
+
+	streamlist = check_query(q);
+	b->analysed = copyObject(q);
+	if (list_length(streamlist) == 2)
+	{
+		ListCell   *lc;
+		int			i;
+
+		foreach(lc, q->jointree->fromlist)
+			if (b->stream_join == NULL)
+				b->stream_join = ssp_find_stream_join(b, lfirst(lc));
+		if (b->stream_join == NULL)
+			ssp_refuse("two streams that are not joined with JOIN ... ON",
+					   "Join two streams directly, with ON and a bound between their event times, as in FROM orders o JOIN payments p ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + interval '1 day'.");
+		for (i = 0; i < 2; i++)
+		{
+			b->stream_oids[i] = rt_fetch(b->join_rtindex[i], q->rtable)->relid;
+			b->streams[i] = ssp_stream_open(b->stream_oids[i]);
+		}
+		/* a view keeps one offset per topic and partition */
+		if (strcmp(b->streams[0]->topic, b->streams[1]->topic) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a join of two streams cannot read topic \"%s\" twice", b->streams[0]->topic),
+					 errdetail("A continuous view keeps one offset per topic and partition.")));
+	}
+	else
+		b->stream_oids[0] = linitial_oid(streamlist);
+	b->nstreams = list_length(streamlist);
+	b->stream = ssp_stream_open(b->stream_oids[0]);
+	b->topics[0] = b->stream->topic;
+	if (b->nstreams == 2)
+		b->topics[1] = b->streams[1]->topic;
+
+	/* deparse with every name qualified */
+	save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	b->definition = pg_get_querydef(b->analysed, false);
+	setup_deparse(b, b->stream_oids[0]);
+	b->window = -1;
+	if (b->stream_join)
+	{
+		if (opts->primary_key || opts->sliding || opts->retention || opts->emit_final)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("options ssp.primary_key, ssp.sliding, ssp.retention and ssp.emit cannot be used with a join of two streams")));
+		ssp_build_stream_join(b, b->stream_join, b->rtnames, create);
+	}
+	setup_from(b);
+	if (q->hasAggs || q->groupClause)
+		ssp_build_aggregating(b, names, mrel, view, create, viewsql, apply);
+	else
+		ssp_build_append_only(b, names, mrel, view, create, viewsql, apply);
+	AtEOXact_GUC(true, save_nestlevel);
+	if (b->stream_join && b->window >= 0)
+		ssp_refuse("a window over a join of two streams", "Windows over joined streams are not supported yet; group the joined rows by other keys.");
+	if (opts->primary_key && (q->hasAggs || q->groupClause))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.primary_key applies to views without aggregates"),
+				 errdetail("It keeps the latest row per key, as a table kept from a compacted topic.")));
+	if (opts->parallelism > 1 && (b->stream_join || b->window >= 0 || opts->sliding || opts->primary_key))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.parallelism cannot be used with windows, ssp.sliding, ssp.primary_key or a join of two streams"),
+				 errdetail("Each worker reads only its share of the partitions, and these need the event times, or the order of the messages, of all of them.")));
+	if (opts->output_topic && (!(q->hasAggs || q->groupClause) || opts->parallelism > 1 || opts->sliding))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.output_topic applies to views with aggregates, without ssp.parallelism or ssp.sliding"),
+				 errdetail("Their changes are those of one row per group; with several workers or a sliding window a group's row is merged when read.")));
+	if (opts->sliding && !b->step_expr)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.sliding needs aggregates"),
+				 errdetail("A sliding window combines aggregates over the last stretch of time; a view without them just keeps its rows.")));
+	if (b->window < 0 && (opts->retention || opts->emit_final ||
+						  (!b->stream_join && (opts->grace || opts->idle_timeout))))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("options ssp.grace, ssp.retention, ssp.idle_timeout and ssp.emit need a window"),
+				 errhint("Group by a window over the event time, as in GROUP BY ssp.tumble(ts, '1 minute').")));
+	b->columns = needed_columns(b, b->stream_oids[0]);
+}
+
+/*
+ * options_text: a view's options as text[] elements "name=value", and
+ * the setting of ssp.aggregate_fast_path it was created with: its SQL is
+ * built again from them.
+ */
+static List *
+options_text(List *options, SspViewOptions *opts)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (strcmp(def->defname, "continuous") == 0 ||
+			strcmp(def->defname, "aggregate_fast_path") == 0)
+			continue;
+		result = lappend(result, psprintf("%s=%s", def->defname, defGetString(def)));
+	}
+	return lappend(result, psprintf("aggregate_fast_path=%s", opts->fast_path ? "on" : "off"));
+}
+
+/*
+ * ssp_create_continuous_view: carry out CREATE VIEW ... WITH
+ * (ssp.continuous) in place of Postgres.  Needs a transaction; creates
+ * objects as the current user.
+ */
+void
+ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
+{
+	SspViewOptions opts = parse_options(stmt->options);
+	RawStmt    *raw = makeNode(RawStmt);
+	Oid			nspid;
+	char	   *nspname;
+	char	   *mrel;
+	char	   *mrelname;
+	char	   *queryname;
+	char	   *view;
+	List	   *names;
+	Build		b;
+	StringInfoData create,
+				viewsql,
+				apply,
+				querysql;
+	Oid			viewoid;
+	ListCell   *lc;
+
+	if (stmt->replace)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("CREATE OR REPLACE is not supported for continuous views"),
+				 errhint("Create a new continuous view (and ssp.reset it to replay the stream), then drop the old one.")));
+	if (stmt->view->relpersistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("continuous views cannot be temporary or unlogged")));
+	if (stmt->withCheckOption != NO_CHECK_OPTION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("WITH CHECK OPTION is not supported for continuous views")));
+
+	raw->stmt = copyObject(stmt->query);
+	raw->stmt_location = -1;
+	memset(&b, 0, sizeof(b));
+	b.query = parse_analyze_fixedparams(raw, queryString, NULL, 0, NULL);
+	b.opts = &opts;
+	names = ssp_target_names(b.query, stmt->aliases);
+	/* output columns named as the query NAME_query keeps them */
+	{
+		ListCell   *nlc = list_head(names);
+
+		foreach(lc, b.query->targetList)
+		{
+			TargetEntry *tle = lfirst(lc);
+
+			if (tle->resjunk)
+				continue;
+			tle->resname = lfirst(nlc);
+			nlc = lnext(names, nlc);
+		}
+	}
+
+	nspid = RangeVarGetCreationNamespace(stmt->view);
+	nspname = get_namespace_name(nspid);
+	view = quote_qualified_identifier(nspname, stmt->view->relname);
+	/*
+	 * The view's own objects are named NAME_mrel, NAME_outbox... as
+	 * Postgres names an index: NAME clipped (at a character boundary) so
+	 * that the whole fits in NAMEDATALEN, and a number added if the name
+	 * is taken.  They are recorded by oid, never looked up by name again.
+	 */
+	mrelname = ChooseRelationName(stmt->view->relname, NULL, "mrel", nspid, false);
+	mrel = quote_qualified_identifier(nspname, mrelname);
+	if (opts.output_topic)
+	{
+		b.outbox = quote_qualified_identifier(nspname,
+											  ChooseRelationName(stmt->view->relname, NULL, "outbox",
+																 nspid, false));
+		b.changes_fn = quote_qualified_identifier(nspname,
+												  ssp_choose_function_name(stmt->view->relname,
+																		   "changes", nspid));
+	}
+	b.nspid = nspid;
+	b.relname = stmt->view->relname;
+	initStringInfo(&create);
+	initStringInfo(&viewsql);
+	initStringInfo(&apply);
+	build_view(&b, names, view, mrel, &create, &viewsql, &apply);
+
+	elog(DEBUG1, "ssp: continuous view %s: %s; %s; %s", view, create.data, viewsql.data, apply.data);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	spi_exec(create.data);
+	spi_exec(viewsql.data);
+
+	/*
+	 * The query itself is kept as Postgres keeps a view's, by oid, in the
+	 * plain view NAME_query: it depends on what the query reads (dropping
+	 * or retyping a column it reads is refused), follows every rename, is
+	 * dumped with the names of the day, and is what the SQL is built from
+	 * again when a worker loads the view.
+	 */
+	queryname = ChooseRelationName(stmt->view->relname, NULL, "query", nspid, false);
+	initStringInfo(&querysql);
+	appendStringInfo(&querysql, "CREATE VIEW %s (", quote_qualified_identifier(nspname, queryname));
+	foreach(lc, names)
+		appendStringInfo(&querysql, "%s%s", foreach_current_index(lc) ? ", " : "",
+						 quote_identifier(lfirst(lc)));
+	appendStringInfo(&querysql, ") AS %s", b.definition);
+	{
+		int			save_nestlevel = NewGUCNestLevel();
+
+		(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+		spi_exec(querysql.data);
+		AtEOXact_GUC(true, save_nestlevel);
+	}
+	CommandCounterIncrement();
+
+	viewoid = RangeVarGetRelid(stmt->view, NoLock, false);
+	record_view(viewoid, get_relname_relid(mrelname, nspid), get_relname_relid(queryname, nspid),
+				nspid, names, options_text(stmt->options, &opts), apply.data, &b);
+	SPI_finish();
+
+	ssp_store_start_offsets(viewoid, b.nstreams, b.stream_oids, b.topics, opts.start);
+}
+
+/* qualified_name: a relation's name, qualified, as it is now */
+static char *
+qualified_name(SspView *v, Oid rel)
+{
+	char	   *name = get_rel_name(rel);
+
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("continuous view \"%s\" has lost one of its tables", v->name),
+				 errhint("Drop the view and create it again.")));
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(rel)), name);
+}
+
+/*
+ * view_query: the query that the view NAME_query keeps, as parse analysis
+ * made it.  Postgres 15 puts the view itself first in a view's range
+ * table, twice (as OLD and NEW): they go, and the rest move up.
+ */
+static Query *
+view_query(SspView *v)
+{
+	Relation	rel;
+	Query	   *q;
+
+	if (!OidIsValid(v->query) || get_rel_name(v->query) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("continuous view \"%s\" has lost its query", v->name),
+				 errhint("Drop the view and create it again.")));
+	rel = relation_open(v->query, AccessShareLock);
+	q = copyObject(get_view_query(rel));
+	relation_close(rel, NoLock);
+#if PG_VERSION_NUM < 160000
+	if (list_length(q->rtable) >= 2 &&
+		rt_fetch(1, q->rtable)->relid == v->query &&
+		rt_fetch(2, q->rtable)->relid == v->query)
+	{
+		q->rtable = list_copy_tail(q->rtable, 2);
+		OffsetVarNodes((Node *) q, -2, 0);
+	}
+#endif
+	return q;
+}
+
+/*
+ * ssp_view_build: the view's SQL built again, from the query NAME_query
+ * keeps and the options it was created with, naming every object as it is
+ * named now: so renaming what a view reads, or its own objects, is
+ * harmless.  Needs a transaction.
+ */
+Build *
+ssp_view_build(SspView *v)
+{
+	Build	   *b = palloc0(sizeof(Build));
+	List	   *defs = NIL;
+	ListCell   *lc;
+	StringInfoData create,
+				viewsql,
+				apply;
+	int			i;
+
+	foreach(lc, v->options)
+	{
+		char	   *opt = pstrdup(lfirst(lc));
+		char	   *eq = strchr(opt, '=');
+
+		if (eq == NULL)
+			elog(ERROR, "ssp: continuous view %u has a malformed option \"%s\"", v->view, opt);
+		*eq = '\0';
+		defs = lappend(defs, makeDefElemExtended("ssp", opt, (Node *) makeString(eq + 1),
+												 DEFELEM_UNSPEC, -1));
+	}
+	b->opts = palloc(sizeof(SspViewOptions));
+	*b->opts = parse_options(defs);
+	b->query = view_query(v);
+	if (OidIsValid(v->outbox))
+	{
+		b->outbox = qualified_name(v, v->outbox);
+		if (OidIsValid(v->changes))
+			b->changes_fn = quote_qualified_identifier(get_namespace_name(get_func_namespace(v->changes)),
+													   get_func_name(v->changes));
+	}
+	for (i = 0; i < list_length(v->buffers) && i < 2; i++)
+		b->buffers[i] = qualified_name(v, list_nth_oid(v->buffers, i));
+	initStringInfo(&create);
+	initStringInfo(&viewsql);
+	initStringInfo(&apply);
+	build_view(b, v->names, qualified_name(v, v->view), qualified_name(v, v->mrel),
+			   &create, &viewsql, &apply);
+	b->apply_sql = apply.data;
+	return b;
+}
+
+/*
+ * A worker's SQL names the relations below, schemas, functions and types:
+ * an invalidation of any of them (a rename, say) makes it stale, and it is
+ * built again before the next batch (ssp_view_refresh).
+ */
+#define MAX_WATCHED 64
+static Oid	watched[MAX_WATCHED];
+static int	nwatched = -1;		/* -1: not watching */
+static bool sql_stale = false;
+static MemoryContext sql_cxt = NULL;	/* the SQL of the last build */
+
+static void
+relation_changed(Datum arg, Oid relid)
+{
+	int			i;
+
+	if (!OidIsValid(relid) || nwatched >= MAX_WATCHED)
+		sql_stale = true;
+	for (i = 0; i < nwatched && !sql_stale; i++)
+		if (watched[i] == relid)
+			sql_stale = true;
+}
+
+static void
+catalog_changed(Datum arg, int cacheid, uint32 hashvalue)
+{
+	sql_stale = true;
+}
+
+/* watch: the relations of the view and of its query */
+static void
+watch(SspView *v, Query *q)
+{
+	ListCell   *lc;
+
+	if (nwatched < 0)
+	{
+		CacheRegisterRelcacheCallback(relation_changed, (Datum) 0);
+		CacheRegisterSyscacheCallback(NAMESPACEOID, catalog_changed, (Datum) 0);
+		CacheRegisterSyscacheCallback(PROCOID, catalog_changed, (Datum) 0);
+		CacheRegisterSyscacheCallback(TYPEOID, catalog_changed, (Datum) 0);
+	}
+	nwatched = 0;
+	watched[nwatched++] = v->mrel;
+	watched[nwatched++] = v->query;
+	if (OidIsValid(v->outbox))
+		watched[nwatched++] = v->outbox;
+	foreach(lc, v->buffers)
+		watched[nwatched++] = lfirst_oid(lc);
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_RELATION && nwatched < MAX_WATCHED)
+			watched[nwatched++] = rte->relid;
+	}
+}
+
+/*
+ * sync_changes_function: an outbox's trigger function names the outbox in
+ * its body: replace the body if it is not the one built now.
+ */
+static void
+sync_changes_function(SspView *v, Build *b)
+{
+	HeapTuple	tup;
+	bool		isnull;
+	bool		same;
+	ObjectAddress fn,
+				viewaddr;
+
+	if (!OidIsValid(v->changes) || b->changes_body == NULL || b->changes_fn == NULL)
+		return;
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(v->changes));
+	if (!HeapTupleIsValid(tup))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("continuous view \"%s\" has lost its trigger function", v->name),
+				 errhint("Drop the view and create it again.")));
+	same = strcmp(TextDatumGetCString(SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull)),
+				  b->changes_body) == 0;
+	ReleaseSysCache(tup);
+	if (same)
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	spi_exec(ssp_changes_function_sql(b, true));
+	SPI_finish();
+	/* CREATE OR REPLACE records the function's dependencies anew */
+	ObjectAddressSet(fn, ProcedureRelationId, v->changes);
+	ObjectAddressSet(viewaddr, RelationRelationId, v->view);
+	recordDependencyOn(&fn, &viewaddr, DEPENDENCY_INTERNAL);
+	CommandCounterIncrement();
+}
+
+/*
+ * ssp_view_generate: the SQL a worker runs, built again (ssp_view_build),
+ * into memory of its own; from then on, watched for renames.  Needs a
+ * transaction.
+ */
+void
+ssp_view_generate(SspView *v)
+{
+	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "ssp view SQL",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	Build	   *b;
+
+	sql_stale = false;
+	b = ssp_view_build(v);
+	v->apply_sql = b->apply_sql;
+	v->late_sql = b->late_sql;
+	v->retention_sql = b->retention_sql;
+	v->outbox_final_sql = b->outbox_final_sql;
+	watch(v, b->query);
+	sync_changes_function(v, b);
+	MemoryContextSwitchTo(old);
+	if (sql_cxt)
+		MemoryContextDelete(sql_cxt);
+	sql_cxt = cxt;
+}
+
+/*
+ * ssp_view_refresh: build a worker's SQL again if something it names has
+ * changed since it was built.  Needs a transaction.
+ */
+void
+ssp_view_refresh(SspView *v)
+{
+	AcceptInvalidationMessages();
+	if (sql_stale)
+		ssp_view_generate(v);
+}

@@ -1,0 +1,102 @@
+/*-------------------------------------------------------------------------
+ *
+ * view.h
+ *	  Continuous views: creation (view.c), the catalog row a worker reads
+ *	  (catalog.c), and starting offsets.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SSP_VIEW_H
+#define SSP_VIEW_H
+
+#include "datatype/timestamp.h"
+#include "nodes/parsenodes.h"
+
+#define SSP_DEFAULT_COMMIT_INTERVAL_MS 100
+#define SSP_DEFAULT_BATCH_SIZE 200000
+
+/*
+ * The ephemeral relation that holds a batch's messages of a view's first
+ * stream, and of the second in a join of two streams.
+ */
+#define SSP_BATCH_RELATION(source) ((source) == 0 ? "ssp_batch" : "ssp_batch_2")
+
+typedef enum SspOnError
+{
+	SSP_ON_ERROR_DEAD_LETTER,
+	SSP_ON_ERROR_SKIP,
+	SSP_ON_ERROR_STOP
+} SspOnError;
+
+/* A continuous view as its worker sees it (catalog.c). */
+typedef struct SspView
+{
+	Oid			view;
+	Oid			mrel;
+	char	   *name;
+	int			nsources;		/* streams it reads: 1, or 2 joined */
+	Oid		   *streams;
+	char	  **topics;			/* their topics */
+	List	   *buffers;		/* Oid: a join's buffer tables */
+	char	   *apply_sql;
+	int			commit_interval_ms;
+	int			batch_size;
+	SspOnError	on_error;
+	bool		paused;
+	int			generation;
+	/* windowed views (window.c) */
+	char	   *late_sql;		/* NULL: not windowed */
+	char	   *retention_sql;	/* NULL: keep every window */
+	Interval   *grace;
+	int64		idle_ms;
+	TimestampTz watermark;		/* as last committed; DT_NOBEGIN: none */
+	bool		some_columns;	/* reads only the stream columns in columns */
+	List	   *columns;		/* int: stream attnums it reads */
+	int			parallelism;	/* workers; each reads partitions p % parallelism == part */
+	int			part;			/* which of them this is (in a worker) */
+	/* ssp.output_topic (outbox.c) */
+	char	   *output_topic;	/* NULL: none */
+	Oid			outbox;			/* the table of changes not yet published */
+	char	   *outbox_final_sql;	/* emit final: add the windows a batch closes */
+	Oid			changes;		/* the outbox's trigger function (emit changes) */
+	/* what its SQL is built from again (ssp_view_generate) */
+	Oid			query;			/* the view NAME_query: the query, by oid */
+	List	   *names;			/* char *: the output column names */
+	List	   *options;		/* char *: "name=value", as at CREATE VIEW */
+} SspView;
+
+/* workers of one view at most (ssp.parallelism) */
+#define SSP_MAX_PARALLELISM 16
+
+/*
+ * ssp_view_lock_key: the advisory lock by which ssp.reset waits for the
+ * batches of a view's parallel workers (batch.c).
+ */
+#define SSP_LOCK_CLASS INT64CONST(0x53535000)	/* "SSP" */
+static inline int64
+ssp_view_lock_key(Oid view)
+{
+	return (SSP_LOCK_CLASS << 32) | (int64) view;
+}
+
+/* view.c */
+extern bool ssp_view_flag(ViewStmt *stmt, const char *name);
+extern void ssp_create_continuous_view(ViewStmt *stmt, const char *queryString);
+extern char *ssp_choose_function_name(const char *name, const char *label, Oid nspid);
+extern List *ssp_target_names(Query *q, List *aliases);
+extern void ssp_view_generate(SspView *v);
+extern void ssp_view_refresh(SspView *v);
+
+/* outbox.c */
+/* rollup.c */
+extern void ssp_create_rollup(ViewStmt *stmt, const char *queryString);
+
+/* catalog.c */
+extern SspView *ssp_view_load(Oid view, bool missing_ok);
+extern void ssp_store_start_offsets(Oid view, int nsources, const Oid *streams,
+									char *const *topics, const char *start);
+extern SspOnError ssp_parse_on_error(const char *value);
+extern void ssp_check_start(const char *start);
+extern void ssp_view_repair_dependencies(SspView *v);
+
+#endif							/* SSP_VIEW_H */

@@ -1,0 +1,818 @@
+/*-------------------------------------------------------------------------
+ *
+ * viewsql.c
+ *	  The SQL a continuous view becomes, by kind: the materialisation table,
+ *	  the apply statement run on each batch (ssp_batch, the stream as "b"),
+ *	  and the view users query.
+ *
+ *	- aggregating views: one row per group and window, merged with MERGE
+ *	  (INSERT ... ON CONFLICT DO UPDATE over a join of streams); tumbling
+ *	  and hopping windows,
+ *	  sliding windows (steps merged at read time), session windows (merged
+ *	  by gaps and islands);
+ *	- views without aggregates: append-only, or keyed by ssp.primary_key
+ *	  (the latest row per key; tombstones delete).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/ruleutils.h"
+#include "utils/timestamp.h"
+
+#include "ssp.h"
+#include "compile/build.h"
+#include "compile/view.h"
+#include "compile/window.h"
+
+/*
+ * find_window: if a group key is ssp.tumble() or ssp.hop() over the event
+ * time, make the view windowed: the SQL of a window's start and end over
+ * the batch (for ssp.hop, each event joins every window that holds it), the
+ * statement that counts late events (for ssp.hop, events whose every
+ * window is closed), and the one that applies retention.
+ */
+static void
+find_window(Build *b, const char *mrel)
+{
+	SspWindowSpec *w = &b->spec;
+	char	   *quals;
+	char	   *last_end;
+
+	ssp_find_window(b->stream, b->group_exprs, w);
+	b->window = w->index;
+	if (b->window < 0)
+		return;
+	b->sizesql = ssp_interval_sql(w->size);
+	if (w->session)
+	{
+		/* an event is late once no open session could take it */
+		char	   *ts = ssp_deparse(b, w->ts);
+
+		quals = b->query->jointree->quals ? ssp_deparse(b, b->query->jointree->quals) : "true";
+		b->window_start = ts;
+		if (list_length(b->query->rtable) > 1)
+			ssp_refuse("a join with a session window", "Session windows read the stream alone for now.");
+		b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM %s WHERE (%s) AND NOT %s + %s > COALESCE($1, '-infinity')",
+							   b->from, quals, ts, b->sizesql);
+		if (b->opts->retention)
+			b->retention_sql = psprintf("DELETE FROM %s m WHERE m._session_end + %s < $1 - %s::interval",
+										mrel, b->sizesql, quote_literal_cstr(b->opts->retention));
+		return;
+	}
+	if (w->hop)
+	{
+		char	   *ts = ssp_deparse(b, w->ts);
+		char	   *origin = w->origin ? ssp_deparse(b, w->origin) : "NULL";
+
+		b->window_from = psprintf(" CROSS JOIN LATERAL ssp.hop_windows(%s, %s, %s, %s) AS hw(w)",
+								  ts, b->sizesql, ssp_interval_sql(w->slide), origin);
+		b->window_start = "hw.w";
+		/* the last window that holds an event starts at its slide */
+		last_end = psprintf("(ssp.tumble(%s, %s, %s) + %s)", ts, ssp_interval_sql(w->slide),
+							origin, b->sizesql);
+	}
+	else
+	{
+		b->window_from = "";
+		b->window_start = ssp_deparse(b, list_nth(b->group_exprs, b->window));
+		last_end = psprintf("(%s + %s)", b->window_start, b->sizesql);
+	}
+	b->window_end = psprintf("(%s + %s)", b->window_start, b->sizesql);
+	quals = b->query->jointree->quals ? ssp_deparse(b, b->query->jointree->quals) : "true";
+	b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM %s WHERE (%s) AND NOT %s > COALESCE($1, '-infinity')",
+						   b->from, quals, last_end);
+	if (b->opts->retention)
+		b->retention_sql = psprintf("DELETE FROM %s m WHERE m.%s + %s < $1 - %s::interval",
+									mrel, quote_identifier(list_nth(b->group_cols, b->window)),
+									b->sizesql, quote_literal_cstr(b->opts->retention));
+}
+
+/*
+ * find_sliding: for ssp.sliding, the hidden step key (ssp.tumble of the
+ * event time by ssp.step), the late count (events already out of the range)
+ * and the deletion of steps that left it.
+ */
+static void
+find_sliding(Build *b, const char *mrel)
+{
+	SspStream  *s = b->stream;
+	AttrNumber	evatt = s->timestamp_attnum;
+	char	   *step = quote_literal_cstr(b->opts->step);
+	char	   *sliding = quote_literal_cstr(b->opts->sliding);
+	char	   *quals;
+	int			i;
+
+	if (b->window >= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.sliding cannot be combined with ssp.tumble or ssp.hop")));
+	for (i = 0; evatt == 0 && i < s->ncolumns; i++)
+		if (s->columns[i].source == SSP_SRC_TIMESTAMP)
+			evatt = s->columns[i].attnum;
+	if (evatt == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a sliding window needs the event time of stream \"%s\"", s->relname),
+				 errhint("Give the stream option timestamp, or a column with OPTIONS (meta 'timestamp').")));
+	b->step_expr = psprintf("ssp.tumble(b.%s, %s::interval)",
+							quote_identifier(get_attname(s->relid, evatt, false)), step);
+	b->in_range = psprintf("m._step + %s::interval > pg_catalog.now() - %s::interval", step, sliding);
+	quals = b->query->jointree->quals ? ssp_deparse(b, b->query->jointree->quals) : "true";
+	b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM %s WHERE (%s) AND NOT "
+						   "%s + %s::interval > pg_catalog.now() - %s::interval",
+						   b->from, quals, b->step_expr, step, sliding);
+	b->retention_sql = psprintf("DELETE FROM %s m WHERE NOT (%s)", mrel, b->in_range);
+}
+
+/*
+ * merged_states: each state column merged over many rows, as
+ * ", merge(m.col)::type AS col".
+ */
+static char *
+merged_states(Build *b)
+{
+	StringInfoData merged;
+	ListCell   *lc;
+
+	initStringInfo(&merged);
+	foreach(lc, b->plans)
+	{
+		AggPlan    *p = lfirst(lc);
+		ListCell   *c,
+				   *t,
+				   *r;
+
+		forthree(c, p->cols, t, p->types, r, p->readaggs)
+			appendStringInfo(&merged, ", %s::%s AS %s",
+							 ssp_merge_many(p, lfirst(r), psprintf("m.%s", (char *) lfirst(c))),
+							 (char *) lfirst(t), (char *) lfirst(c));
+	}
+	return merged.data;
+}
+
+/*
+ * merged_source: what the view reads when a group has several rows in the
+ * mrel, merged per group (as "m", like the table itself): a sliding
+ * window's steps in range (where), or the rows of each of the view's
+ * parallel workers.
+ */
+static char *
+merged_source(Build *b, const char *mrel, const char *where)
+{
+	StringInfoData keys;
+	ListCell   *lc;
+
+	initStringInfo(&keys);
+	foreach(lc, b->group_cols)
+		appendStringInfo(&keys, "%sm.%s", keys.len ? ", " : "", quote_identifier(lfirst(lc)));
+	if (b->group_cols == NIL)
+		appendStringInfoString(&keys, "m._g0");
+	return psprintf("(SELECT %s%s FROM %s m WHERE %s GROUP BY %s) m",
+					keys.data, merged_states(b), mrel, where, keys.data);
+}
+
+/* var_outside_aggs: does the expression read a column outside its aggregates? */
+static bool
+var_outside_aggs(Node *node, void *context)
+{
+	if (node == NULL || IsA(node, Aggref))
+		return false;
+	if (IsA(node, Var))
+		return true;
+	return expression_tree_walker(node, var_outside_aggs, context);
+}
+
+/*
+ * aggregating_view: the view users query: finish each output column, apply
+ * HAVING, and for ssp.emit = 'final' show closed windows only; a sliding
+ * window's view reads the merged states of its steps in range.  Also what
+ * a rollup of the view reads (rollup.c): those rows with their states, and
+ * each output column over them.
+ */
+static void
+aggregating_view(Build *b, List *names, const char *mrel, const char *view,
+				 StringInfo viewsql)
+{
+	Query	   *q = b->query;
+	ListCell   *lc;
+	StringInfoData where;
+	const char *from;
+	int			i = 0;
+
+	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT ", view);
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		char	   *sql;
+
+		if (tle->resjunk)
+			continue;
+		sql = ssp_final_sql(b, (Node *) tle->expr);
+		appendStringInfo(viewsql, "%s%s AS %s", i ? ", " : "", sql,
+						 quote_identifier(list_nth(names, i)));
+		b->rollup_columns = lappend(b->rollup_columns, sql);
+		b->rollup_combinable = lappend_int(b->rollup_combinable,
+										   contain_agg_clause((Node *) tle->expr) &&
+										   !var_outside_aggs((Node *) tle->expr, NULL));
+		i++;
+	}
+	/* a sliding window reads its steps in range, merged; parallel workers' rows, merged */
+	from = b->step_expr ? merged_source(b, mrel, b->in_range) :
+		b->opts->parallelism > 1 ? merged_source(b, mrel, "true") :
+		psprintf("%s m", mrel);
+	initStringInfo(&where);
+	if (q->havingQual)
+		appendStringInfo(&where, " WHERE %s", ssp_final_sql(b, q->havingQual));
+	if (b->window >= 0)
+		b->closed_sql = psprintf("m.%s + %s", b->spec.session ? "_session_end" :
+								 quote_identifier(list_nth(b->group_cols, b->window)),
+								 b->sizesql);
+	if (b->opts->emit_final)
+	{
+		/* only windows the watermark has closed */
+		appendStringInfo(&where, " %s %s <= "
+						 "(SELECT c.watermark FROM ssp.continuous_views c WHERE c.mrel = %s::regclass)",
+						 q->havingQual ? "AND" : "WHERE", b->closed_sql, quote_literal_cstr(mrel));
+	}
+	appendStringInfo(viewsql, " FROM %s%s", from, where.data);
+
+	b->rollup_from = where.len ? psprintf("(SELECT m.* FROM %s%s) m", from, where.data) : (char *) from;
+	b->rollup_states = merged_states(b);
+}
+
+/*
+ * json_object_sql: jsonb_build_object over names and SQL values, in
+ * pieces joined with || (a function takes 100 arguments at most).
+ */
+static char *
+json_object_sql(List *names, List *values)
+{
+	StringInfoData out;
+	ListCell   *n,
+			   *v;
+	int			i = 0;
+
+	initStringInfo(&out);
+	if (names == NIL)
+		return "'{}'::jsonb";
+	forboth(n, names, v, values)
+	{
+		if (i % 40 == 0)
+			appendStringInfo(&out, "%spg_catalog.jsonb_build_object(", i ? ") || " : "");
+		else
+			appendStringInfoString(&out, ", ");
+		appendStringInfo(&out, "%s, %s", quote_literal_cstr(lfirst(n)), (char *) lfirst(v));
+		i++;
+	}
+	appendStringInfoChar(&out, ')');
+	return out.data;
+}
+
+/*
+ * build_outbox: for ssp.output_topic, the table of changes waiting to be
+ * published (outbox.c), and what writes them in the batch's transaction.
+ * A change is the view's row before and after, as JSON, keyed by the group
+ * key: triggers on the mrel compare the rows that the old and new states
+ * finish to (HAVING included), so each insert, update and delete of the
+ * view is one change.  With ssp.emit = 'final', a window is published once,
+ * when the batch's watermark closes it (outbox_final_sql).
+ */
+static void
+build_outbox(Build *b, List *names, const char *mrel, StringInfo create)
+{
+	const char *outbox = b->outbox;
+	List	   *keynames = NIL;
+	List	   *keyvals = NIL;
+	char	   *row;
+	char	   *key;
+	ListCell   *lc;
+
+	foreach(lc, b->group_cols)
+	{
+		keynames = lappend(keynames, lfirst(lc));
+		keyvals = lappend(keyvals, psprintf("m.%s", quote_identifier(lfirst(lc))));
+	}
+	key = json_object_sql(keynames, keyvals);
+	row = json_object_sql(names, b->rollup_columns);
+	if (b->query->havingQual)
+		row = psprintf("CASE WHEN %s THEN %s END", ssp_final_sql(b, b->query->havingQual), row);
+
+	appendStringInfo(create, ";\nCREATE TABLE %s (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+					 "key jsonb NOT NULL, value jsonb NOT NULL)", outbox);
+	if (b->opts->emit_final)
+	{
+		b->outbox_final_sql =
+			psprintf("INSERT INTO %s (key, value) SELECT %s, %s || '{\"_op\": \"insert\", \"_before\": null}' "
+					 "FROM %s m WHERE %s > COALESCE($1, '-infinity') AND %s <= $2%s%s",
+					 outbox, key, row, mrel, b->closed_sql, b->closed_sql,
+					 b->query->havingQual ? " AND " : "",
+					 b->query->havingQual ? ssp_final_sql(b, b->query->havingQual) : "");
+		return;
+	}
+	/*
+	 * Statement triggers with transition tables (set-based: a catch-up
+	 * changes most groups in each batch).  An UPDATE's old and new rows
+	 * pair on the group key as JSON, which a hash join can match, nulls
+	 * included (the planner, which knows nothing of the transition tables'
+	 * sizes, would pick a nested loop: quadratic for a catch-up).
+	 */
+	b->changes_body =
+		psprintf("\n"
+				 "BEGIN\n"
+				 "  IF TG_OP = 'INSERT' THEN\n"
+				 "    INSERT INTO %s (key, value) SELECT k, r || '{\"_op\": \"insert\", \"_before\": null}'\n"
+				 "      FROM (SELECT %s AS k, %s AS r FROM n m) c WHERE r IS NOT NULL;\n"
+				 "  ELSIF TG_OP = 'DELETE' THEN\n"
+				 "    INSERT INTO %s (key, value) SELECT k, k || jsonb_build_object('_op', 'delete', '_before', r)\n"
+				 "      FROM (SELECT %s AS k, %s AS r FROM o m) c WHERE r IS NOT NULL;\n"
+				 "  ELSE\n"
+				 "    INSERT INTO %s (key, value) SELECT a.k, COALESCE(a.r, a.k) || jsonb_build_object('_op', "
+				 "CASE WHEN b.r IS NULL THEN 'insert' WHEN a.r IS NULL THEN 'delete' ELSE 'update' END, '_before', b.r)\n"
+				 "      FROM (SELECT %s AS k, %s AS r FROM o m) b JOIN (SELECT %s AS k, %s AS r FROM n m) a ON a.k = b.k\n"
+				 "      WHERE a.r IS DISTINCT FROM b.r;\n"
+				 "  END IF;\n"
+				 "  RETURN NULL;\n"
+				 "END ",
+				 outbox, key, row, outbox, key, row, outbox, key, row, key, row);
+	appendStringInfo(create, ";\n%s;\n", ssp_changes_function_sql(b, false));
+	appendStringInfo(create,
+					 "CREATE TRIGGER ssp_changes_insert AFTER INSERT ON %s REFERENCING NEW TABLE AS n "
+					 "FOR EACH STATEMENT EXECUTE FUNCTION %s();\n"
+					 "CREATE TRIGGER ssp_changes_update AFTER UPDATE ON %s REFERENCING OLD TABLE AS o NEW TABLE AS n "
+					 "FOR EACH STATEMENT EXECUTE FUNCTION %s();\n"
+					 "CREATE TRIGGER ssp_changes_delete AFTER DELETE ON %s REFERENCING OLD TABLE AS o "
+					 "FOR EACH STATEMENT EXECUTE FUNCTION %s()",
+					 mrel, b->changes_fn, mrel, b->changes_fn, mrel, b->changes_fn);
+}
+
+/*
+ * ssp_changes_function_sql: CREATE [OR REPLACE] FUNCTION of the outbox's
+ * trigger function (b->changes_fn, b->changes_body).
+ */
+char *
+ssp_changes_function_sql(Build *b, bool replace)
+{
+	return psprintf("CREATE %sFUNCTION %s() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog "
+					"SET enable_nestloop = off SET enable_mergejoin = off AS %s",
+					replace ? "OR REPLACE " : "", b->changes_fn,
+					quote_literal_cstr(b->changes_body));
+}
+
+/*
+ * build_session: the mrel and apply statement of a view grouped by
+ * ssp.session().  A session is a row: the other group keys, its start (the
+ * key), its last event time (_session_end) and the aggregate states.  A
+ * batch is cut into sessions per group (gaps and islands over event time);
+ * each is merged with the stored sessions it touches (within the gap),
+ * which it may bridge: those are deleted and the islands of all of them are
+ * inserted with their states merged.
+ */
+static void
+build_session(Build *b, const char *mrel, StringInfo create, StringInfo apply)
+{
+	Query	   *q = b->query;
+	StringInfoData keys;		/* _k1, ... the other group keys */
+	StringInfoData keysel;		/* their expressions AS _k1, ... */
+	StringInfoData mkeys;		/* their columns in the mrel */
+	StringInfoData match;		/* stored session of the same group */
+	StringInfoData partials,
+				merged,
+				statecols,
+				mstates;
+	char	   *gap = b->sizesql;
+	char	   *ts = b->window_start;
+	const char *wcol = quote_identifier(list_nth(b->group_cols, b->window));
+	ListCell   *lc;
+	int			i = 0;
+	int			n = 0;
+
+	initStringInfo(&keys);
+	initStringInfo(&keysel);
+	initStringInfo(&mkeys);
+	initStringInfo(&match);
+	initStringInfo(&partials);
+	initStringInfo(&merged);
+	initStringInfo(&statecols);
+	initStringInfo(&mstates);
+	appendStringInfo(create, "CREATE TABLE %s (", mrel);
+	foreach(lc, b->group_exprs)
+	{
+		Node	   *e = lfirst(lc);
+		const char *col = quote_identifier(list_nth(b->group_cols, i));
+
+		appendStringInfo(create, "%s %s, ", col,
+						 format_type_with_typemod(exprType(e), exprTypmod(e)));
+		if (i != b->window)
+		{
+			n++;
+			appendStringInfo(&keys, "_k%d, ", n);
+			appendStringInfo(&keysel, "%s AS _k%d, ", ssp_deparse(b, e), n);
+			appendStringInfo(&mkeys, "%s, ", col);
+			appendStringInfo(&match, "m.%s IS NOT DISTINCT FROM s._k%d AND ", col, n);
+		}
+		i++;
+	}
+	appendStringInfoString(create, "_session_end timestamp with time zone");
+	foreach(lc, b->plans)
+	{
+		AggPlan    *p = lfirst(lc);
+		ListCell   *c,
+				   *t,
+				   *pa,
+				   *r;
+
+		forfour(c, p->cols, t, p->types, pa, p->partials, r, p->readaggs)
+		{
+			appendStringInfo(create, ", %s %s", (char *) lfirst(c), (char *) lfirst(t));
+			appendStringInfo(&partials, ", %s AS %s", (char *) lfirst(pa), (char *) lfirst(c));
+			appendStringInfo(&merged, ", %s::%s", ssp_merge_many(p, lfirst(r), lfirst(c)),
+							 (char *) lfirst(t));
+			appendStringInfo(&statecols, ", %s", (char *) lfirst(c));
+			appendStringInfo(&mstates, ", m.%s", (char *) lfirst(c));
+		}
+	}
+	appendStringInfo(create, ");\nCREATE INDEX ON %s (%s%s)", mrel, mkeys.data, wcol);
+
+	/* the batch's events of open sessions, cut into sessions per group */
+	appendStringInfo(apply,
+					 "WITH e AS (SELECT %s%s AS _ts, b.* FROM ssp_batch b WHERE (%s) AND %s + %s > COALESCE($1, '-infinity')), "
+					 "c AS (SELECT e.*, CASE WHEN _ts - pg_catalog.lag(_ts) OVER (PARTITION BY %s true ORDER BY _ts) <= %s "
+					 "THEN 0 ELSE 1 END AS _new FROM e), "
+					 "n AS (SELECT c.*, pg_catalog.sum(_new) OVER (PARTITION BY %s true ORDER BY _ts ROWS UNBOUNDED PRECEDING) AS _sid FROM c), "
+					 "s AS (SELECT %s pg_catalog.min(_ts) AS _s, pg_catalog.max(_ts) AS _e%s FROM n b GROUP BY %s _sid), ",
+					 keysel.data, ts, q->jointree->quals ? ssp_deparse(b, q->jointree->quals) : "true", ts, gap,
+					 keys.data, gap, keys.data, keys.data, partials.data, keys.data);
+	/* the stored sessions they touch, taken out */
+	appendStringInfo(apply,
+					 "t AS (DELETE FROM %s m USING s WHERE %s m.%s - %s <= s._e AND m._session_end + %s >= s._s "
+					 "RETURNING %s m.%s AS _s, m._session_end AS _e%s), ",
+					 mrel, match.data, wcol, gap, gap, mkeys.data, wcol, mstates.data);
+	/* all of them, as islands: a new one where the gap is passed */
+	appendStringInfo(apply,
+					 "a AS (SELECT %s _s, _e%s FROM s UNION ALL SELECT * FROM t), "
+					 "g AS (SELECT a.*, CASE WHEN _s <= pg_catalog.max(_e) OVER (PARTITION BY %s true ORDER BY _s "
+					 "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) + %s THEN 0 ELSE 1 END AS _new FROM a), "
+					 "i AS (SELECT g.*, pg_catalog.sum(_new) OVER (PARTITION BY %s true ORDER BY _s ROWS UNBOUNDED PRECEDING) AS _iid FROM g) ",
+					 keys.data, statecols.data, keys.data, gap, keys.data);
+	appendStringInfo(apply,
+					 "INSERT INTO %s (%s%s, _session_end%s) "
+					 "SELECT %s pg_catalog.min(_s), pg_catalog.max(_e)%s FROM i GROUP BY %s _iid",
+					 mrel, mkeys.data, wcol, statecols.data, keys.data, merged.data, keys.data);
+}
+
+/*
+ * The columns of an aggregating view's mrel as the statements need them:
+ * its definition, column list, the same as excluded.col, the batch's value
+ * for each (sel), the unique key, and for each key column a test that is
+ * null when it is (NULL for a key never null).
+ */
+typedef struct MrelCols
+{
+	StringInfo	create;
+	StringInfoData cols;
+	StringInfoData values;
+	StringInfoData sel;
+	StringInfoData keys;
+	List	   *keycols;
+	List	   *nulltests;
+	int			n;
+} MrelCols;
+
+static void
+add_column(MrelCols *m, const char *col, const char *type, const char *expr)
+{
+	const char *sep = m->n++ ? ", " : "";
+
+	appendStringInfo(m->create, "%s%s %s", sep, col, type);
+	appendStringInfo(&m->cols, "%s%s", sep, col);
+	appendStringInfo(&m->values, "%sexcluded.%s", sep, col);
+	appendStringInfo(&m->sel, "%s%s", sep, expr);
+}
+
+static void
+add_key(MrelCols *m, const char *col, const char *type, const char *expr, const char *nulltest)
+{
+	add_column(m, col, type, expr);
+	appendStringInfo(&m->keys, "%s%s", m->keycols ? ", " : "", col);
+	m->keycols = lappend(m->keycols, (char *) col);
+	m->nulltests = lappend(m->nulltests, (char *) nulltest);
+}
+
+/*
+ * merge_groups: the apply statement of an aggregating view over a stream,
+ * a MERGE of the batch's groups into the mrel.  A MERGE joins the groups
+ * with the mrel as the planner sees fit: a hash join over the whole table
+ * when a batch touches much of it, as in a catch-up, or an index probe
+ * per group for a few groups.  INSERT ... ON CONFLICT probes the unique
+ * index before it inserts, group by group, which cost twice as much in a
+ * catch-up (only the worker writes the mrel, so MERGE's inserts never
+ * race).  The join's "=" cannot match a group with a null key, whereas the
+ * unique index treats nulls as equal, so such groups are left to an
+ * INSERT ... ON CONFLICT of their own.
+ */
+static void
+merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const char *group,
+			 const char *set, StringInfo apply)
+{
+	StringInfoData on;
+	StringInfoData notnull;
+	StringInfoData isnull;
+	ListCell   *lc;
+	ListCell   *e;
+
+	initStringInfo(&on);
+	initStringInfo(&notnull);
+	initStringInfo(&isnull);
+	forboth(lc, m->keycols, e, m->nulltests)
+	{
+		const char *c = lfirst(lc);
+
+		appendStringInfo(&on, "%sm.%s = excluded.%s", on.len ? " AND " : "", c, c);
+		if (lfirst(e) == NULL)
+			continue;
+		appendStringInfo(&notnull, "%sexcluded.%s IS NOT NULL", notnull.len ? " AND " : "", c);
+		appendStringInfo(&isnull, "%s(%s) IS NULL", isnull.len ? " OR " : "", (char *) lfirst(e));
+	}
+
+	appendStringInfo(apply, "MERGE INTO %s AS m USING (SELECT %s FROM %s%s%s%s) AS excluded (%s) ON %s "
+					 "WHEN MATCHED THEN %s WHEN NOT MATCHED%s%s THEN INSERT (%s) VALUES (%s)",
+					 mrel, m->sel.data, b->from, b->window >= 0 ? b->window_from : "", where, group,
+					 m->cols.data, on.data, set[0] ? psprintf("UPDATE SET %s", set) : "DO NOTHING",
+					 notnull.len ? " AND " : "", notnull.data, m->cols.data, m->values.data);
+	if (isnull.len > 0)
+		appendStringInfo(apply, ";\nINSERT INTO %s AS m (%s) SELECT %s FROM %s%s%s %s (%s)%s ON CONFLICT (%s) DO %s",
+						 mrel, m->cols.data, m->sel.data, b->from, b->window >= 0 ? b->window_from : "",
+						 where, where[0] ? "AND" : "WHERE", isnull.data, group, m->keys.data,
+						 set[0] ? psprintf("UPDATE SET %s", set) : "NOTHING");
+}
+
+/*
+ * build_aggregating: the mrel, view and apply SQL of a view with GROUP BY
+ * or aggregates.
+ */
+void
+ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
+				  StringInfo create, StringInfo viewsql, StringInfo apply)
+{
+	Query	   *q = b->query;
+	ListCell   *lc;
+	MrelCols	m;
+	StringInfoData set;
+	int			i = 0;
+
+	/* group keys: named after the select-list entry that is the key, if any */
+	foreach(lc, q->groupClause)
+	{
+		SortGroupClause *sgc = lfirst(lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, q->targetList);
+		char	   *name = psprintf("_g%d", ++i);
+
+		b->group_exprs = lappend(b->group_exprs, tle->expr);
+		if (!tle->resjunk && tle->resname)
+			name = tle->resname;
+		b->group_cols = lappend(b->group_cols, name);
+	}
+	ssp_collect_aggs((Node *) q->targetList, b);
+	ssp_collect_aggs(q->havingQual, b);
+	find_window(b, mrel);
+	if (b->opts->sliding)
+		find_sliding(b, mrel);
+	if (b->window >= 0 && b->spec.session)
+	{
+		build_session(b, mrel, create, apply);
+		aggregating_view(b, names, mrel, view, viewsql);
+		if (b->opts->output_topic)
+			build_outbox(b, names, mrel, create);
+		return;
+	}
+
+	memset(&m, 0, sizeof(m));
+	m.create = create;
+	initStringInfo(&m.cols);
+	initStringInfo(&m.values);
+	initStringInfo(&m.sel);
+	initStringInfo(&m.keys);
+	initStringInfo(&set);
+	appendStringInfo(create, "CREATE TABLE %s (", mrel);
+	i = 0;
+	foreach(lc, b->group_exprs)
+	{
+		Node	   *e = lfirst(lc);
+		const char *expr = i == b->window ? b->window_start : ssp_deparse(b, e);
+
+		/* a hopping window's start comes from generate_series: never null */
+		add_key(&m, quote_identifier(list_nth(b->group_cols, i)),
+				format_type_with_typemod(exprType(e), exprTypmod(e)), expr,
+				i == b->window && b->spec.hop ? NULL : expr);
+		i++;
+	}
+	if (b->step_expr)
+		add_key(&m, "_step", "timestamp with time zone", b->step_expr, b->step_expr);
+	/* each parallel worker its own row per group, merged at read time */
+	if (b->opts->parallelism > 1)
+		add_key(&m, "_w", "smallint NOT NULL", "$3::smallint", NULL);
+	/* one group: a constant key, so the statements have something to match */
+	if (b->group_exprs == NIL)
+		add_key(&m, "_g0", "boolean NOT NULL DEFAULT true", "true", NULL);
+	foreach(lc, b->plans)
+	{
+		AggPlan    *p = lfirst(lc);
+		ListCell   *c,
+				   *t,
+				   *pa,
+				   *mg;
+
+		forfour(c, p->cols, t, p->types, pa, p->partials, mg, p->merges)
+		{
+			add_column(&m, lfirst(c), lfirst(t), lfirst(pa));
+			appendStringInfo(&set, "%s%s = %s", set.len ? ", " : "",
+							 (char *) lfirst(c), (char *) lfirst(mg));
+		}
+	}
+	/*
+	 * Half-empty pages: a group's new state then usually fits on its page,
+	 * a HOT update that adds no index entries (catch-up 8-10% faster).
+	 */
+	appendStringInfo(create, ") WITH (fillfactor = 50);\nCREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT", mrel, m.keys.data);
+	if (b->window >= 0)
+		appendStringInfo(create, ";\nCREATE INDEX ON %s (%s)", mrel,
+						 quote_identifier(list_nth(b->group_cols, b->window)));
+
+	/* the apply statement: reduce the batch to its groups, merge them */
+	{
+		/* the view's WHERE; open windows only; steps still in range only */
+		List	   *conds = NIL;
+		int			ngroup = list_length(b->group_exprs) + (b->step_expr ? 1 : 0);
+		StringInfoData where;
+		StringInfoData group;
+
+		if (q->jointree->quals)
+			conds = lappend(conds, psprintf("(%s)", ssp_deparse(b, q->jointree->quals)));
+		if (b->window_end)
+			conds = lappend(conds, psprintf("%s > COALESCE($1, '-infinity')", b->window_end));
+		if (b->step_expr)
+			conds = lappend(conds, psprintf("%s + %s::interval > pg_catalog.now() - %s::interval",
+											b->step_expr, quote_literal_cstr(b->opts->step),
+											quote_literal_cstr(b->opts->sliding)));
+		initStringInfo(&where);
+		for (i = 0; i < list_length(conds); i++)
+			appendStringInfo(&where, " %s %s", i ? "AND" : "WHERE", (char *) list_nth(conds, i));
+		initStringInfo(&group);
+		for (i = 1; i <= ngroup; i++)
+			appendStringInfo(&group, "%s%d", i > 1 ? ", " : " GROUP BY ", i);
+
+		if (b->apply_prefix)
+		{
+			/* a join of streams: its pairs can be read once only */
+			appendStringInfo(apply, "%sINSERT INTO %s AS m (%s) SELECT %s FROM %s%s%s%s ON CONFLICT (%s) DO %s",
+							 b->apply_prefix, mrel, m.cols.data, m.sel.data, b->from,
+							 b->window >= 0 ? b->window_from : "", where.data, group.data,
+							 m.keys.data, set.len ? psprintf("UPDATE SET %s", set.data) : "NOTHING");
+		}
+		else
+			merge_groups(b, mrel, &m, where.data, group.data, set.data, apply);
+	}
+
+	aggregating_view(b, names, mrel, view, viewsql);
+	if (b->opts->output_topic)
+		build_outbox(b, names, mrel, create);
+}
+
+/*
+ * build_keyed: a view without aggregates but with ssp.primary_key, kept
+ * from a compacted topic: per key, the latest message of the batch (in
+ * offset order) is upserted if it is a row that passes the WHERE, and
+ * deletes the key if it is a tombstone (a null value) or does not pass.
+ */
+static void
+build_keyed(Build *b, List *names, const char *mrel, StringInfo create, StringInfo apply)
+{
+	StringInfoData sel,
+				cols,
+				pk,
+				pkexprs,
+				match,
+				set;
+	ListCell   *lc;
+	int			i = 0;
+
+	initStringInfo(&sel);
+	initStringInfo(&cols);
+	initStringInfo(&pk);
+	initStringInfo(&pkexprs);
+	initStringInfo(&match);
+	initStringInfo(&set);
+	foreach(lc, b->opts->primary_key)
+	{
+		char	   *name = lfirst(lc);
+		bool		found = false;
+		ListCell   *tc;
+		int			j = 0;
+
+		foreach(tc, b->query->targetList)
+		{
+			TargetEntry *tle = lfirst(tc);
+
+			if (tle->resjunk)
+				continue;
+			if (strcmp(list_nth(names, j), name) == 0)
+			{
+				appendStringInfo(&pkexprs, "%s%s", pkexprs.len ? ", " : "", ssp_deparse(b, (Node *) tle->expr));
+				found = true;
+			}
+			j++;
+		}
+		if (!found)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("ssp.primary_key names \"%s\", which is not a column of the view", name)));
+		appendStringInfo(&pk, "%s%s", pk.len ? ", " : "", quote_identifier(name));
+		appendStringInfo(&match, " AND m.%s = l.%s", quote_identifier(name), quote_identifier(name));
+	}
+	appendStringInfo(create, "CREATE TABLE %s (", mrel);
+	foreach(lc, b->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Node	   *e = (Node *) tle->expr;
+		const char *col;
+
+		if (tle->resjunk)
+			continue;
+		col = quote_identifier(list_nth(names, i));
+		appendStringInfo(create, "%s %s, ", col, format_type_with_typemod(exprType(e), exprTypmod(e)));
+		appendStringInfo(&sel, "%s AS %s, ", ssp_deparse(b, e), col);
+		appendStringInfo(&cols, "%s%s", i ? ", " : "", col);
+		{
+			ListCell   *kc;
+			bool		is_key = false;
+
+			foreach(kc, b->opts->primary_key)
+				if (strcmp(lfirst(kc), list_nth(names, i)) == 0)
+					is_key = true;
+			if (!is_key)
+				appendStringInfo(&set, "%s%s = excluded.%s", set.len ? ", " : "", col, col);
+		}
+		i++;
+	}
+	appendStringInfo(create, "PRIMARY KEY (%s))", pk.data);
+	appendStringInfo(apply,
+					 "WITH l AS (SELECT DISTINCT ON (%s) %sNOT b._ssp_tombstone AND (%s) IS TRUE AS _ssp_keep "
+					 "FROM %s ORDER BY %s, b._ssp_partition DESC, b._ssp_offset DESC), "
+					 "d AS (DELETE FROM %s m USING l WHERE NOT l._ssp_keep%s) "
+					 "INSERT INTO %s AS m (%s) SELECT %s FROM l WHERE l._ssp_keep ON CONFLICT (%s) DO %s",
+					 pkexprs.data, sel.data,
+					 b->query->jointree->quals ? ssp_deparse(b, b->query->jointree->quals) : "true",
+					 b->from, pkexprs.data, mrel, match.data, mrel, cols.data, cols.data, pk.data,
+					 set.len ? psprintf("UPDATE SET %s", set.data) : "NOTHING");
+}
+
+/* build_append_only: the same for a view without aggregates. */
+void
+ssp_build_append_only(Build *b, List *names, const char *mrel, const char *view,
+				  StringInfo create, StringInfo viewsql, StringInfo apply)
+{
+	ListCell   *lc;
+	int			i = 0;
+	StringInfoData sel;
+
+	if (b->opts->primary_key)
+	{
+		build_keyed(b, names, mrel, create, apply);
+		appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT * FROM %s", view, mrel);
+		return;
+	}
+	initStringInfo(&sel);
+	appendStringInfo(create, "CREATE TABLE %s (", mrel);
+	foreach(lc, b->query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Node	   *e = (Node *) tle->expr;
+
+		if (tle->resjunk)
+			continue;
+		appendStringInfo(create, "%s%s %s", i ? ", " : "",
+						 quote_identifier(list_nth(names, i)),
+						 format_type_with_typemod(exprType(e), exprTypmod(e)));
+		appendStringInfo(&sel, "%s%s", i ? ", " : "", ssp_deparse(b, e));
+		i++;
+	}
+	appendStringInfoString(create, ")");
+	appendStringInfo(apply, "%sINSERT INTO %s SELECT %s FROM %s",
+					 b->apply_prefix ? b->apply_prefix : "", mrel, sel.data, b->from);
+	if (b->query->jointree->quals)
+		appendStringInfo(apply, " WHERE %s", ssp_deparse(b, b->query->jointree->quals));
+	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT * FROM %s", view, mrel);
+}

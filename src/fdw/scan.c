@@ -1,0 +1,324 @@
+/*-------------------------------------------------------------------------
+ *
+ * scan.c
+ *	  Reading a stream: a bounded scan of its topic, from each partition's
+ *	  oldest retained message to its high watermark when the scan starts.
+ *
+ * Nothing is asked of the broker until the first row is wanted, so EXPLAIN
+ * and scans that are never run cost nothing.  Predicates pushed down by
+ * fdw.c narrow the partitions and offsets to read.  A message that cannot
+ * be decoded fails the scan (its error names the topic, partition, offset
+ * and column), unless the stream has on_error 'null'.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/stratnum.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parsetree.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "fdw/fdw.h"
+#include "stream/stream.h"
+#include "kafka/kafka.h"
+
+/* The range to read, from the pushed-down predicates. */
+typedef struct ScanBounds
+{
+	bool		empty;			/* a predicate can never be true */
+	int64		part_lo;
+	int64		part_hi;
+	List	   *part_in;		/* int64 partitions, or NIL: no list */
+	bool		have_in;
+	int64		off_lo;
+	int64		off_hi;			/* inclusive */
+	int64		ts_lo;			/* milliseconds, or -1 */
+} ScanBounds;
+
+/*
+ * ssp_scan_begin: set up the scan; no broker contact.
+ */
+void
+ssp_scan_begin(ForeignScanState *node, int eflags)
+{
+	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
+	EState	   *estate = node->ss.ps.state;
+	SspScanState *state = palloc0(sizeof(SspScanState));
+	RangeTblEntry *rte;
+
+	node->fdw_state = state;
+	state->stream = ssp_stream_open(RelationGetRelid(node->ss.ss_currentRelation));
+	rte = exec_rt_fetch(plan->scan.scanrelid, estate);
+	state->userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+
+	state->values = ExecInitExprList(plan->fdw_exprs, (PlanState *) node);
+	state->sources = linitial(plan->fdw_private);
+	state->strategies = lsecond(plan->fdw_private);
+	state->scancxt = AllocSetContextCreate(estate->es_query_cxt, "ssp scan",
+										   ALLOCSET_DEFAULT_SIZES);
+	state->rowcxt = AllocSetContextCreate(estate->es_query_cxt, "ssp row",
+										  ALLOCSET_DEFAULT_SIZES);
+}
+
+static int64
+int_value(Datum d, Oid type)
+{
+	if (type == INT2OID)
+		return DatumGetInt16(d);
+	if (type == INT4OID)
+		return DatumGetInt32(d);
+	return DatumGetInt64(d);
+}
+
+/* apply_int: narrow [lo, hi] by "column <strategy> v". */
+static void
+apply_int(int64 *lo, int64 *hi, int strategy, int64 v, bool *empty)
+{
+	switch (strategy)
+	{
+		case BTLessStrategyNumber:
+			if (v == PG_INT64_MIN)
+				*empty = true;
+			else
+				*hi = Min(*hi, v - 1);
+			break;
+		case BTLessEqualStrategyNumber:
+			*hi = Min(*hi, v);
+			break;
+		case BTEqualStrategyNumber:
+			*lo = Max(*lo, v);
+			*hi = Min(*hi, v);
+			break;
+		case BTGreaterEqualStrategyNumber:
+			*lo = Max(*lo, v);
+			break;
+		case BTGreaterStrategyNumber:
+			if (v == PG_INT64_MAX)
+				*empty = true;
+			else
+				*lo = Max(*lo, v + 1);
+			break;
+	}
+	if (*lo > *hi)
+		*empty = true;
+}
+
+/* apply_in: keep only the partitions of the array. */
+static void
+apply_in(ScanBounds *b, Datum array)
+{
+	ArrayType  *arr = DatumGetArrayTypeP(array);
+	Oid			elemtype = ARR_ELEMTYPE(arr);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int			i;
+	List	   *in = NIL;
+
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, &elems, &nulls, &n);
+	for (i = 0; i < n; i++)
+	{
+		int64		p;
+		ListCell   *lc;
+		bool		keep = !b->have_in;
+
+		if (nulls[i])
+			continue;
+		p = int_value(elems[i], elemtype);
+		foreach(lc, b->part_in)
+			if (*(int64 *) lfirst(lc) == p)
+				keep = true;
+		if (keep)
+		{
+			int64	   *v = palloc(sizeof(int64));
+
+			*v = p;
+			in = lappend(in, v);
+		}
+	}
+	b->part_in = in;
+	b->have_in = true;
+	if (in == NIL)
+		b->empty = true;
+}
+
+/* eval_bounds: evaluate the pushed-down values (at scan start). */
+static void
+eval_bounds(ForeignScanState *node, ScanBounds *b)
+{
+	SspScanState *state = node->fdw_state;
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	ListCell   *v,
+			   *s,
+			   *t;
+
+	memset(b, 0, sizeof(*b));
+	b->part_hi = PG_INT32_MAX;
+	b->off_hi = PG_INT64_MAX;
+	b->ts_lo = -1;
+
+	forthree(v, state->values, s, state->sources, t, state->strategies)
+	{
+		ExprState  *es = lfirst(v);
+		Oid			type = exprType((Node *) es->expr);
+		int			strategy = lfirst_int(t);
+		bool		isnull;
+		Datum		d;
+
+		d = ExecEvalExpr(es, econtext, &isnull);
+		if (isnull)
+		{
+			b->empty = true;	/* a comparison with NULL is never true */
+			continue;
+		}
+		switch ((SspSource) lfirst_int(s))
+		{
+			case SSP_SRC_PARTITION:
+				if (strategy == SSP_STRATEGY_IN)
+					apply_in(b, d);
+				else
+					apply_int(&b->part_lo, &b->part_hi, strategy,
+							  int_value(d, type), &b->empty);
+				break;
+			case SSP_SRC_OFFSET:
+				apply_int(&b->off_lo, &b->off_hi, strategy, int_value(d, type),
+						  &b->empty);
+				break;
+			case SSP_SRC_TIMESTAMP:
+				/* only a lower bound helps: timestamps need not increase */
+				if (strategy == BTGreaterStrategyNumber ||
+					strategy == BTGreaterEqualStrategyNumber ||
+					strategy == BTEqualStrategyNumber)
+					b->ts_lo = Max(b->ts_lo, ssp_timestamptz_to_ms(d) - 1);
+				break;
+			default:
+				elog(ERROR, "unexpected pushed-down column source %d", lfirst_int(s));
+		}
+	}
+}
+
+static bool
+partition_wanted(ScanBounds *b, int32 p)
+{
+	ListCell   *lc;
+
+	if (p < b->part_lo || p > b->part_hi)
+		return false;
+	if (!b->have_in)
+		return true;
+	foreach(lc, b->part_in)
+		if (*(int64 *) lfirst(lc) == p)
+			return true;
+	return false;
+}
+
+/* start_scan: find the range of every wanted partition and start reading. */
+static void
+start_scan(ForeignScanState *node)
+{
+	SspScanState *state = node->fdw_state;
+	MemoryContext old = MemoryContextSwitchTo(state->scancxt);
+	ScanBounds	b;
+	SspPartitionRange *ranges;
+	int			nparts;
+	int			n = 0;
+	int			p;
+
+	eval_bounds(node, &b);
+	state->kafka = ssp_kafka_consumer(state->stream->serverid, state->userid,
+									  state->stream->topic, NULL);
+	nparts = ssp_kafka_partition_count(state->kafka);
+	ranges = palloc0(sizeof(SspPartitionRange) * Max(nparts, 1));
+	for (p = 0; p < nparts && !b.empty; p++)
+	{
+		int64		low,
+					high;
+		SspPartitionRange *r = &ranges[n];
+
+		if (!partition_wanted(&b, p))
+			continue;
+		ssp_kafka_watermarks(state->kafka, p, &low, &high);
+		r->partition = p;
+		r->start = Max(low, b.off_lo);
+		r->end = b.off_hi == PG_INT64_MAX ? high : Min(high, b.off_hi + 1);
+		if (b.ts_lo >= 0 && r->start < r->end)
+		{
+			int64		o = ssp_kafka_offset_for_time(state->kafka, p, b.ts_lo);
+
+			if (o >= 0)
+				r->start = Max(r->start, o);
+		}
+		if (r->start < r->end)
+			n++;
+	}
+	ssp_kafka_assign(state->kafka, ranges, n);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * ssp_scan_next: the next message of the topic as a row; an empty slot at
+ * the end of every partition's range.
+ */
+TupleTableSlot *
+ssp_scan_next(ForeignScanState *node)
+{
+	SspScanState *state = node->fdw_state;
+	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+	SspMessage	msg;
+	MemoryContext old;
+
+	ExecClearTuple(slot);
+	if (state->kafka == NULL)
+		start_scan(node);
+
+	MemoryContextReset(state->rowcxt);
+	if (!ssp_kafka_next(state->kafka, &msg))
+		return slot;
+	state->nread++;
+
+	old = MemoryContextSwitchTo(state->rowcxt);
+	if (state->stream->on_error_null)
+		ssp_decode_message_lenient(state->stream, &msg, slot->tts_values,
+								   slot->tts_isnull);
+	else
+		ssp_decode_message(state->stream, &msg, slot->tts_values,
+						   slot->tts_isnull);
+	MemoryContextSwitchTo(old);
+	ExecStoreVirtualTuple(slot);
+	return slot;
+}
+
+/* ssp_scan_rescan: read again from the start, re-evaluating the bounds. */
+void
+ssp_scan_rescan(ForeignScanState *node)
+{
+	SspScanState *state = node->fdw_state;
+
+	if (state->kafka)
+		ssp_kafka_close(state->kafka);
+	state->kafka = NULL;
+	MemoryContextReset(state->scancxt);
+}
+
+/* ssp_scan_end: release the consumer now rather than with the query. */
+void
+ssp_scan_end(ForeignScanState *node)
+{
+	SspScanState *state = node->fdw_state;
+
+	if (state && state->kafka)
+		ssp_kafka_close(state->kafka);
+}

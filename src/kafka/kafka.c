@@ -1,0 +1,1046 @@
+/*-------------------------------------------------------------------------
+ *
+ * kafka.c
+ *	  Everything that talks to librdkafka: client configuration, consumers
+ *	  for bounded scans, cached producers, and Kafka errors as ereports.
+ *
+ * This is the only file that includes rdkafka.h.  librdkafka runs threads
+ * of its own; no callback may run on them, since they cannot call into
+ * Postgres.  So log.queue is on and the log, error and delivery callbacks
+ * run only inside rd_kafka_poll, rd_kafka_consumer_poll and rd_kafka_flush,
+ * called here, on the backend's own thread.
+ *
+ * Handles are released on every path: a consumer is destroyed with the
+ * memory context it was created in (a reset callback), producers are
+ * cached per server and user for the backend's life and destroyed at exit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "access/xact.h"
+#include "commands/defrem.h"
+#include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "portability/instr_time.h"
+#include "storage/ipc.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+#include "ssp.h"
+#include "kafka/kafka.h"
+
+#define SSP_POLL_MS 50
+
+struct SspKafka
+{
+	rd_kafka_t *rk;
+	Oid			serverid;
+	Oid			userid;
+	char	   *servername;
+	char	   *topic;
+	char		last_error[512];	/* latest error the client reported */
+	bool		trouble;		/* an error since the last message */
+	rd_kafka_resp_err_t last_code;	/* last_error's code */
+	bool		strict_offsets;	/* a view's consumer: no silent offset reset */
+	char	   *group;			/* a view's consumer: its group, for lag tools */
+
+	/* consumer */
+	SspPartitionRange *ranges;
+	bool	   *done;
+	int			nranges;
+	int			nleft;			/* partitions not yet at their end */
+	rd_kafka_message_t *current;
+	MemoryContextCallback cleanup;
+
+	/* worker consumers: a queue that signals a pipe, pending messages */
+	rd_kafka_queue_t *queue;
+	int			pipefd[2];
+	rd_kafka_message_t **pending;
+	int			npending;
+	int			maxpending;
+
+	/* producer */
+	bool		stale;			/* server or user mapping changed */
+	uint64		failed;			/* delivery failures since creation */
+	uint64		acked;
+	char		delivery_error[512];
+	rd_kafka_resp_err_t delivery_code;	/* that error's code */
+};
+
+/* cached producers, in TopMemoryContext */
+static List *producers = NIL;
+static bool producer_callbacks_registered = false;
+
+/*
+ * log_cb: librdkafka's log lines, into the server log; runs on our thread
+ * (log.queue).
+ */
+static void
+log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+	/* a view's offsets copied to its group for lag tools may fail: no matter */
+	ereport(level <= 4 && strcmp(fac, "COMMITFAIL") != 0 ? LOG : DEBUG2,
+			(errmsg_internal("ssp: librdkafka: %s: %s", fac, buf),
+			 errhidestmt(true)));
+}
+
+/* error_cb: remember the latest error to explain timeouts. */
+static void
+error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+	SspKafka   *kafka = opaque;
+
+	if (kafka)
+	{
+		strlcpy(kafka->last_error, reason, sizeof(kafka->last_error));
+		kafka->last_code = err;
+		kafka->trouble = true;
+	}
+}
+
+/*
+ * trouble_hint: the hint for an error that came with the latest broker
+ * error (kafka->last_error), or for err itself, else the hint for brokers
+ * that do not answer.
+ */
+static int
+trouble_hint(SspKafka *kafka, rd_kafka_resp_err_t err)
+{
+	/* librdkafka before 2.6.1 sent a SCRAM proof that Kafka 4 refuses */
+	if (kafka->last_code == RD_KAFKA_RESP_ERR__AUTHENTICATION &&
+		strstr(kafka->last_error, "SCRAM") != NULL && rd_kafka_version() < 0x020601ff)
+		return errhint("The brokers of server \"%s\" refused the SCRAM login.  librdkafka %s cannot log in with SCRAM to Kafka 4 brokers (fixed in librdkafka 2.6.1): use sasl.mechanisms PLAIN, or a newer librdkafka; else check sasl.username and sasl.password in the user mapping.",
+					   kafka->servername, rd_kafka_version_str());
+	if (kafka->last_code == RD_KAFKA_RESP_ERR__AUTHENTICATION)
+		return errhint("The brokers of server \"%s\" refused the credentials: check sasl.username and sasl.password in the user mapping, and sasl.mechanisms.",
+					   kafka->servername);
+	if (err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+		kafka->last_code == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+		return errhint("The principal of server \"%s\" may not use topic \"%s\": grant it DESCRIBE and READ on the topic to read it, WRITE to write it (kafka-acls).",
+					   kafka->servername, kafka->topic);
+	if (err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED ||
+		kafka->last_code == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED)
+		return errhint("The principal of server \"%s\" may not use consumer group \"%s\": grant it READ on the group (kafka-acls).",
+					   kafka->servername, kafka->group ? kafka->group : "ssp");
+	return errhint("Check that the brokers of server \"%s\" are up; ssp.broker_timeout is %d ms.",
+				   kafka->servername, ssp_broker_timeout);
+}
+
+/* dr_msg_cb: count acknowledgements and failures of produced messages. */
+static void
+dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
+{
+	SspKafka   *kafka = opaque;
+
+	if (msg->err)
+	{
+		kafka->failed++;
+		strlcpy(kafka->delivery_error, rd_kafka_err2str(msg->err),
+				sizeof(kafka->delivery_error));
+		kafka->delivery_code = msg->err;
+	}
+	else
+		kafka->acked++;
+}
+
+static void
+conf_set(rd_kafka_conf_t *conf, const char *name, const char *value)
+{
+	char		errstr[512];
+
+	if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for Kafka property \"%s\"", name),
+				 ssp_option_is_secret(name) ?
+				 errdetail("The value is secret and not shown.") :
+				 errdetail("%s", errstr)));
+}
+
+/*
+ * set_properties: ssp's settings for a client of this type, then the
+ * server's and the user mapping's properties over them.
+ */
+static void
+set_properties(SspKafka *kafka, rd_kafka_conf_t *conf, rd_kafka_type_t type)
+{
+	ListCell   *lc;
+
+	conf_set(conf, "log.queue", "true");
+	conf_set(conf, "client.id", "ssp");
+	if (type == RD_KAFKA_CONSUMER)
+	{
+		/*
+		 * assign() needs a group; ssp never joins it.  A view's worker
+		 * commits there what it has applied, after Postgres has committed
+		 * it, for lag tools only (ssp_kafka_commit).
+		 */
+		conf_set(conf, "group.id", kafka->group ? kafka->group : "ssp");
+		conf_set(conf, "enable.auto.commit", "false");
+		conf_set(conf, "enable.auto.offset.store", "false");
+		conf_set(conf, "enable.partition.eof", "true");
+		/*
+		 * A scan reads what is there; a view must hear of messages deleted
+		 * before it read them, so its consumer gets an error instead.
+		 */
+		conf_set(conf, "auto.offset.reset", kafka->strict_offsets ? "error" : "earliest");
+		/* the default starves the consumer; see DESIGN.md */
+		conf_set(conf, "queued.min.messages", "200000");
+		conf_set(conf, "fetch.wait.max.ms", "50");
+	}
+	else
+	{
+		conf_set(conf, "linger.ms", "5");
+		conf_set(conf, "enable.idempotence", "true");
+	}
+
+	foreach(lc, ssp_server_kafka_options(kafka->serverid, kafka->userid))
+	{
+		DefElem    *def = lfirst(lc);
+
+		conf_set(conf, def->defname, defGetString(def));
+	}
+}
+
+/*
+ * new_client: a librdkafka client for the server as userid, with ssp's
+ * settings first and the server's and user mapping's properties over them.
+ */
+static rd_kafka_t *
+new_client(SspKafka *kafka, rd_kafka_type_t type)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_t *rk;
+	char		errstr[512];
+
+	kafka->servername = MemoryContextStrdup(GetMemoryChunkContext(kafka),
+											GetForeignServer(kafka->serverid)->servername);
+	PG_TRY();
+	{
+		set_properties(kafka, conf, type);
+	}
+	PG_CATCH();
+	{
+		rd_kafka_conf_destroy(conf);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	rd_kafka_conf_set_log_cb(conf, log_cb);
+	rd_kafka_conf_set_error_cb(conf, error_cb);
+	if (type == RD_KAFKA_PRODUCER)
+		rd_kafka_conf_set_dr_msg_cb(conf, dr_msg_cb);
+	rd_kafka_conf_set_opaque(conf, kafka);
+
+	rk = rd_kafka_new(type, conf, errstr, sizeof(errstr));
+	if (rk == NULL)
+	{
+		rd_kafka_conf_destroy(conf);
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("could not create a Kafka client for server \"%s\"",
+						kafka->servername),
+				 errdetail("%s", errstr),
+				 strstr(errstr, "sasl.username") ?
+				 errhint("The credentials go in a user mapping: CREATE USER MAPPING FOR %s SERVER %s OPTIONS (sasl.username '...', sasl.password '...').",
+						 quote_identifier(GetUserNameFromId(kafka->userid, false)),
+						 quote_identifier(kafka->servername)) : 0));
+	}
+	/* logs and errors are served by our own polls */
+	rd_kafka_set_log_queue(rk, NULL);
+	if (type == RD_KAFKA_CONSUMER)
+		rd_kafka_poll_set_consumer(rk);
+	return rk;
+}
+
+/* broker_error: ereport a failed broker request on the stream's topic. */
+static void
+broker_error(SspKafka *kafka, const char *what, rd_kafka_resp_err_t err)
+{
+	bool		timeout = err == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+		err == RD_KAFKA_RESP_ERR__TRANSPORT ||
+		err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN;
+
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+			 errmsg("could not %s of topic \"%s\"", what, kafka->topic),
+			 kafka->last_error[0] && timeout ?
+			 errdetail("%s (last broker error: %s)", rd_kafka_err2str(err), kafka->last_error) :
+			 errdetail("%s", rd_kafka_err2str(err)),
+			 timeout || err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+			 err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED ? trouble_hint(kafka, err) : 0));
+}
+
+/* consumer_cleanup: the reset callback of a consumer's memory context. */
+static void
+consumer_cleanup(void *arg)
+{
+	SspKafka   *kafka = arg;
+
+	if (kafka->current)
+		rd_kafka_message_destroy(kafka->current);
+	kafka->current = NULL;
+	ssp_kafka_release(kafka);
+	if (kafka->queue)
+	{
+		rd_kafka_queue_io_event_enable(kafka->queue, -1, NULL, 0);
+		rd_kafka_queue_destroy(kafka->queue);
+		close(kafka->pipefd[0]);
+		close(kafka->pipefd[1]);
+		kafka->queue = NULL;
+	}
+	if (kafka->rk)
+		rd_kafka_destroy_flags(kafka->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+	kafka->rk = NULL;
+}
+
+/*
+ * ssp_kafka_consumer: a consumer of topic on the server, as userid, living
+ * as long as CurrentMemoryContext (or until ssp_kafka_close).  A view's
+ * consumer (view_group: its consumer group, ssp_kafka_commit) reports
+ * offsets that no longer exist rather than skipping to the oldest message.
+ */
+SspKafka *
+ssp_kafka_consumer(Oid serverid, Oid userid, const char *topic, const char *view_group)
+{
+	SspKafka   *kafka = palloc0(sizeof(SspKafka));
+
+	kafka->strict_offsets = view_group != NULL;
+	kafka->group = view_group ? pstrdup(view_group) : NULL;
+	kafka->serverid = serverid;
+	kafka->userid = userid;
+	kafka->topic = pstrdup(topic);
+	kafka->rk = new_client(kafka, RD_KAFKA_CONSUMER);
+	kafka->cleanup.func = consumer_cleanup;
+	kafka->cleanup.arg = kafka;
+	MemoryContextRegisterResetCallback(CurrentMemoryContext, &kafka->cleanup);
+	return kafka;
+}
+
+/* ssp_kafka_close: release the consumer now rather than with its context. */
+void
+ssp_kafka_close(SspKafka *kafka)
+{
+	consumer_cleanup(kafka);
+}
+
+/*
+ * topic_partitions: ask the broker how many partitions the topic has, into
+ * *count; the error of the request or of the topic, if any.
+ */
+static rd_kafka_resp_err_t
+topic_partitions(SspKafka *kafka, int timeout_ms, int *count)
+{
+	rd_kafka_topic_t *rkt;
+	const struct rd_kafka_metadata *md;
+	rd_kafka_resp_err_t err;
+
+	*count = 0;
+	rkt = rd_kafka_topic_new(kafka->rk, kafka->topic, NULL);
+	err = rd_kafka_metadata(kafka->rk, 0, rkt, &md, timeout_ms);
+	rd_kafka_topic_destroy(rkt);
+	if (err)
+		return err;
+	err = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
+	if (!err)
+		*count = md->topics[0].partition_cnt;
+	rd_kafka_metadata_destroy(md);
+	return err;
+}
+
+/*
+ * ssp_kafka_partition_count: the number of partitions of the topic; errors
+ * if the topic does not exist or the broker does not answer in time.
+ */
+int
+ssp_kafka_partition_count(SspKafka *kafka)
+{
+	int			count;
+	rd_kafka_resp_err_t err = topic_partitions(kafka, ssp_broker_timeout, &count);
+
+	rd_kafka_poll(kafka->rk, 0);	/* the errors it logged, for broker_error */
+	if (err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),
+				 errmsg("topic \"%s\" does not exist", kafka->topic),
+				 errhint("Create the topic, or enable automatic topic creation on the broker.")));
+	if (err)
+		broker_error(kafka, "get the metadata", err);
+	return count;
+}
+
+/*
+ * ssp_kafka_partition_count_try: the number of partitions of the topic, or
+ * -1 if the broker does not say within timeout_ms; never an error.  It does
+ * not poll: a worker's consumer serves its queue itself.
+ */
+int
+ssp_kafka_partition_count_try(SspKafka *kafka, int timeout_ms)
+{
+	int			count;
+
+	return topic_partitions(kafka, timeout_ms, &count) ? -1 : count;
+}
+
+/* ssp_kafka_watermarks: the oldest retained offset and the next offset. */
+void
+ssp_kafka_watermarks(SspKafka *kafka, int32 partition, int64 *low, int64 *high)
+{
+	rd_kafka_resp_err_t err;
+
+	err = rd_kafka_query_watermark_offsets(kafka->rk, kafka->topic, partition,
+										   low, high, ssp_broker_timeout);
+	if (err)
+		broker_error(kafka, "get the offsets", err);
+}
+
+/*
+ * ssp_kafka_offset_for_time: the first offset whose timestamp is at least
+ * timestamp_ms, or -1 if the broker does not say.
+ */
+int64
+ssp_kafka_offset_for_time(SspKafka *kafka, int32 partition, int64 timestamp_ms)
+{
+	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_resp_err_t err;
+	int64		result = -1;
+
+	rd_kafka_topic_partition_list_add(list, kafka->topic, partition)->offset = timestamp_ms;
+	err = rd_kafka_offsets_for_times(kafka->rk, list, ssp_broker_timeout);
+	if (!err && list->elems[0].err == RD_KAFKA_RESP_ERR_NO_ERROR)
+		result = list->elems[0].offset;
+	rd_kafka_topic_partition_list_destroy(list);
+	return result;
+}
+
+/*
+ * ssp_kafka_assign: start reading each range; ssp_kafka_next then returns
+ * its messages until every range is read.
+ */
+void
+ssp_kafka_assign(SspKafka *kafka, SspPartitionRange *ranges, int nranges)
+{
+	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(Max(nranges, 1));
+	rd_kafka_resp_err_t err;
+	int			i;
+
+	if (kafka->current)
+		rd_kafka_message_destroy(kafka->current);
+	kafka->current = NULL;
+	kafka->ranges = ranges;
+	kafka->nranges = nranges;
+	kafka->done = palloc0(sizeof(bool) * Max(nranges, 1));
+	kafka->nleft = 0;
+	for (i = 0; i < nranges; i++)
+	{
+		if (ranges[i].start >= ranges[i].end)
+		{
+			kafka->done[i] = true;
+			continue;
+		}
+		rd_kafka_topic_partition_list_add(list, kafka->topic,
+										  ranges[i].partition)->offset = ranges[i].start;
+		kafka->nleft++;
+	}
+	err = rd_kafka_assign(kafka->rk, list);
+	rd_kafka_topic_partition_list_destroy(list);
+	if (err)
+		broker_error(kafka, "start reading", err);
+}
+
+/* describe_message: a librdkafka message as decode.c sees it. */
+static void
+describe_message(rd_kafka_message_t *m, SspMessage *msg)
+{
+	msg->value = m->payload;
+	msg->value_len = m->len;
+	msg->key = m->key;
+	msg->key_len = m->key_len;
+	msg->partition = m->partition;
+	msg->offset = m->offset;
+	msg->timestamp_ms = rd_kafka_message_timestamp(m, NULL);
+	msg->handle = m;
+}
+
+static int
+range_index(SspKafka *kafka, int32 partition)
+{
+	int			i;
+
+	for (i = 0; i < kafka->nranges; i++)
+		if (kafka->ranges[i].partition == partition)
+			return i;
+	return -1;
+}
+
+static void
+mark_done(SspKafka *kafka, int i)
+{
+	if (i >= 0 && !kafka->done[i])
+	{
+		kafka->done[i] = true;
+		kafka->nleft--;
+	}
+}
+
+/*
+ * ssp_kafka_next: the next message of the assigned ranges into msg; false
+ * once every range is read.  msg stays valid until the next call.  Errors
+ * if nothing arrives for ssp.broker_timeout.
+ */
+bool
+ssp_kafka_next(SspKafka *kafka, SspMessage *msg)
+{
+	instr_time	start;
+
+	if (kafka->current)
+		rd_kafka_message_destroy(kafka->current);
+	kafka->current = NULL;
+
+	INSTR_TIME_SET_CURRENT(start);
+	while (kafka->nleft > 0)
+	{
+		rd_kafka_message_t *m;
+		int			i;
+
+		CHECK_FOR_INTERRUPTS();
+		m = rd_kafka_consumer_poll(kafka->rk, SSP_POLL_MS);
+		if (m == NULL)
+		{
+			instr_time	now;
+
+			INSTR_TIME_SET_CURRENT(now);
+			INSTR_TIME_SUBTRACT(now, start);
+			if (INSTR_TIME_GET_MILLISEC(now) > ssp_broker_timeout)
+				broker_error(kafka, "read messages", RD_KAFKA_RESP_ERR__TIMED_OUT);
+			continue;
+		}
+		INSTR_TIME_SET_CURRENT(start);
+		i = m->rkt ? range_index(kafka, m->partition) : -1;
+
+		if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+		{
+			mark_done(kafka, i);
+			rd_kafka_message_destroy(m);
+			continue;
+		}
+		if (m->err)
+		{
+			rd_kafka_resp_err_t err = m->err;
+
+			strlcpy(kafka->last_error, rd_kafka_message_errstr(m), sizeof(kafka->last_error));
+			rd_kafka_message_destroy(m);
+			/* transient errors are retried by librdkafka itself */
+			if (err == RD_KAFKA_RESP_ERR__TRANSPORT ||
+				err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
+				err == RD_KAFKA_RESP_ERR__RESOLVE)
+				continue;
+			broker_error(kafka, "read messages", err);
+		}
+		if (i < 0 || kafka->done[i] || m->offset >= kafka->ranges[i].end)
+		{
+			mark_done(kafka, i);
+			rd_kafka_message_destroy(m);
+			continue;
+		}
+		if (m->offset >= kafka->ranges[i].end - 1)
+			mark_done(kafka, i);
+
+		kafka->current = m;
+		describe_message(m, msg);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * ssp_kafka_header: the last header called name of msg; false if none.
+ */
+bool
+ssp_kafka_header(SspMessage *msg, const char *name, const char **value,
+				 size_t *len)
+{
+	rd_kafka_headers_t *hdrs;
+	const void *v;
+
+	if (msg->handle == NULL ||
+		rd_kafka_message_headers(msg->handle, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR)
+		return false;
+	if (rd_kafka_header_get_last(hdrs, name, &v, len) != RD_KAFKA_RESP_ERR_NO_ERROR)
+		return false;
+	*value = v;
+	return true;
+}
+
+/* Producers ---------------------------------------------------------- */
+
+static void
+destroy_producer(SspKafka *kafka)
+{
+	rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+	rd_kafka_poll(kafka->rk, 0);
+	rd_kafka_destroy(kafka->rk);
+	kafka->rk = NULL;
+}
+
+static void
+producers_at_exit(int code, Datum arg)
+{
+	ListCell   *lc;
+
+	foreach(lc, producers)
+		destroy_producer(lfirst(lc));
+	producers = NIL;
+}
+
+static void
+producers_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	ListCell   *lc;
+
+	foreach(lc, producers)
+		((SspKafka *) lfirst(lc))->stale = true;
+}
+
+/* On abort, messages not yet sent are dropped rather than sent later. */
+static void
+producers_xact_callback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	foreach(lc, producers)
+		rd_kafka_purge(((SspKafka *) lfirst(lc))->rk, RD_KAFKA_PURGE_F_QUEUE);
+}
+
+/*
+ * ssp_kafka_producer: the backend's producer for the server as userid,
+ * created on first use and kept until the server or mapping changes.
+ */
+SspKafka *
+ssp_kafka_producer(Oid serverid, Oid userid)
+{
+	ListCell   *lc;
+	SspKafka   *kafka;
+	MemoryContext old;
+
+	if (!producer_callbacks_registered)
+	{
+		before_shmem_exit(producers_at_exit, 0);
+		CacheRegisterSyscacheCallback(FOREIGNSERVEROID, producers_invalidate, 0);
+		CacheRegisterSyscacheCallback(USERMAPPINGOID, producers_invalidate, 0);
+		/* a role that lost superuser: its server's options are checked again */
+		CacheRegisterSyscacheCallback(AUTHOID, producers_invalidate, 0);
+		RegisterXactCallback(producers_xact_callback, NULL);
+		producer_callbacks_registered = true;
+	}
+
+	foreach(lc, producers)
+	{
+		kafka = lfirst(lc);
+		if (kafka->serverid != serverid || kafka->userid != userid)
+			continue;
+		/* a fatal error (an idempotent producer refused a producer id) ends it */
+		if (!kafka->stale && rd_kafka_fatal_error(kafka->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
+			return kafka;
+		destroy_producer(kafka);
+		producers = foreach_delete_current(producers, lc);
+		pfree(kafka);
+		break;
+	}
+
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	kafka = palloc0(sizeof(SspKafka));
+	kafka->serverid = serverid;
+	kafka->userid = userid;
+	kafka->topic = "";
+	MemoryContextSwitchTo(old);
+	kafka->rk = new_client(kafka, RD_KAFKA_PRODUCER);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	producers = lappend(producers, kafka);
+	MemoryContextSwitchTo(old);
+	return kafka;
+}
+
+static int	delivery_hint(SspKafka *kafka, rd_kafka_resp_err_t err);
+
+/*
+ * fatal_error: a producer's fatal error (librdkafka's idempotent producer
+ * stops for good when, say, it may not get a producer id): the producer is
+ * built anew next time, and the error says why.
+ */
+static void
+fatal_error(SspKafka *kafka, const char *topic)
+{
+	char		reason[512];
+	rd_kafka_resp_err_t err = rd_kafka_fatal_error(kafka->rk, reason, sizeof(reason));
+
+	if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+		return;
+	kafka->stale = true;
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_ERROR),
+			 errmsg("could not produce to topic \"%s\"", topic),
+			 errdetail("The producer of server \"%s\" failed: %s", kafka->servername, reason),
+			 err == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED ||
+			 err == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED ?
+			 errhint("The principal of server \"%s\" gets no producer id: an idempotent producer needs WRITE on the topic (IDEMPOTENT_WRITE on the cluster before Kafka 3) (kafka-acls).",
+					 kafka->servername) : delivery_hint(kafka, err)));
+}
+
+static void
+check_elapsed(SspKafka *kafka, instr_time start, const char *topic)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, start);
+	if (INSTR_TIME_GET_MILLISEC(now) > ssp_broker_timeout)
+	{
+		int			pending = rd_kafka_outq_len(kafka->rk);
+
+		rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+		rd_kafka_poll(kafka->rk, 0);
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+				 errmsg("could not produce to topic \"%s\": timed out", topic),
+				 kafka->last_error[0] ?
+				 errdetail_plural("%d message was not acknowledged within %d ms (last broker error: %s).",
+								  "%d messages were not acknowledged within %d ms (last broker error: %s).",
+								  pending, pending, ssp_broker_timeout, kafka->last_error) :
+				 errdetail_plural("%d message was not acknowledged within %d ms.",
+								  "%d messages were not acknowledged within %d ms.",
+								  pending, pending, ssp_broker_timeout),
+				 kafka->last_code == RD_KAFKA_RESP_ERR__AUTHENTICATION ? trouble_hint(kafka, RD_KAFKA_RESP_ERR_NO_ERROR) :
+				 errhint("Check that the brokers of server \"%s\" are up; some messages may have been delivered.",
+						 kafka->servername)));
+	}
+}
+
+/*
+ * ssp_kafka_produce: queue one message for topic; ssp_kafka_flush waits
+ * for the broker's acknowledgement.
+ */
+void
+ssp_kafka_produce(SspKafka *kafka, const char *topic, SspOutMessage *out)
+{
+	rd_kafka_headers_t *hdrs = NULL;
+	rd_kafka_resp_err_t err;
+	instr_time	start;
+	ListCell   *lc;
+
+	INSTR_TIME_SET_CURRENT(start);
+	for (;;)
+	{
+		if (out->headers != NIL)
+		{
+			hdrs = rd_kafka_headers_new(list_length(out->headers));
+			foreach(lc, out->headers)
+			{
+				SspHeader  *h = lfirst(lc);
+
+				rd_kafka_header_add(hdrs, h->name, -1, h->value, h->len);
+			}
+		}
+		err = rd_kafka_producev(kafka->rk,
+								RD_KAFKA_V_TOPIC(topic),
+								RD_KAFKA_V_PARTITION(out->partition),
+								RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+								RD_KAFKA_V_VALUE(out->value_null ? NULL : out->value.data,
+												 out->value_null ? 0 : out->value.len),
+								RD_KAFKA_V_KEY(out->key_null ? NULL : out->key.data,
+											   out->key_null ? 0 : out->key.len),
+								RD_KAFKA_V_TIMESTAMP(out->timestamp_ms),
+								RD_KAFKA_V_HEADERS(hdrs),
+								RD_KAFKA_V_END);
+		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+			break;
+		if (hdrs)
+			rd_kafka_headers_destroy(hdrs);
+		hdrs = NULL;
+		if (err == RD_KAFKA_RESP_ERR__FATAL)
+			fatal_error(kafka, topic);
+		if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_ERROR),
+					 errmsg("could not produce to topic \"%s\"", topic),
+					 errdetail("%s", rd_kafka_err2str(err)),
+					 delivery_hint(kafka, err)));
+		/* the local queue is full: wait for the broker to take some */
+		CHECK_FOR_INTERRUPTS();
+		rd_kafka_poll(kafka->rk, SSP_POLL_MS);
+		check_elapsed(kafka, start, topic);
+	}
+	rd_kafka_poll(kafka->rk, 0);
+}
+
+/* delivery_hint: what to do about a message the broker refused */
+static int
+delivery_hint(SspKafka *kafka, rd_kafka_resp_err_t err)
+{
+	switch (err)
+	{
+		case RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP:
+			return errhint("A broker refuses a message stamped further ahead of its clock than the topic's message.timestamp.after.max.ms (an hour, by default, since Kafka 4), or further behind than message.timestamp.before.max.ms; a stream's \"timestamp\" column stamps each message.");
+		case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+		case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+			return errhint("The message is larger than the topic's max.message.bytes, or than the server's message.max.bytes property.");
+		case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+			return errhint("The principal of server \"%s\" may not write to the topic: grant it WRITE (kafka-acls).",
+						   kafka->servername);
+		default:
+			return 0;
+	}
+}
+
+/*
+ * ssp_kafka_flush: wait until the broker has acknowledged every queued
+ * message; errors if one failed or the wait passes ssp.broker_timeout.
+ */
+void
+ssp_kafka_flush(SspKafka *kafka, const char *topic)
+{
+	instr_time	start;
+	uint64		failed_before = kafka->failed;
+
+	INSTR_TIME_SET_CURRENT(start);
+	while (rd_kafka_outq_len(kafka->rk) > 0)
+	{
+		CHECK_FOR_INTERRUPTS();
+		rd_kafka_flush(kafka->rk, SSP_POLL_MS);
+		check_elapsed(kafka, start, topic);
+	}
+	rd_kafka_poll(kafka->rk, 0);
+	if (kafka->failed > failed_before)
+		fatal_error(kafka, topic);
+	if (kafka->failed > failed_before)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("could not produce to topic \"%s\"", topic),
+				 errdetail("The broker refused " UINT64_FORMAT " messages: %s",
+						   kafka->failed - failed_before, kafka->delivery_error),
+				 delivery_hint(kafka, kafka->delivery_code)));
+}
+
+/* Worker consumers -------------------------------------------------------- */
+
+/*
+ * ssp_kafka_event_fd: a descriptor that becomes readable when messages or
+ * events wait in the consumer's queue, for WaitLatchOrSocket.  Read it
+ * empty with ssp_kafka_drain_fd.
+ */
+int
+ssp_kafka_event_fd(SspKafka *kafka)
+{
+	if (kafka->queue)
+		return kafka->pipefd[0];
+	if (pipe(kafka->pipefd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create a pipe: %m")));
+	fcntl(kafka->pipefd[0], F_SETFL, O_NONBLOCK);
+	fcntl(kafka->pipefd[1], F_SETFL, O_NONBLOCK);
+	kafka->queue = rd_kafka_queue_get_consumer(kafka->rk);
+	rd_kafka_queue_io_event_enable(kafka->queue, kafka->pipefd[1], "1", 1);
+	return kafka->pipefd[0];
+}
+
+void
+ssp_kafka_drain_fd(SspKafka *kafka)
+{
+	char		buf[64];
+
+	while (read(kafka->pipefd[0], buf, sizeof(buf)) > 0)
+		;
+}
+
+/*
+ * ssp_kafka_commit: commit to the consumer's group (a view's: ssp.DB.OID)
+ * the next offsets of the partitions a batch moved (-1: did not move),
+ * asynchronously, after Postgres committed them.  Postgres stays the
+ * truth: this is for kafka-consumer-groups and other lag tools, and a
+ * commit that fails (no broker, no ACL on the group) is only logged, at
+ * DEBUG2 (log_cb).
+ */
+void
+ssp_kafka_commit(SspKafka *kafka, int nparts, const int64 *next)
+{
+	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(Max(nparts, 1));
+	int			p;
+
+	for (p = 0; p < nparts; p++)
+		if (next[p] >= 0)
+			rd_kafka_topic_partition_list_add(list, kafka->topic, p)->offset = next[p];
+	if (list->cnt > 0)
+		(void) rd_kafka_commit(kafka->rk, list, 1);
+	rd_kafka_topic_partition_list_destroy(list);
+}
+
+/*
+ * ssp_kafka_assign_at: read every partition from its offset; -1 means the
+ * oldest retained message, SSP_OFFSET_NOT_OURS not to read it.
+ */
+void
+ssp_kafka_assign_at(SspKafka *kafka, int nparts, const int64 *offsets)
+{
+	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(Max(nparts, 1));
+	rd_kafka_resp_err_t err;
+	int			p;
+
+	for (p = 0; p < nparts; p++)
+		if (offsets[p] != SSP_OFFSET_NOT_OURS)
+			rd_kafka_topic_partition_list_add(list, kafka->topic, p)->offset =
+				offsets[p] >= 0 ? offsets[p] : RD_KAFKA_OFFSET_BEGINNING;
+	err = rd_kafka_assign(kafka->rk, list);
+	rd_kafka_topic_partition_list_destroy(list);
+	if (err)
+		broker_error(kafka, "start reading", err);
+}
+
+/*
+ * take_message: what the queue gave: a partition's end sets eof, a next
+ * offset that no longer exists on the broker sets lost, an error is
+ * remembered; a message is kept (pending) and described in out.  Returns
+ * whether it was a message.
+ */
+static bool
+take_message(SspKafka *kafka, rd_kafka_message_t *m, SspMessage *out,
+			 int64 *eof, bool *lost, int nparts)
+{
+	if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+	{
+		if (m->partition >= 0 && m->partition < nparts)
+			eof[m->partition] = m->offset;
+		rd_kafka_message_destroy(m);
+		return false;
+	}
+	if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET)
+	{
+		/* the next offset is gone (retention); the caller decides */
+		if (m->partition >= 0 && m->partition < nparts)
+			lost[m->partition] = true;
+		rd_kafka_message_destroy(m);
+		return false;
+	}
+	if (m->err)
+	{
+		snprintf(kafka->last_error, sizeof(kafka->last_error), "topic \"%s\": %s",
+				 kafka->topic, rd_kafka_message_errstr(m));
+		kafka->last_code = m->err;
+		kafka->trouble = true;
+		rd_kafka_message_destroy(m);
+		return false;
+	}
+	kafka->trouble = false;
+	kafka->pending[kafka->npending++] = m;
+	describe_message(m, out);
+	return true;
+}
+
+/*
+ * ssp_kafka_poll_batch: up to max waiting messages into out, without
+ * blocking; they stay valid until ssp_kafka_release.  A partition's end
+ * (EOF) sets eof[partition] to its next offset; a next offset that no
+ * longer exists on the broker sets lost[partition].  It takes until the
+ * queue is empty or max messages are taken: one call to librdkafka may
+ * return fewer than there are, and librdkafka signals the pipe only when
+ * an empty queue gets something, so a queue left non-empty would not wake
+ * the caller again.
+ */
+int
+ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max, int64 *eof,
+					 bool *lost, int nparts)
+{
+	rd_kafka_message_t **msgs;
+	ssize_t		got;
+	int			n = 0;
+	int			i;
+
+	if (max <= 0)
+		return 0;
+	if (kafka->npending + max > kafka->maxpending)
+	{
+		kafka->maxpending = kafka->npending + max;
+		kafka->pending = kafka->pending ?
+			repalloc(kafka->pending, sizeof(rd_kafka_message_t *) * kafka->maxpending) :
+			MemoryContextAlloc(GetMemoryChunkContext(kafka),
+							   sizeof(rd_kafka_message_t *) * kafka->maxpending);
+	}
+	msgs = palloc(sizeof(rd_kafka_message_t *) * max);
+	do
+	{
+		got = rd_kafka_consume_batch_queue(kafka->queue, 0, msgs, max - n);
+		for (i = 0; i < got; i++)
+			if (take_message(kafka, msgs[i], &out[n], eof, lost, nparts))
+				n++;
+	} while (got > 0 && n < max);
+	pfree(msgs);
+	return n;
+}
+
+/* ssp_kafka_release: free the messages ssp_kafka_poll_batch returned. */
+void
+ssp_kafka_release(SspKafka *kafka)
+{
+	int			i;
+
+	for (i = 0; i < kafka->npending; i++)
+		rd_kafka_message_destroy(kafka->pending[i]);
+	kafka->npending = 0;
+}
+
+/*
+ * ssp_kafka_lag: messages not yet consumed past next[], from the
+ * watermarks the client last saw (no broker request); -1 if it has seen
+ * none.  If lagging is not NULL, it says per partition whether messages
+ * may wait there: true too when the client does not know the end yet.
+ * Partitions at SSP_OFFSET_NOT_OURS are not counted.
+ */
+int64
+ssp_kafka_lag(SspKafka *kafka, int nparts, const int64 *next, bool *lagging)
+{
+	int64		lag = 0;
+	bool		known = false;
+	int			p;
+
+	for (p = 0; p < nparts; p++)
+	{
+		int64		low,
+					high;
+
+		if (next[p] == SSP_OFFSET_NOT_OURS)
+		{
+			if (lagging)
+				lagging[p] = false;
+			continue;
+		}
+		if (rd_kafka_get_watermark_offsets(kafka->rk, kafka->topic, p, &low, &high) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+			high < 0)
+		{
+			if (lagging)
+				lagging[p] = true;
+			continue;
+		}
+		known = true;
+		lag += Max(0, high - Max(next[p], low));
+		if (lagging)
+			lagging[p] = high > Max(next[p], low);
+	}
+	return known ? lag : -1;
+}
+
+/* ssp_kafka_trouble: the latest error if one came after the last message. */
+const char *
+ssp_kafka_trouble(SspKafka *kafka)
+{
+	return kafka->trouble ? kafka->last_error : NULL;
+}

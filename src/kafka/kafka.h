@@ -1,0 +1,68 @@
+/*-------------------------------------------------------------------------
+ *
+ * kafka.h
+ *	  The Kafka edge: librdkafka's properties and who may set them
+ *	  (property.c), and its clients (kafka.c).  Nothing here calls upward:
+ *	  the rest of ssp sees Kafka only through these functions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SSP_KAFKA_H
+#define SSP_KAFKA_H
+
+#include "ssp.h"
+
+/* property.c: which properties exist, which are secret, who may set them */
+extern bool ssp_option_is_secret(const char *name);
+extern void ssp_kafka_validate_property(const char *name, const char *value,
+										bool secret);
+extern bool ssp_kafka_property_known(const char *name);
+extern void ssp_check_kafka_property(const char *name, bool in_user_mapping,
+									 bool trusted);
+extern void ssp_check_server_properties(Oid serverid, bool server, bool mapping,
+										Oid umuser, bool all_mappings);
+extern List *ssp_server_kafka_options(Oid serverid, Oid userid);
+extern char *ssp_server_kafka_signature(Oid serverid, Oid userid);
+
+/* kafka.c: handles, errors, metadata, consuming and producing */
+typedef struct SspKafka SspKafka;
+
+typedef struct SspPartitionRange
+{
+	int32		partition;
+	int64		start;			/* first offset to read */
+	int64		end;			/* stop before this offset */
+} SspPartitionRange;
+
+extern SspKafka *ssp_kafka_consumer(Oid serverid, Oid userid,
+									 const char *topic, const char *view_group);
+extern void ssp_kafka_commit(SspKafka *kafka, int nparts, const int64 *next);
+extern void ssp_kafka_close(SspKafka *kafka);
+extern int	ssp_kafka_partition_count(SspKafka *kafka);
+extern int	ssp_kafka_partition_count_try(SspKafka *kafka, int timeout_ms);
+extern void ssp_kafka_watermarks(SspKafka *kafka, int32 partition,
+								 int64 *low, int64 *high);
+extern int64 ssp_kafka_offset_for_time(SspKafka *kafka, int32 partition,
+									   int64 timestamp_ms);
+extern void ssp_kafka_assign(SspKafka *kafka, SspPartitionRange *ranges,
+							 int nranges);
+extern bool ssp_kafka_next(SspKafka *kafka, SspMessage *msg);
+extern bool ssp_kafka_header(SspMessage *msg, const char *name,
+							 const char **value, size_t *len);
+extern SspKafka *ssp_kafka_producer(Oid serverid, Oid userid);
+extern void ssp_kafka_produce(SspKafka *kafka, const char *topic,
+							  SspOutMessage *out);
+extern void ssp_kafka_flush(SspKafka *kafka, const char *topic);
+extern int	ssp_kafka_event_fd(SspKafka *kafka);
+extern void ssp_kafka_drain_fd(SspKafka *kafka);
+/* an offset for ssp_kafka_assign_at and ssp_kafka_lag: a partition not to read */
+#define SSP_OFFSET_NOT_OURS (-2)
+extern void ssp_kafka_assign_at(SspKafka *kafka, int nparts, const int64 *offsets);
+extern int	ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max,
+								 int64 *eof, bool *lost, int nparts);
+extern void ssp_kafka_release(SspKafka *kafka);
+extern int64 ssp_kafka_lag(SspKafka *kafka, int nparts, const int64 *next,
+						   bool *lagging);
+extern const char *ssp_kafka_trouble(SspKafka *kafka);
+
+#endif							/* SSP_KAFKA_H */

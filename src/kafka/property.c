@@ -1,0 +1,623 @@
+/*-------------------------------------------------------------------------
+ *
+ * property.c
+ *	  librdkafka's properties: which exist, which hold secrets, and who may
+ *	  set which, checked when a server or user mapping is created or altered
+ *	  and again each time a client is built (kafka.c).
+ *
+ * librdkafka runs inside the backend, as the operating-system user of the
+ * database server.  Some of its properties run a shell command (Kerberos's
+ * kinit), load a shared library, read a file of the server, send the
+ * server's connections where the setter says, or fill the server log.  A
+ * role that may use a server must not gain any of that, so every property
+ * is classified here, from librdkafka's CONFIGURATION.md:
+ *
+ *	anyone		tuning (timeouts, sizes, compression): any server's owner
+ *	credential	credentials and TLS material given inline: any user mapping
+ *	superuser	commands, code, files, logging, endpoints: only in servers
+ *				owned by a superuser and in user mappings of superusers
+ *	ssp			set by ssp itself (what it reads, how it commits): nobody
+ *	refused		callbacks and pointers, or unsafe inside a backend: nobody
+ *
+ * A property this table does not know (from a newer librdkafka) is treated
+ * as superuser-only.  sasl.kerberos.kinit.cmd is refused to everyone unless
+ * ssp.allow_kinit_cmd is on; when it is off, every client is built with
+ * Kerberos's ticket refresh disabled, so the default kinit command, which
+ * embeds other properties, never runs either.
+ *
+ * Options are trusted by who can have written them, since the catalog does
+ * not say who did: a server's by its owner; a user mapping's by the
+ * server's owner and, unless the mapping is for PUBLIC, by its role, who
+ * may alter it.  Options set before this rule, or by a role that has lost
+ * superuser since, are refused when a client is built.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/reloptions.h"
+#include "access/table.h"
+#include "catalog/pg_user_mapping.h"
+#include "commands/defrem.h"
+#include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "ssp.h"
+#include "kafka/kafka.h"
+
+/* ssp.allow_kinit_cmd: may sasl.kerberos.kinit.cmd be set (by superusers)? */
+bool		ssp_allow_kinit_cmd = false;
+
+typedef enum SspPropertyClass
+{
+	PROP_ANYONE,
+	PROP_CREDENTIAL,
+	PROP_SUPERUSER,
+	PROP_SSP,
+	PROP_REFUSED
+} SspPropertyClass;
+
+typedef struct SspProperty
+{
+	const char *name;
+	SspPropertyClass class;
+	const char *why;			/* superuser, ssp, refused: a sentence */
+} SspProperty;
+
+#define WHY_COMMAND "It runs a shell command on the database server."
+#define WHY_KERBEROS "It configures Kerberos, whose ticket refresh runs a shell command built from it."
+#define WHY_CODE "It loads a shared library into the database server."
+#define WHY_FILE "It names a file or store of the database server, which the server would read."
+#define WHY_KEYSTORE "It unlocks a keystore file of the database server."
+#define WHY_LOG "It changes what the database server logs."
+#define WHY_ENDPOINT "It makes the database server connect to an address of the setter's choosing."
+#define WHY_MOCK "It replaces the cluster with a simulated one inside the database server."
+#define WHY_POINTER "It is a callback or pointer, which can only be set from C."
+#define WHY_SIGNAL "It signals librdkafka's threads, where Postgres's signal handlers would run."
+#define WHY_READS "ssp sets it so that a view reads every message once."
+#define WHY_WRITES "ssp sets it so that what it produces is written once, and acknowledged."
+#define WHY_CLIENT "ssp sets it to run librdkafka inside Postgres."
+
+static const SspProperty properties[] = {
+	/* set by ssp */
+	{"bootstrap.servers", PROP_SSP, NULL},	/* the server option "brokers" */
+	{"metadata.broker.list", PROP_SSP, NULL},
+	{"group.id", PROP_SSP, WHY_READS},
+	{"group.instance.id", PROP_SSP, WHY_READS},
+	{"enable.auto.commit", PROP_SSP, WHY_READS},
+	{"auto.commit.enable", PROP_SSP, WHY_READS},
+	{"enable.auto.offset.store", PROP_SSP, WHY_READS},
+	{"enable.partition.eof", PROP_SSP, WHY_READS},
+	{"auto.offset.reset", PROP_SSP, WHY_READS},
+	{"isolation.level", PROP_SSP, WHY_READS},
+	{"enable.idempotence", PROP_SSP, WHY_WRITES},
+	{"acks", PROP_SSP, WHY_WRITES},
+	{"request.required.acks", PROP_SSP, WHY_WRITES},
+	{"transactional.id", PROP_SSP, WHY_WRITES},
+	{"queuing.strategy", PROP_SSP, WHY_WRITES},
+	{"delivery.report.only.error", PROP_SSP, WHY_WRITES},
+	{"log.queue", PROP_SSP, WHY_CLIENT},
+	{"enabled_events", PROP_SSP, WHY_CLIENT},
+
+	/* refused: callbacks, pointers, signals */
+	{"error_cb", PROP_REFUSED, WHY_POINTER},
+	{"throttle_cb", PROP_REFUSED, WHY_POINTER},
+	{"stats_cb", PROP_REFUSED, WHY_POINTER},
+	{"log_cb", PROP_REFUSED, WHY_POINTER},
+	{"background_event_cb", PROP_REFUSED, WHY_POINTER},
+	{"socket_cb", PROP_REFUSED, WHY_POINTER},
+	{"connect_cb", PROP_REFUSED, WHY_POINTER},
+	{"closesocket_cb", PROP_REFUSED, WHY_POINTER},
+	{"open_cb", PROP_REFUSED, WHY_POINTER},
+	{"resolve_cb", PROP_REFUSED, WHY_POINTER},
+	{"opaque", PROP_REFUSED, WHY_POINTER},
+	{"default_topic_conf", PROP_REFUSED, WHY_POINTER},
+	{"ssl_key", PROP_REFUSED, WHY_POINTER},
+	{"ssl_certificate", PROP_REFUSED, WHY_POINTER},
+	{"ssl_ca", PROP_REFUSED, WHY_POINTER},
+	{"ssl_engine_callback_data", PROP_REFUSED, WHY_POINTER},
+	{"ssl.certificate.verify_cb", PROP_REFUSED, WHY_POINTER},
+	{"oauthbearer_token_refresh_cb", PROP_REFUSED, WHY_POINTER},
+	{"interceptors", PROP_REFUSED, WHY_POINTER},
+	{"consume_cb", PROP_REFUSED, WHY_POINTER},
+	{"rebalance_cb", PROP_REFUSED, WHY_POINTER},
+	{"offset_commit_cb", PROP_REFUSED, WHY_POINTER},
+	{"dr_cb", PROP_REFUSED, WHY_POINTER},
+	{"dr_msg_cb", PROP_REFUSED, WHY_POINTER},
+	{"partitioner_cb", PROP_REFUSED, WHY_POINTER},
+	{"msg_order_cmp", PROP_REFUSED, WHY_POINTER},
+	{"internal.termination.signal", PROP_REFUSED, WHY_SIGNAL},
+
+	/* superusers only */
+	{"sasl.kerberos.kinit.cmd", PROP_SUPERUSER, WHY_COMMAND},
+	{"sasl.kerberos.principal", PROP_SUPERUSER, WHY_KERBEROS},
+	{"sasl.kerberos.keytab", PROP_SUPERUSER, WHY_KERBEROS},
+	{"sasl.kerberos.min.time.before.relogin", PROP_SUPERUSER, WHY_KERBEROS},
+	{"sasl.kerberos.service.name", PROP_SUPERUSER, WHY_KERBEROS},
+	{"plugin.library.paths", PROP_SUPERUSER, WHY_CODE},
+	{"ssl.engine.location", PROP_SUPERUSER, WHY_CODE},
+	{"ssl.engine.id", PROP_SUPERUSER, WHY_CODE},
+	{"ssl.providers", PROP_SUPERUSER, WHY_CODE},
+	{"ssl.key.location", PROP_SUPERUSER, WHY_FILE},
+	{"ssl.certificate.location", PROP_SUPERUSER, WHY_FILE},
+	{"ssl.ca.location", PROP_SUPERUSER, WHY_FILE},
+	{"ssl.ca.certificate.stores", PROP_SUPERUSER, WHY_FILE},
+	{"ssl.crl.location", PROP_SUPERUSER, WHY_FILE},
+	{"ssl.keystore.location", PROP_SUPERUSER, WHY_FILE},
+	{"ssl.keystore.password", PROP_SUPERUSER, WHY_KEYSTORE},
+	{"offset.store.path", PROP_SUPERUSER, WHY_FILE},
+	{"offset.store.method", PROP_SUPERUSER, WHY_FILE},
+	{"https.ca.location", PROP_SUPERUSER, WHY_FILE},
+	{"debug", PROP_SUPERUSER, WHY_LOG},
+	{"log_level", PROP_SUPERUSER, WHY_LOG},
+	{"log.connection.close", PROP_SUPERUSER, WHY_LOG},
+	{"log.thread.name", PROP_SUPERUSER, WHY_LOG},
+	{"sasl.oauthbearer.token.endpoint.url", PROP_SUPERUSER, WHY_ENDPOINT},
+	{"test.mock.num.brokers", PROP_SUPERUSER, WHY_MOCK},
+	{"test.mock.broker.rtt", PROP_SUPERUSER, WHY_MOCK},
+
+	/* credentials: any user mapping */
+	{"security.protocol", PROP_CREDENTIAL, NULL},
+	{"sasl.mechanisms", PROP_CREDENTIAL, NULL},
+	{"sasl.mechanism", PROP_CREDENTIAL, NULL},
+	{"sasl.username", PROP_CREDENTIAL, NULL},
+	{"sasl.password", PROP_CREDENTIAL, NULL},
+	{"sasl.oauthbearer.config", PROP_CREDENTIAL, NULL},
+	{"enable.sasl.oauthbearer.unsecure.jwt", PROP_CREDENTIAL, NULL},
+	{"sasl.oauthbearer.method", PROP_CREDENTIAL, NULL},
+	{"sasl.oauthbearer.client.id", PROP_CREDENTIAL, NULL},
+	{"sasl.oauthbearer.client.secret", PROP_CREDENTIAL, NULL},
+	{"sasl.oauthbearer.scope", PROP_CREDENTIAL, NULL},
+	{"sasl.oauthbearer.extensions", PROP_CREDENTIAL, NULL},
+	{"ssl.key.pem", PROP_CREDENTIAL, NULL},
+	{"ssl.key.password", PROP_CREDENTIAL, NULL},
+	{"ssl.certificate.pem", PROP_CREDENTIAL, NULL},
+	{"ssl.ca.pem", PROP_CREDENTIAL, NULL},
+
+	/* tuning: any server */
+	{"builtin.features", PROP_ANYONE, NULL},
+	{"client.id", PROP_ANYONE, NULL},
+	{"client.rack", PROP_ANYONE, NULL},
+	{"client.dns.lookup", PROP_ANYONE, NULL},
+	{"client.software.name", PROP_ANYONE, NULL},
+	{"client.software.version", PROP_ANYONE, NULL},
+	{"message.max.bytes", PROP_ANYONE, NULL},
+	{"message.copy.max.bytes", PROP_ANYONE, NULL},
+	{"receive.message.max.bytes", PROP_ANYONE, NULL},
+	{"max.in.flight.requests.per.connection", PROP_ANYONE, NULL},
+	{"max.in.flight", PROP_ANYONE, NULL},
+	{"topic.metadata.refresh.interval.ms", PROP_ANYONE, NULL},
+	{"metadata.max.age.ms", PROP_ANYONE, NULL},
+	{"topic.metadata.refresh.fast.interval.ms", PROP_ANYONE, NULL},
+	{"topic.metadata.refresh.fast.cnt", PROP_ANYONE, NULL},
+	{"topic.metadata.refresh.sparse", PROP_ANYONE, NULL},
+	{"topic.metadata.propagation.max.ms", PROP_ANYONE, NULL},
+	{"topic.blacklist", PROP_ANYONE, NULL},
+	{"metadata.recovery.strategy", PROP_ANYONE, NULL},
+	{"socket.timeout.ms", PROP_ANYONE, NULL},
+	{"socket.blocking.max.ms", PROP_ANYONE, NULL},
+	{"socket.send.buffer.bytes", PROP_ANYONE, NULL},
+	{"socket.receive.buffer.bytes", PROP_ANYONE, NULL},
+	{"socket.keepalive.enable", PROP_ANYONE, NULL},
+	{"socket.nagle.disable", PROP_ANYONE, NULL},
+	{"socket.max.fails", PROP_ANYONE, NULL},
+	{"socket.connection.setup.timeout.ms", PROP_ANYONE, NULL},
+	{"broker.address.ttl", PROP_ANYONE, NULL},
+	{"broker.address.family", PROP_ANYONE, NULL},
+	{"connections.max.idle.ms", PROP_ANYONE, NULL},
+	{"reconnect.backoff.jitter.ms", PROP_ANYONE, NULL},
+	{"reconnect.backoff.ms", PROP_ANYONE, NULL},
+	{"reconnect.backoff.max.ms", PROP_ANYONE, NULL},
+	{"retry.backoff.ms", PROP_ANYONE, NULL},
+	{"retry.backoff.max.ms", PROP_ANYONE, NULL},
+	{"statistics.interval.ms", PROP_ANYONE, NULL},
+	{"enable.random.seed", PROP_ANYONE, NULL},
+	{"enable.sparse.connections", PROP_ANYONE, NULL},
+	{"enable.metrics.push", PROP_ANYONE, NULL},
+	{"api.version.request", PROP_ANYONE, NULL},
+	{"api.version.request.timeout.ms", PROP_ANYONE, NULL},
+	{"api.version.fallback.ms", PROP_ANYONE, NULL},
+	{"broker.version.fallback", PROP_ANYONE, NULL},
+	{"allow.auto.create.topics", PROP_ANYONE, NULL},
+	{"ssl.cipher.suites", PROP_ANYONE, NULL},
+	{"ssl.curves.list", PROP_ANYONE, NULL},
+	{"ssl.sigalgs.list", PROP_ANYONE, NULL},
+	{"enable.ssl.certificate.verification", PROP_ANYONE, NULL},
+	{"ssl.endpoint.identification.algorithm", PROP_ANYONE, NULL},
+	{"partition.assignment.strategy", PROP_ANYONE, NULL},
+	{"session.timeout.ms", PROP_ANYONE, NULL},
+	{"heartbeat.interval.ms", PROP_ANYONE, NULL},
+	{"group.protocol.type", PROP_ANYONE, NULL},
+	{"group.protocol", PROP_ANYONE, NULL},
+	{"group.remote.assignor", PROP_ANYONE, NULL},
+	{"coordinator.query.interval.ms", PROP_ANYONE, NULL},
+	{"max.poll.interval.ms", PROP_ANYONE, NULL},
+	{"auto.commit.interval.ms", PROP_ANYONE, NULL},
+	{"queued.min.messages", PROP_ANYONE, NULL},
+	{"queued.max.messages.kbytes", PROP_ANYONE, NULL},
+	{"fetch.wait.max.ms", PROP_ANYONE, NULL},
+	{"fetch.queue.backoff.ms", PROP_ANYONE, NULL},
+	{"fetch.message.max.bytes", PROP_ANYONE, NULL},
+	{"max.partition.fetch.bytes", PROP_ANYONE, NULL},
+	{"fetch.max.bytes", PROP_ANYONE, NULL},
+	{"fetch.min.bytes", PROP_ANYONE, NULL},
+	{"fetch.error.backoff.ms", PROP_ANYONE, NULL},
+	{"offset.store.sync.interval.ms", PROP_ANYONE, NULL},
+	{"consume.callback.max.messages", PROP_ANYONE, NULL},
+	{"check.crcs", PROP_ANYONE, NULL},
+	{"transaction.timeout.ms", PROP_ANYONE, NULL},
+	{"enable.gapless.guarantee", PROP_ANYONE, NULL},
+	{"queue.buffering.max.messages", PROP_ANYONE, NULL},
+	{"queue.buffering.max.kbytes", PROP_ANYONE, NULL},
+	{"queue.buffering.max.ms", PROP_ANYONE, NULL},
+	{"queue.buffering.backpressure.threshold", PROP_ANYONE, NULL},
+	{"linger.ms", PROP_ANYONE, NULL},
+	{"message.send.max.retries", PROP_ANYONE, NULL},
+	{"retries", PROP_ANYONE, NULL},
+	{"compression.codec", PROP_ANYONE, NULL},
+	{"compression.type", PROP_ANYONE, NULL},
+	{"compression.level", PROP_ANYONE, NULL},
+	{"batch.num.messages", PROP_ANYONE, NULL},
+	{"batch.size", PROP_ANYONE, NULL},
+	{"sticky.partitioning.linger.ms", PROP_ANYONE, NULL},
+	{"request.timeout.ms", PROP_ANYONE, NULL},
+	{"message.timeout.ms", PROP_ANYONE, NULL},
+	{"delivery.timeout.ms", PROP_ANYONE, NULL},
+	{"produce.offset.report", PROP_ANYONE, NULL},
+	{"partitioner", PROP_ANYONE, NULL},
+	{NULL, PROP_SUPERUSER, NULL}
+};
+
+static const SspProperty unknown_property = {
+	NULL, PROP_SUPERUSER,
+	"ssp does not know what it does, and lets only superusers set such properties."
+};
+
+static const SspProperty *
+lookup(const char *name)
+{
+	const SspProperty *p;
+
+	for (p = properties; p->name; p++)
+		if (strcmp(p->name, name) == 0)
+			return p;
+	return &unknown_property;
+}
+
+/* credential_list: the credential properties, for a message's detail. */
+static char *
+credential_list(void)
+{
+	StringInfoData buf;
+	const SspProperty *p;
+
+	initStringInfo(&buf);
+	for (p = properties; p->name; p++)
+		if (p->class == PROP_CREDENTIAL)
+			appendStringInfo(&buf, "%s%s", buf.len ? ", " : "", p->name);
+	return buf.data;
+}
+
+/*
+ * ssp_check_kafka_property: error unless the property may be set where it
+ * is (a server or a user mapping), given whether every role that can have
+ * written it is a superuser (trusted).  Runs before librdkafka sees the
+ * property: setting some of them (plugin.library.paths) already loads code.
+ */
+void
+ssp_check_kafka_property(const char *name, bool in_user_mapping, bool trusted)
+{
+	const SspProperty *p = lookup(name);
+
+	if (p == &unknown_property && !ssp_kafka_property_known(name))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+				 errmsg("unrecognized Kafka property \"%s\"", name),
+				 errhint("Options other than \"brokers\" are librdkafka configuration properties, as listed in its CONFIGURATION.md.")));
+
+	switch (p->class)
+	{
+		case PROP_SSP:
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+					 errmsg("option \"%s\" is set by ssp", name),
+					 p->why ? errdetail("%s", p->why) :
+					 errhint("Use the server option \"brokers\".")));
+			break;
+		case PROP_REFUSED:
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+					 errmsg("Kafka property \"%s\" cannot be set as an option", name),
+					 errdetail("%s", p->why)));
+			break;
+		case PROP_SUPERUSER:
+			if (!trusted)
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("permission denied to set Kafka property \"%s\"", name),
+						 errdetail("%s Only superusers may set it, in a server owned by a superuser or in a user mapping of a superuser.",
+								   p->why)));
+			if (strcmp(name, "sasl.kerberos.kinit.cmd") == 0 && !ssp_allow_kinit_cmd)
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("Kafka property \"%s\" is disabled", name),
+						 errdetail("%s", WHY_COMMAND),
+						 errhint("A superuser can enable it with ALTER SYSTEM SET ssp.allow_kinit_cmd = on.")));
+			break;
+		case PROP_ANYONE:
+			if (in_user_mapping && !trusted)
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("permission denied to set Kafka property \"%s\" in a user mapping", name),
+						 errdetail("A user mapping may hold only credentials (%s) unless its role and the server's owner are superusers.",
+								   credential_list()),
+						 errhint("Set it on the server.")));
+			break;
+		case PROP_CREDENTIAL:
+			break;
+	}
+}
+
+/* Where the options being checked come from, for the error context. */
+typedef struct CheckContext
+{
+	Oid			serverid;
+	Oid			umuser;			/* InvalidOid: the server or PUBLIC */
+	bool		mapping;
+} CheckContext;
+
+static void
+check_context_callback(void *arg)
+{
+	CheckContext *c = arg;
+	ForeignServer *server = GetForeignServer(c->serverid);
+
+	if (!c->mapping)
+		errcontext("options of server \"%s\"", server->servername);
+	else if (!OidIsValid(c->umuser))
+		errcontext("options of the user mapping for PUBLIC on server \"%s\"",
+				   server->servername);
+	else
+		errcontext("options of the user mapping for \"%s\" on server \"%s\"",
+				   GetUserNameFromId(c->umuser, false), server->servername);
+}
+
+/*
+ * check_options: ssp_check_kafka_property for each option of a server
+ * ("brokers" aside) or of a user mapping, with the object in the context.
+ */
+static void
+check_options(List *options, Oid serverid, bool mapping, Oid umuser)
+{
+	ForeignServer *server = GetForeignServer(serverid);
+	bool		trusted;
+	CheckContext c = {serverid, umuser, mapping};
+	ErrorContextCallback errcallback;
+	ListCell   *lc;
+
+	trusted = superuser_arg(server->owner) &&
+		(!mapping || !OidIsValid(umuser) || superuser_arg(umuser));
+
+	errcallback.callback = check_context_callback;
+	errcallback.arg = &c;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	foreach(lc, options)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (!mapping && strcmp(def->defname, "brokers") == 0)
+			continue;
+		ssp_check_kafka_property(def->defname, mapping, trusted);
+	}
+	error_context_stack = errcallback.previous;
+}
+
+/*
+ * user_mapping: the options of the user mapping of userid (or of PUBLIC)
+ * for the server, and whose it is (InvalidOid: PUBLIC); false if none.
+ */
+static bool
+user_mapping(Oid serverid, Oid userid, List **options, Oid *umuser)
+{
+	HeapTuple	tp;
+	Datum		datum;
+	bool		isnull;
+
+	*options = NIL;
+	*umuser = userid;
+	tp = SearchSysCache2(USERMAPPINGUSERSERVER, ObjectIdGetDatum(userid),
+						 ObjectIdGetDatum(serverid));
+	if (!HeapTupleIsValid(tp))
+	{
+		*umuser = InvalidOid;
+		tp = SearchSysCache2(USERMAPPINGUSERSERVER, ObjectIdGetDatum(InvalidOid),
+							 ObjectIdGetDatum(serverid));
+	}
+	if (!HeapTupleIsValid(tp))
+		return false;
+
+	datum = SysCacheGetAttr(USERMAPPINGUSERSERVER, tp,
+							Anum_pg_user_mapping_umoptions, &isnull);
+	if (!isnull)
+		*options = untransformRelOptions(datum);
+	ReleaseSysCache(tp);
+	return true;
+}
+
+/*
+ * ssp_check_server_properties: the rule above, for the utility hook after
+ * DDL: over a server's options (server), the options of its user mapping
+ * for umuser (mapping; InvalidOid: PUBLIC), or those of all its user
+ * mappings (all_mappings), whose trust changes with the server's owner.
+ * Takes AccessShareLock on pg_user_mapping.
+ */
+void
+ssp_check_server_properties(Oid serverid, bool server, bool mapping, Oid umuser,
+							bool all_mappings)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	if (server)
+		check_options(GetForeignServer(serverid)->options, serverid, false, InvalidOid);
+	if (!mapping && !all_mappings)
+		return;
+
+	rel = table_open(UserMappingRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_user_mapping_umserver, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(serverid));
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_user_mapping um = (Form_pg_user_mapping) GETSTRUCT(tuple);
+		bool		isnull;
+		Datum		datum;
+
+		if (!all_mappings && um->umuser != umuser)
+			continue;
+		datum = heap_getattr(tuple, Anum_pg_user_mapping_umoptions,
+							 RelationGetDescr(rel), &isnull);
+		if (!isnull)
+			check_options(untransformRelOptions(datum), serverid, true, um->umuser);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+}
+
+/*
+ * ssp_server_kafka_options: the librdkafka properties for connecting to the
+ * server as userid, as a List of DefElem, in CurrentMemoryContext, each one
+ * checked against the rule above.  "brokers" becomes bootstrap.servers;
+ * user mapping options come after the server's, and ssp's own guards last.
+ */
+List *
+ssp_server_kafka_options(Oid serverid, Oid userid)
+{
+	ForeignServer *server = GetForeignServer(serverid);
+	List	   *result = NIL;
+	List	   *mapping;
+	Oid			umuser;
+	ListCell   *lc;
+
+	check_options(server->options, serverid, false, InvalidOid);
+	foreach(lc, server->options)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (strcmp(def->defname, "brokers") == 0)
+			result = lappend(result,
+							 makeDefElem("bootstrap.servers",
+										 (Node *) makeString(defGetString(def)), -1));
+		else
+			result = lappend(result, def);
+	}
+
+	if (user_mapping(serverid, userid, &mapping, &umuser))
+	{
+		check_options(mapping, serverid, true, umuser);
+		result = list_concat(result, mapping);
+	}
+
+	/* no Kerberos ticket refresh, hence no kinit command, unless allowed */
+	if (!ssp_allow_kinit_cmd)
+		result = lappend(result,
+						 makeDefElem("sasl.kerberos.min.time.before.relogin",
+									 (Node *) makeString("0"), -1));
+	return result;
+}
+
+/*
+ * ssp_server_kafka_signature: the properties a client for the server as
+ * userid is built with, as one string (secrets included: never show it),
+ * so that a worker can tell when they change.  Checks them as
+ * ssp_server_kafka_options does.
+ */
+char *
+ssp_server_kafka_signature(Oid serverid, Oid userid)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, ssp_server_kafka_options(serverid, userid))
+	{
+		DefElem    *def = lfirst(lc);
+
+		appendStringInfo(&buf, "%s=%s\n", def->defname, defGetString(def));
+	}
+	return buf.data;
+}
+
+/*
+ * ssp_option_is_secret: does this property hold a secret whose value must
+ * never be shown?
+ */
+bool
+ssp_option_is_secret(const char *name)
+{
+	return strstr(name, "password") != NULL ||
+		strstr(name, "secret") != NULL ||
+		strcmp(name, "ssl.key.pem") == 0 ||
+		strcmp(name, "ssl_key") == 0 ||
+		strcmp(name, "sasl.oauthbearer.config") == 0;
+}
+
+/*
+ * ssp_kafka_validate_property: error unless librdkafka accepts the property.
+ * The value is never shown when secret.
+ */
+void
+ssp_kafka_validate_property(const char *name, const char *value, bool secret)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	char		errstr[512];
+	rd_kafka_conf_res_t res;
+
+	res = rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr));
+	rd_kafka_conf_destroy(conf);
+
+	if (res == RD_KAFKA_CONF_UNKNOWN)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+				 errmsg("unrecognized Kafka property \"%s\"", name),
+				 errhint("Options other than \"brokers\" are librdkafka configuration properties, as listed in its CONFIGURATION.md.")));
+	if (res != RD_KAFKA_CONF_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for Kafka property \"%s\"", name),
+				 secret ? errdetail("The value is secret and not shown.") :
+				 errdetail("%s", errstr)));
+}
+
+/*
+ * ssp_kafka_property_known: is name a property of this librdkafka (of its
+ * clients or its topics)?  Sets nothing: setting some properties has
+ * effects of its own.
+ */
+bool
+ssp_kafka_property_known(const char *name)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_topic_conf_t *tconf = rd_kafka_topic_conf_new();
+	size_t		size = 0;
+	bool		known;
+
+	known = rd_kafka_conf_get(conf, name, NULL, &size) != RD_KAFKA_CONF_UNKNOWN ||
+		rd_kafka_topic_conf_get(tconf, name, NULL, &size) != RD_KAFKA_CONF_UNKNOWN;
+	rd_kafka_topic_conf_destroy(tconf);
+	rd_kafka_conf_destroy(conf);
+	return known;
+}

@@ -1,0 +1,673 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.c
+ *	  Applying a batch of messages to a continuous view, exactly once.
+ *
+ * One transaction per batch: check that the view is still the one the
+ * worker started for (not dropped, paused or reset since), decode the
+ * messages into a tuplestore exposed to SQL as the ephemeral relation
+ * ssp_batch (and ssp_batch_2 for the second stream of a join), run the
+ * view's apply statement, store dead letters, and
+ * upsert the partitions' next offsets into ssp.offsets; then commit.  The
+ * rows and the offsets that produced them commit together or not at all.
+ *
+ * The offsets are the fence: each is written only if ssp.offsets still
+ * holds the offset the worker's batch began from (a compare-and-set).  Any
+ * other writer (a second worker, however it came to run) makes the
+ * batch fail and roll back, rows and all, and its worker stop.
+ *
+ * Poison messages: the batch runs in a subtransaction.  If it fails with an
+ * error about the data (SQLSTATE classes 22 and 23, and a few more, such as
+ * the stack depth a deeply nested JSON message exhausts), it is
+ * split in halves and each half retried, down to the single messages that
+ * fail, which go to ssp.dead_letters (or are skipped, or stop the view, as
+ * ssp.on_error says).  A bad message costs O(log n) retries; other errors
+ * (a lock timeout, a full disk) fail the whole batch, which is retried when
+ * the worker restarts.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "storage/lmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/queryenvironment.h"
+#include "utils/rel.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "ssp.h"
+#include "stream/stream.h"
+#include "runtime/batch.h"
+#include "compile/window.h"
+
+typedef struct BatchState
+{
+	SspView    *view;
+	SspSources *src;
+	TupleDesc  *tupdescs;		/* per source: its batch relation's columns */
+	SspMessage *msgs;
+	int64		applied;
+	int64		dead;
+	int64		late;
+	Datum	   *values;
+	bool	   *nulls;
+	SspEventTime *et;			/* NULL unless the view is windowed */
+	TimestampTz *maxev;			/* per slot: this batch's latest event times */
+	bool	   *touched;		/* per slot: partitions with messages applied */
+} BatchState;
+
+/* hidden columns of ssp_batch after the stream's own */
+#define SSP_BATCH_EXTRA 3
+
+/*
+ * batch_tupdesc: the columns of ssp_batch: the stream's, then
+ * _ssp_partition, _ssp_offset and _ssp_tombstone (a null message value).
+ * Needs a transaction the first time.
+ */
+static TupleDesc
+batch_tupdesc(SspStream *stream)
+{
+	MemoryContext old;
+	Relation	rel;
+	TupleDesc	desc;
+	TupleDesc	sdesc;
+	int			i;
+
+	if (stream->batch_desc)
+		return stream->batch_desc;	/* made once per stream */
+	old = MemoryContextSwitchTo(stream->cxt);
+	rel = RelationIdGetRelation(stream->relid);
+	sdesc = RelationGetDescr(rel);
+	desc = CreateTemplateTupleDesc(sdesc->natts + SSP_BATCH_EXTRA);
+	for (i = 0; i < sdesc->natts; i++)
+		TupleDescCopyEntry(desc, i + 1, sdesc, i + 1);
+	TupleDescInitEntry(desc, sdesc->natts + 1, "_ssp_partition", INT4OID, -1, 0);
+	TupleDescInitEntry(desc, sdesc->natts + 2, "_ssp_offset", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, sdesc->natts + 3, "_ssp_tombstone", BOOLOID, -1, 0);
+	RelationClose(rel);
+	MemoryContextSwitchTo(old);
+	stream->batch_desc = desc;
+	return desc;
+}
+
+/* Is this error about a message's data, rather than about the system? */
+static bool
+is_data_error(int sqlerrcode)
+{
+	int			class = ERRCODE_TO_CATEGORY(sqlerrcode);
+
+	return class == ERRCODE_TO_CATEGORY(ERRCODE_DATA_EXCEPTION) ||
+		class == ERRCODE_TO_CATEGORY(ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION) ||
+		sqlerrcode == ERRCODE_PROGRAM_LIMIT_EXCEEDED ||
+		sqlerrcode == ERRCODE_STATEMENT_TOO_COMPLEX ||	/* JSON nested too deep */
+		sqlerrcode == ERRCODE_DATATYPE_MISMATCH ||
+		sqlerrcode == ERRCODE_INVALID_TEXT_REPRESENTATION;
+}
+
+/*
+ * run_apply: decode msgs[lo, hi) into the batch relations of their
+ * sources, and run the apply statement over them, with the watermark as
+ * $1, the run as $2 (a number new in the transaction, by which a join
+ * tells the rows this run buffered) and the worker's part as $3 (its rows,
+ * with ssp.parallelism); *late gets the late events among them
+ * and maxev their latest event time per slot.
+ */
+static void
+run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
+{
+	static uint32 run = 0;
+	Oid			argtypes[3] = {TIMESTAMPTZOID, INT4OID, INT4OID};
+	Datum		args[3];
+	char		nulls[3] = "   ";
+	int			nsrc = bs->src->n;
+	Tuplestorestate **ts = palloc(sizeof(Tuplestorestate *) * nsrc);
+	int		   *counts = palloc0(sizeof(int) * nsrc);
+	MemoryContext rowcxt = AllocSetContextCreate(CurrentMemoryContext, "ssp decode",
+												 ALLOCSET_DEFAULT_SIZES);
+	int			i;
+	int			rc;
+
+	for (i = 0; i < nsrc; i++)
+		ts[i] = tuplestore_begin_heap(false, false, work_mem);
+	for (i = lo; i < hi; i++)
+	{
+		SspMessage *msg = &bs->msgs[i];
+		SspStream  *stream = bs->src->streams[msg->source];
+		MemoryContext old = MemoryContextSwitchTo(rowcxt);
+
+		ssp_decode_message(stream, msg, bs->values, bs->nulls);
+		/* the hidden columns: where the message is, and if it is a tombstone */
+		bs->values[stream->natts] = Int32GetDatum(msg->partition);
+		bs->values[stream->natts + 1] = Int64GetDatum(msg->offset);
+		bs->values[stream->natts + 2] = BoolGetDatum(msg->value == NULL);
+		memset(bs->nulls + stream->natts, false, SSP_BATCH_EXTRA);
+		if (bs->et && msg->partition < bs->src->nparts[msg->source])
+		{
+			TimestampTz t = ssp_event_time(stream, msg, bs->values, bs->nulls);
+			int			slot = SSP_SLOT(bs->src, msg);
+
+			maxev[slot] = Max(maxev[slot], t);
+		}
+		MemoryContextSwitchTo(old);
+		tuplestore_putvalues(ts[msg->source], bs->tupdescs[msg->source], bs->values, bs->nulls);
+		counts[msg->source]++;
+		MemoryContextReset(rowcxt);
+	}
+	MemoryContextDelete(rowcxt);
+
+	for (i = 0; i < nsrc; i++)
+	{
+		EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
+
+		enr->md.name = (char *) SSP_BATCH_RELATION(i);
+		enr->md.reliddesc = InvalidOid;
+		enr->md.tupdesc = bs->tupdescs[i];
+		enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+		enr->md.enrtuples = counts[i];
+		enr->reldata = ts[i];
+		if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+			elog(ERROR, "ssp: could not register the batch relation");
+	}
+	PG_TRY();
+	{
+		args[0] = TimestampTzGetDatum(bs->et ? bs->et->watermark : 0);
+		nulls[0] = bs->et && bs->et->watermark != DT_NOBEGIN ? ' ' : 'n';
+		args[1] = Int32GetDatum((int32) ++run);
+		args[2] = Int32GetDatum(bs->view->part);
+		rc = SPI_execute_with_args(bs->view->apply_sql, 3, argtypes, args, nulls, false, 0);
+		if (rc != SPI_OK_INSERT && rc != SPI_OK_MERGE)
+			elog(ERROR, "ssp: apply statement of view \"%s\" failed: %s",
+				 bs->view->name, SPI_result_code_string(rc));
+		*late = 0;
+		if (bs->view->late_sql)
+		{
+			bool		isnull;
+
+			if (SPI_execute_with_args(bs->view->late_sql, 3, argtypes, args, nulls, true, 1) != SPI_OK_SELECT)
+				elog(ERROR, "ssp: could not count late events");
+			*late = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		}
+	}
+	PG_FINALLY();
+	{
+		for (i = 0; i < nsrc; i++)
+		{
+			SPI_unregister_relation(SSP_BATCH_RELATION(i));
+			tuplestore_end(ts[i]);
+		}
+	}
+	PG_END_TRY();
+}
+
+static void
+dead_letter(BatchState *bs, SspMessage *msg, const char *error)
+{
+	Oid			argtypes[7] = {OIDOID, TEXTOID, INT4OID, INT8OID, BYTEAOID, BYTEAOID, TEXTOID};
+	Datum		args[7];
+	char		nulls[7] = "       ";
+	bytea	   *key = NULL;
+	bytea	   *payload = NULL;
+
+	if (msg->key)
+	{
+		key = palloc(VARHDRSZ + msg->key_len);
+		SET_VARSIZE(key, VARHDRSZ + msg->key_len);
+		memcpy(VARDATA(key), msg->key, msg->key_len);
+	}
+	if (msg->value)
+	{
+		payload = palloc(VARHDRSZ + msg->value_len);
+		SET_VARSIZE(payload, VARHDRSZ + msg->value_len);
+		memcpy(VARDATA(payload), msg->value, msg->value_len);
+	}
+	args[0] = ObjectIdGetDatum(bs->view->view);
+	args[1] = CStringGetTextDatum(bs->view->topics[msg->source]);
+	args[2] = Int32GetDatum(msg->partition);
+	args[3] = Int64GetDatum(msg->offset);
+	args[4] = PointerGetDatum(key);
+	args[5] = PointerGetDatum(payload);
+	args[6] = CStringGetTextDatum(error);
+	if (!key)
+		nulls[4] = 'n';
+	if (!payload)
+		nulls[5] = 'n';
+	if (SPI_execute_with_args("INSERT INTO ssp.dead_letters (view, topic, partition, \"offset\", key, payload, error) "
+							  "VALUES ($1::regclass, $2, $3, $4, $5, $6, $7)",
+							  7, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "ssp: could not store a dead letter");
+}
+
+/*
+ * apply_range: apply msgs[lo, hi) in a subtransaction; on a data error,
+ * split and retry, down to single messages.
+ */
+static void
+apply_range(BatchState *bs, int lo, int hi)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+	int64		late = 0;
+	int			nparts = bs->et ? bs->src->nslots : 0;
+	TimestampTz *maxev = palloc(sizeof(TimestampTz) * Max(nparts, 1));
+	int			p;
+
+	if (lo >= hi)
+		return;
+	for (p = 0; p < nparts; p++)
+		maxev[p] = DT_NOBEGIN;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		run_apply(bs, lo, hi, &late, maxev);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_END_TRY();
+
+	if (edata == NULL)
+	{
+		int			i;
+
+		bs->applied += hi - lo - late;
+		bs->late += late;
+		for (p = 0; p < nparts; p++)
+			bs->maxev[p] = Max(bs->maxev[p], maxev[p]);
+		for (i = lo; i < hi; i++)
+			if (bs->msgs[i].partition < bs->src->nparts[bs->msgs[i].source])
+				bs->touched[SSP_SLOT(bs->src, &bs->msgs[i])] = true;
+		return;
+	}
+	if (!is_data_error(edata->sqlerrcode))
+		ReThrowError(edata);
+	if (hi - lo > 1)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		apply_range(bs, lo, mid);
+		apply_range(bs, mid, hi);
+		return;
+	}
+
+	/* one message that cannot be applied */
+	{
+		StringInfoData msg;
+
+		initStringInfo(&msg);
+		appendStringInfoString(&msg, edata->message);
+		/* where in the message, not the apply statement's text */
+		if (edata->context && strncmp(edata->context, "SQL statement", 13) != 0)
+			appendStringInfo(&msg, " (%s)", edata->context);
+		switch (bs->view->on_error)
+		{
+			case SSP_ON_ERROR_DEAD_LETTER:
+				dead_letter(bs, &bs->msgs[lo], msg.data);
+				bs->dead++;
+				break;
+			case SSP_ON_ERROR_SKIP:
+				bs->dead++;
+				break;
+			case SSP_ON_ERROR_STOP:
+				ereport(ERROR,
+						(errcode(edata->sqlerrcode),
+						 errmsg("continuous view \"%s\" stopped at partition %d, offset %lld of topic \"%s\"",
+								bs->view->name, bs->msgs[lo].partition,
+								(long long) bs->msgs[lo].offset, bs->view->topics[bs->msgs[lo].source]),
+						 errdetail("%s", msg.data),
+						 errhint("ssp.on_error is stop: fix the cause, or ssp.reset the view to a later start.")));
+		}
+	}
+}
+
+/*
+ * claim_view: hold off ssp.reset until the batch ends; false if the view
+ * was dropped, paused or reset.  One worker locks the view's row; the
+ * workers of a view with ssp.parallelism share an advisory lock, which
+ * ssp.reset takes exclusively (ssp_view_lock_key), so that their batches
+ * run at once.
+ */
+static bool
+claim_view(SspView *view)
+{
+	Oid			argtypes[2] = {OIDOID, INT4OID};
+	Datum		args[2] = {ObjectIdGetDatum(view->view), Int32GetDatum(view->generation)};
+	Oid			keytype = INT8OID;
+	Datum		key = Int64GetDatum(ssp_view_lock_key(view->view));
+
+	if (view->parallelism > 1 &&
+		SPI_execute_with_args("SELECT pg_catalog.pg_advisory_xact_lock_shared($1)",
+							  1, &keytype, &key, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not lock continuous view \"%s\"", view->name);
+	if (SPI_execute_with_args(view->parallelism > 1 ?
+							  "SELECT 1 FROM ssp.continuous_views WHERE view = $1::regclass "
+							  "AND generation = $2 AND NOT paused" :
+							  "SELECT 1 FROM ssp.continuous_views WHERE view = $1::regclass "
+							  "AND generation = $2 AND NOT paused FOR NO KEY UPDATE",
+							  2, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.continuous_views");
+	return SPI_processed == 1;
+}
+
+/*
+ * begin_view_xact: start a transaction as a worker does, connect SPI and
+ * lock the view's row; false if the view was dropped, paused or reset.
+ */
+static bool
+begin_view_xact(SspView *view)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	/*
+	 * The view first, as DROP VIEW locks it before its tables and its
+	 * catalog row: a batch holding the row while it waits for a table
+	 * would deadlock with a DROP holding the table while it waits for the
+	 * row.  (So DROP, ALTER and RENAME of the view wait for a batch.)
+	 */
+	LockRelationOid(view->view, AccessShareLock);
+	if (!claim_view(view))
+		return false;
+	/* something the view's SQL names was renamed: build it again */
+	ssp_view_refresh(view);
+	return true;
+}
+
+/* end_view_xact: commit what begin_view_xact started, or roll it back. */
+static void
+end_view_xact(bool commit)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	if (commit)
+		CommitTransactionCommand();
+	else
+		AbortCurrentTransaction();
+}
+
+/*
+ * The offsets of a batch, compare-and-set: rows whose offset is still the
+ * one the batch began from ($7, NULL: none stored) are updated, the others
+ * inserted if still absent; the count says whether every one was.
+ */
+#define STORE_OFFSETS_SQL \
+	"WITH u AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), " \
+	"pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6), pg_catalog.unnest($7)) " \
+	"AS u(t, p, n, e, s, f)), " \
+	"upd AS (UPDATE ssp.offsets o SET next_offset = u.n, max_event_time = u.e, last_event_at = u.s " \
+	"FROM u WHERE o.view = $1::regclass AND o.topic = u.t AND o.partition = u.p " \
+	"AND o.next_offset OPERATOR(pg_catalog.=) u.f RETURNING 1), " \
+	"ins AS (INSERT INTO ssp.offsets (view, topic, partition, next_offset, max_event_time, last_event_at) " \
+	"SELECT $1::regclass, u.t, u.p, u.n, u.e, u.s FROM u WHERE u.f IS NULL " \
+	"ON CONFLICT (view, topic, partition) DO NOTHING RETURNING 1) " \
+	"SELECT (SELECT pg_catalog.count(*) FROM upd) OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM ins)"
+
+/* fenced: another process moved the view's offsets under this batch */
+static void
+fenced(SspView *view)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("continuous view \"%s\" was written by another process", view->name),
+			 errdetail("ssp.offsets no longer holds the offsets this batch began from; the batch was rolled back."),
+			 errhint("Only one worker may apply a view's partitions; this one stops and a fresh one resumes from ssp.offsets.")));
+}
+
+/*
+ * store_progress: the partitions' next offsets (and for a windowed view
+ * their event times), compare-and-set against from (the offsets the batch
+ * began from; -1: none stored), the counters and the watermark, in the
+ * batch's transaction.
+ */
+static void
+store_progress(BatchState *bs, const int64 *from, const int64 *next,
+			   TimestampTz watermark)
+{
+	SspSources *src = bs->src;
+	int			nparts = src->nslots;
+	Oid			argtypes[9] = {OIDOID, TEXTARRAYOID, INT4ARRAYOID, INT8ARRAYOID,
+	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID, INT8OID};
+	Datum		args[8];
+	char		nulls[8] = "        ";
+	Datum	   *expect = palloc(sizeof(Datum) * Max(nparts, 1));
+	bool	   *expect_null = palloc(sizeof(bool) * Max(nparts, 1));
+	Datum	   *topics = palloc(sizeof(Datum) * Max(nparts, 1));
+	Datum	   *parts = palloc(sizeof(Datum) * Max(nparts, 1));
+	Datum	   *offs = palloc(sizeof(Datum) * Max(nparts, 1));
+	Datum	   *maxev = palloc(sizeof(Datum) * Max(nparts, 1));
+	Datum	   *seen = palloc(sizeof(Datum) * Max(nparts, 1));
+	bool	   *maxev_null = palloc(sizeof(bool) * Max(nparts, 1));
+	bool	   *seen_null = palloc(sizeof(bool) * Max(nparts, 1));
+	int			dims[1];
+	int			lbs[1] = {1};
+	int			n = 0;
+	int			p;
+	int			source = 0;
+
+	for (p = 0; p < nparts; p++)
+	{
+		while (p >= src->base[source] + src->nparts[source])
+			source++;
+		if (next[p] < 0)
+			continue;
+		topics[n] = CStringGetTextDatum(bs->view->topics[source]);
+		parts[n] = Int32GetDatum(p - src->base[source]);
+		offs[n] = Int64GetDatum(next[p]);
+		maxev_null[n] = bs->et == NULL || bs->et->maxev[p] == DT_NOBEGIN;
+		maxev[n] = maxev_null[n] ? (Datum) 0 : TimestampTzGetDatum(bs->et->maxev[p]);
+		seen_null[n] = bs->et == NULL || bs->et->seen_at[p] == DT_NOBEGIN;
+		seen[n] = seen_null[n] ? (Datum) 0 : TimestampTzGetDatum(bs->et->seen_at[p]);
+		expect_null[n] = from[p] < 0;
+		expect[n] = Int64GetDatum(from[p]);
+		n++;
+	}
+	dims[0] = n;
+	args[0] = ObjectIdGetDatum(bs->view->view);
+	args[1] = PointerGetDatum(construct_array(topics, n, TEXTOID, -1, false, TYPALIGN_INT));
+	args[2] = PointerGetDatum(construct_array(parts, n, INT4OID, 4, true, TYPALIGN_INT));
+	args[3] = PointerGetDatum(construct_array(offs, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	args[4] = PointerGetDatum(construct_md_array(maxev, maxev_null, 1, dims, lbs,
+												 TIMESTAMPTZOID, 8, true, TYPALIGN_DOUBLE));
+	args[5] = PointerGetDatum(construct_md_array(seen, seen_null, 1, dims, lbs,
+												 TIMESTAMPTZOID, 8, true, TYPALIGN_DOUBLE));
+	args[6] = PointerGetDatum(construct_md_array(expect, expect_null, 1, dims, lbs,
+												 INT8OID, 8, true, TYPALIGN_DOUBLE));
+	if (n > 0)
+	{
+		bool		isnull;
+
+		if (SPI_execute_with_args(STORE_OFFSETS_SQL, 7, argtypes, args, nulls,
+								  false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "ssp: could not store offsets");
+		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+										1, &isnull)) != n)
+			fenced(bs->view);
+	}
+	argtypes[6] = INT8OID;
+	args[6] = Int64GetDatum(bs->applied);
+	args[7] = Int64GetDatum(bs->dead);
+	args[1] = Int64GetDatum(bs->late);
+	argtypes[1] = INT8OID;
+	args[2] = TimestampTzGetDatum(watermark);
+	argtypes[2] = TIMESTAMPTZOID;
+	nulls[2] = watermark == DT_NOBEGIN ? 'n' : ' ';
+	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET processed = processed + $7, "
+							  "dead_letters = dead_letters + $8, late_events = late_events + $2, "
+							  "watermark = $3, last_commit = pg_catalog.now() "
+							  "WHERE view = $1::regclass",
+							  8, argtypes, args, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "ssp: could not update ssp.continuous_views");
+	/* ssp.emit = 'final' with ssp.output_topic: the windows this batch closes */
+	if (bs->view->outbox_final_sql)
+	{
+		Oid			wtypes[2] = {TIMESTAMPTZOID, TIMESTAMPTZOID};
+		Datum		wargs[2];
+		char		wnulls[2] = "  ";
+		TimestampTz before = bs->et ? bs->et->watermark : DT_NOBEGIN;
+
+		wargs[0] = TimestampTzGetDatum(before);
+		wnulls[0] = before == DT_NOBEGIN ? 'n' : ' ';
+		wargs[1] = TimestampTzGetDatum(watermark);
+		wnulls[1] = watermark == DT_NOBEGIN ? 'n' : ' ';
+		if (SPI_execute_with_args(bs->view->outbox_final_sql, 2, wtypes, wargs, wnulls,
+								  false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "ssp: could not add the closed windows to the outbox");
+	}
+	/* with no watermark yet, $1 is NULL and nothing is deleted */
+	if (bs->view->retention_sql &&
+		SPI_execute_with_args(bs->view->retention_sql, 1, &argtypes[2], &args[2], nulls + 2,
+							  false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "ssp: could not delete windows past retention");
+}
+
+/*
+ * ssp_apply_batch: apply msgs[0, n) and store next (per slot: the next
+ * offset to read, or -1 to leave it) in one transaction, if ssp.offsets
+ * still holds from (per slot: the offsets the batch began from, -1: none
+ * stored), else fail.  Returns false,
+ * committing nothing, if the view was dropped, paused or reset since the
+ * worker loaded it.  Must be called outside a transaction.
+ */
+bool
+ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
+				const int64 *from, const int64 *next, SspEventTime *et)
+{
+	BatchState	bs;
+	bool		ok;
+	TimestampTz watermark = DT_NOBEGIN;
+	int			nparts = src->nslots;
+	int			maxatts = 0;
+	int			p;
+	int			i;
+
+	ok = begin_view_xact(view);
+	if (ok)
+	{
+		memset(&bs, 0, sizeof(bs));
+		bs.tupdescs = palloc(sizeof(TupleDesc) * src->n);
+		for (i = 0; i < src->n; i++)
+		{
+			SspStream  *stream = src->streams[i];
+
+			/* the owner may have lost the right to read the stream */
+			if (pg_class_aclcheck(stream->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("permission denied for stream \"%s\"", stream->relname),
+						 errdetail("The worker of continuous view \"%s\" runs as its owner, who cannot read the stream.",
+								   view->name)));
+			bs.tupdescs[i] = batch_tupdesc(stream);
+			maxatts = Max(maxatts, stream->natts);
+		}
+		bs.view = view;
+		bs.src = src;
+		bs.msgs = msgs;
+		bs.values = palloc(sizeof(Datum) * (maxatts + SSP_BATCH_EXTRA));
+		bs.nulls = palloc(sizeof(bool) * (maxatts + SSP_BATCH_EXTRA));
+		bs.et = view->late_sql ? et : NULL;
+		bs.maxev = palloc(sizeof(TimestampTz) * Max(nparts, 1));
+		bs.touched = palloc0(sizeof(bool) * Max(nparts, 1));
+		for (p = 0; p < nparts; p++)
+			bs.maxev[p] = DT_NOBEGIN;
+
+		apply_range(&bs, 0, n);
+
+		/* the batch's event times move the watermark for the next batch */
+		if (bs.et)
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			for (p = 0; p < nparts; p++)
+			{
+				et->maxev[p] = Max(et->maxev[p], bs.maxev[p]);
+				if (bs.touched[p])
+					et->seen_at[p] = now;
+			}
+			watermark = ssp_watermark(et->maxev, et->seen_at, et->lagging, nparts,
+									  et->watermark, view->idle_ms, view->grace);
+		}
+		store_progress(&bs, from, next, watermark);
+		if (bs.et)
+			et->watermark = watermark;
+	}
+
+	end_view_xact(ok);
+	return ok;
+}
+
+/*
+ * ssp_record_lost: messages from..to-1 of a partition of a source's topic
+ * were deleted by the broker before the view read them.  Say so in
+ * ssp.dead_letters (one row for the range, without key or payload), count
+ * them, and move the partition's offset to "to" if it still is stored (-1:
+ * none stored), in one transaction.  Returns false if the view was
+ * dropped, paused or reset.  Must be called outside a transaction.
+ */
+bool
+ssp_record_lost(SspView *view, int source, int32 partition, int64 stored,
+				int64 from, int64 to)
+{
+	Oid			argtypes[6] = {OIDOID, TEXTOID, INT4OID, INT8OID, INT8OID, INT8OID};
+	Datum		args[6];
+	char		nulls[6] = "      ";
+	bool		ok;
+
+	ok = begin_view_xact(view);
+	if (ok)
+	{
+		args[0] = ObjectIdGetDatum(view->view);
+		args[1] = CStringGetTextDatum(view->topics[source]);
+		args[2] = Int32GetDatum(partition);
+		args[3] = Int64GetDatum(from);
+		args[4] = Int64GetDatum(to);
+		args[5] = Int64GetDatum(stored);
+		nulls[5] = stored < 0 ? 'n' : ' ';
+		if (SPI_execute_with_args(stored < 0 ?
+								  "INSERT INTO ssp.offsets (view, topic, partition, next_offset) "
+								  "VALUES ($1::regclass, $2, $3, $5) ON CONFLICT (view, topic, partition) DO NOTHING "
+								  "RETURNING 1" :
+								  "UPDATE ssp.offsets SET next_offset = $5 WHERE view = $1::regclass "
+								  "AND topic = $2 AND partition = $3 AND next_offset OPERATOR(pg_catalog.=) $6 "
+								  "RETURNING 1",
+								  6, argtypes, args, nulls, false, 0) < 0)
+			elog(ERROR, "ssp: could not store offsets");
+		if (SPI_processed != 1)
+			fenced(view);
+		if (SPI_execute_with_args("INSERT INTO ssp.dead_letters (view, topic, partition, \"offset\", error) "
+								  "VALUES ($1::regclass, $2, $3, $4, pg_catalog.format("
+								  "'messages at offsets %s to %s were deleted by the broker before the view read them', $4, $5 - 1))",
+								  5, argtypes, args, NULL, false, 0) != SPI_OK_INSERT ||
+			SPI_execute_with_args("UPDATE ssp.continuous_views SET dead_letters = dead_letters + ($5 - $4) "
+								  "WHERE view = $1::regclass",
+								  5, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "ssp: could not record lost messages");
+		ereport(WARNING,
+				(errmsg("continuous view \"%s\" lost messages %lld to %lld of partition %d of topic \"%s\"",
+						view->name, (long long) from, (long long) to - 1, partition, view->topics[source]),
+				 errdetail("The broker deleted them (retention) before the view read them."),
+				 errhint("They are recorded in ssp.dead_letters.  Keep the view running, or raise the topic's retention.")));
+	}
+	end_view_xact(ok);
+	return ok;
+}

@@ -1,0 +1,47 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.h
+ *	  Applying a batch of messages to a continuous view (batch.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SSP_BATCH_H
+#define SSP_BATCH_H
+
+#include "ssp.h"
+#include "compile/view.h"
+
+/* Event time per partition (slot), for a view's watermark. */
+typedef struct SspEventTime
+{
+	int			nparts;
+	TimestampTz *maxev;			/* latest event time seen; DT_NOBEGIN: none */
+	TimestampTz *seen_at;		/* when a message of it was last applied, or
+								 * when the worker started watching it */
+	bool	   *lagging;		/* has messages not read yet (set by caller) */
+	TimestampTz watermark;		/* DT_NOBEGIN: none yet */
+} SspEventTime;
+
+/*
+ * The topics a view's worker reads (one, or two for a join of streams).
+ * Their partitions are numbered as one range of slots: partition p of
+ * source i is slot base[i] + p; per-partition arrays are indexed by slot.
+ */
+typedef struct SspSources
+{
+	int			n;
+	SspStream **streams;
+	int		   *base;			/* the first slot of each */
+	int		   *nparts;			/* partitions of each */
+	int			nslots;
+} SspSources;
+
+#define SSP_SLOT(src, msg) ((src)->base[(msg)->source] + (msg)->partition)
+
+extern bool ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs,
+							int n, const int64 *from, const int64 *next,
+							SspEventTime *et);
+extern bool ssp_record_lost(SspView *view, int source, int32 partition,
+							int64 stored, int64 from, int64 to);
+
+#endif							/* SSP_BATCH_H */

@@ -1,0 +1,146 @@
+/*-------------------------------------------------------------------------
+ *
+ * outbox.c
+ *	  Views as streams: a continuous view with ssp.output_topic publishes
+ *	  its changes to a Kafka topic.
+ *
+ * Each batch writes the view's changes into its outbox table (a trigger on
+ * the mrel, or for ssp.emit = 'final' the windows the batch closes;
+ * viewsql.c), in the batch's transaction, numbered in commit order by the
+ * outbox's identity column.  After each batch the view's worker publishes
+ * what the outbox holds past ssp.continuous_views.published_seq, in
+ * order, with the idempotent producer, waits for the broker's
+ * acknowledgements, then in one transaction records the last number
+ * published and deletes what it published.  A crash between the two sends
+ * those changes again after the restart, with the same numbers: each
+ * message carries its number (the header ssp-seq, and "_seq" in the
+ * value), so a consumer drops any it has seen.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+#include "storage/lmgr.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "ssp.h"
+#include "kafka/kafka.h"
+#include "compile/view.h"
+#include "runtime/outbox.h"
+
+/* outbox_name: the view's outbox table, qualified */
+static char *
+outbox_name(SspView *v)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(v->outbox)),
+									  get_rel_name(v->outbox));
+}
+
+/* changes published per transaction */
+#define PUBLISH_BATCH 10000
+
+/*
+ * publish_some: publish up to PUBLISH_BATCH changes past the last one
+ * published; returns how many.  In a transaction of its own.
+ */
+static int
+publish_some(SspView *v)
+{
+	SspKafka   *producer;
+	Oid			argtypes[2] = {OIDOID, INT4OID};
+	Datum		args[2];
+	int64		last = 0;
+	int			n;
+	int			i;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	/* the view may have been dropped since its last batch: then nothing to do */
+	LockRelationOid(v->outbox, RowExclusiveLock);
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(v->outbox)))
+	{
+		CommitTransactionCommand();
+		return 0;
+	}
+	producer = ssp_kafka_producer(GetForeignTable(v->streams[0])->serverid, GetUserId());
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	args[0] = ObjectIdGetDatum(v->view);
+	args[1] = Int32GetDatum(PUBLISH_BATCH);
+	if (SPI_execute_with_args(psprintf("SELECT o.seq, o.key::text, "
+									   "(o.value || pg_catalog.jsonb_build_object('_seq', o.seq))::text "
+									   "FROM %s o, ssp.continuous_views c "
+									   "WHERE c.view = $1::regclass AND o.seq > c.published_seq "
+									   "ORDER BY o.seq LIMIT $2",
+									   outbox_name(v)),
+							  2, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read the outbox of continuous view \"%s\"", v->name);
+	n = SPI_processed;
+	for (i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		SspOutMessage out;
+		SspHeader  *h = palloc(sizeof(SspHeader));
+		char	   *key = SPI_getvalue(tup, desc, 2);
+		char	   *value = SPI_getvalue(tup, desc, 3);
+
+		last = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		memset(&out, 0, sizeof(out));
+		initStringInfo(&out.key);
+		appendStringInfoString(&out.key, key);
+		initStringInfo(&out.value);
+		appendStringInfoString(&out.value, value);
+		out.partition = -1;
+		h->name = "ssp-seq";
+		h->value = psprintf(INT64_FORMAT, last);
+		h->len = strlen(h->value);
+		out.headers = list_make1(h);
+		ssp_kafka_produce(producer, v->output_topic, &out);
+	}
+	if (n > 0)
+	{
+		/* every one acknowledged, then recorded as published */
+		ssp_kafka_flush(producer, v->output_topic);
+		argtypes[1] = INT8OID;
+		args[1] = Int64GetDatum(last);
+		if (SPI_execute_with_args("UPDATE ssp.continuous_views SET published_seq = $2 "
+								  "WHERE view = $1::regclass",
+								  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "ssp: could not record what was published");
+		if (SPI_execute_with_args(psprintf("DELETE FROM %s WHERE seq <= $2",
+										   outbox_name(v)),
+								  2, argtypes, args, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "ssp: could not trim the outbox of continuous view \"%s\"", v->name);
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	return n;
+}
+
+/*
+ * ssp_outbox_publish: publish every change the view's outbox holds, to
+ * its output topic on the server of its (first) stream, as the view's
+ * owner.  Called by the view's worker between batches, outside a
+ * transaction; errors (the broker down) fail the worker, which retries.
+ */
+void
+ssp_outbox_publish(SspView *v)
+{
+	if (v->output_topic == NULL)
+		return;
+	while (publish_some(v) == PUBLISH_BATCH)
+		;
+}

@@ -1,0 +1,554 @@
+/*-------------------------------------------------------------------------
+ *
+ * supervisor.c
+ *	  Keeping a worker running for every continuous view of every
+ *	  database with ssp.
+ *
+ * The launcher, a static background worker started once recovery is over
+ * (so never on a standby), lists the databases every few seconds and
+ * starts a scheduler in each that has none.  A scheduler that finds no ssp
+ * extension in its database exits at once, and the launcher checks that
+ * database again later (at once after CREATE EXTENSION ssp commits).  A
+ * scheduler that finds ssp stays, reads ssp.continuous_views four times a
+ * second, starts a worker per view that is not paused, stops the workers of
+ * views paused, reset or dropped, and restarts failed workers with
+ * exponential backoff (1 s, 2 s, 4 s ... up to a minute).
+ *
+ * Whatever ends or restarts (a terminated launcher or scheduler is started
+ * again, and knows nothing of the processes its predecessor started), each
+ * scheduler and each view's worker holds a session lock of its own
+ * (ssp_lock_process) for its whole life, taken before it does anything: a
+ * second one exits at once.  The launcher and schedulers also look at the
+ * pids in shared memory, and adopt a live predecessor's processes instead
+ * of starting more.  The last fence is in batch.c: a batch commits only if
+ * ssp.offsets still holds the offsets it started from.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "ssp.h"
+#include "runtime/shmem.h"
+#include "runtime/supervisor.h"
+
+PGDLLEXPORT void ssp_launcher_main(Datum arg);
+PGDLLEXPORT void ssp_scheduler_main(Datum arg);
+
+#define LAUNCHER_NAPTIME_MS 2000
+#define RECHECK_NO_EXTENSION_MS 10000
+#define SCHEDULER_NAPTIME_MS 250
+#define MAX_BACKOFF_MS 60000
+
+/* A database as the launcher knows it. */
+typedef struct LauncherDb
+{
+	Oid			dboid;
+	BackgroundWorkerHandle *handle;
+	TimestampTz last_start;
+} LauncherDb;
+
+/* A view as its scheduler knows it. */
+typedef struct SchedView
+{
+	Oid			view;
+	int			part;			/* which of its workers (ssp.parallelism) */
+	Oid			owner;
+	int			generation;
+	bool		wanted;			/* in the catalog and not paused */
+	bool		seen;			/* in the catalog at the last look */
+	BackgroundWorkerHandle *handle;
+	TimestampTz started;
+	TimestampTz next_start;
+	int			failures;
+} SchedView;
+
+static void
+init_worker(BackgroundWorker *w, const char *function, const char *name)
+{
+	memset(w, 0, sizeof(*w));
+	w->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	w->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	w->bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(w->bgw_library_name, BGW_MAXLEN, "ssp");
+	snprintf(w->bgw_function_name, BGW_MAXLEN, "%s", function);
+	snprintf(w->bgw_name, BGW_MAXLEN, "%s", name);
+	snprintf(w->bgw_type, BGW_MAXLEN, "%s", name);
+}
+
+/*
+ * ssp_lock_process: take the session lock that makes this process the only
+ * one of its kind (SSP_LOCK_*) for id and part in this database, for the
+ * rest of its life; false if another process holds it.  Never waits.
+ */
+bool
+ssp_lock_process(uint16 kind, Oid id, int part)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, id, (uint32) part, kind);
+	return LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/* alive: is pid a live backend or background worker of this server? */
+static bool
+alive(int pid)
+{
+	return pid != 0 && BackendPidGetProc(pid) != NULL;
+}
+
+/* ssp_supervisor_init: register the launcher (from _PG_init). */
+void
+ssp_supervisor_init(void)
+{
+	BackgroundWorker w;
+
+	init_worker(&w, "ssp_launcher_main", "ssp launcher");
+	w.bgw_restart_time = 5;
+	RegisterBackgroundWorker(&w);
+}
+
+static bool
+worker_running(BackgroundWorkerHandle *handle)
+{
+	pid_t		pid;
+
+	return handle != NULL && GetBackgroundWorkerPid(handle, &pid) != BGWH_STOPPED;
+}
+
+/* list_databases: the oids of the databases that accept connections. */
+static List *
+list_databases(void)
+{
+	List	   *result = NIL;
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+
+		if (db->datallowconn && !db->datistemplate)
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			result = lappend_oid(result, db->oid);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+	return result;
+}
+
+static void
+launch_scheduler(LauncherDb *ldb)
+{
+	BackgroundWorker w;
+
+	init_worker(&w, "ssp_scheduler_main", "ssp scheduler");
+	w.bgw_main_arg = ObjectIdGetDatum(ldb->dboid);
+	w.bgw_notify_pid = MyProcPid;
+	ldb->last_start = GetCurrentTimestamp();
+	if (!RegisterDynamicBackgroundWorker(&w, &ldb->handle))
+	{
+		ldb->handle = NULL;
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("ssp could not start a scheduler for database %u: no background worker slot free",
+						ldb->dboid),
+				 errhint("Raise max_worker_processes.")));
+	}
+}
+
+/*
+ * ssp_bgworker_session: settings for the session of an ssp background
+ * worker, after it connects.  Settings meant for users' sessions
+ * (postgresql.conf, ALTER DATABASE) are not all for these: a lock_timeout
+ * would fail a batch whenever a user holds a lock on the view's table,
+ * where it should be waited out (ssp.views then says "waiting for a
+ * lock"), and SERIALIZABLE by default would add serialization failures
+ * that nothing retries.  (statement_timeout and
+ * idle_in_transaction_session_timeout are armed for client statements
+ * only.)
+ */
+void
+ssp_bgworker_session(void)
+{
+	SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+/*
+ * ssp_launcher_main: the launcher's loop.  Connected to no database, it
+ * reads pg_database only.
+ */
+void
+ssp_launcher_main(Datum arg)
+{
+	List	   *dbs = NIL;		/* LauncherDb */
+	bool		woken = true;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	ssp_bgworker_session();
+
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	ssp_shared->launcher_latch = MyLatch;
+	LWLockRelease(ssp_shared->lock);
+
+	for (;;)
+	{
+		List	   *oids = list_databases();
+		ListCell   *lc;
+		TimestampTz now = GetCurrentTimestamp();
+		int			rc;
+
+		foreach(lc, oids)
+		{
+			Oid			dboid = lfirst_oid(lc);
+			LauncherDb *ldb = NULL;
+			ListCell   *dc;
+			SspDbSlot  *slot;
+
+			foreach(dc, dbs)
+				if (((LauncherDb *) lfirst(dc))->dboid == dboid)
+					ldb = lfirst(dc);
+			if (ldb == NULL)
+			{
+				ldb = MemoryContextAllocZero(TopMemoryContext, sizeof(LauncherDb));
+				ldb->dboid = dboid;
+				dbs = lappend(dbs, ldb);
+			}
+			if (worker_running(ldb->handle))
+				continue;
+			slot = ssp_db_slot(dboid, true);
+			/* a scheduler started by a launcher before this one */
+			if (slot && alive(slot->pid))
+				continue;
+			/* a database without ssp is looked at again now and then */
+			if (slot && slot->no_extension && !woken &&
+				!TimestampDifferenceExceeds(ldb->last_start, now, RECHECK_NO_EXTENSION_MS))
+				continue;
+			launch_scheduler(ldb);
+		}
+		ssp_shmem_forget_databases(oids);
+		list_free(oids);
+
+		rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					   LAUNCHER_NAPTIME_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		woken = (rc & WL_LATCH_SET) != 0;
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	}
+}
+
+static void
+scheduler_exit(int code, Datum arg)
+{
+	SspDbSlot  *slot = (SspDbSlot *) DatumGetPointer(arg);
+
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	slot->pid = 0;
+	slot->latch = NULL;
+	LWLockRelease(ssp_shared->lock);
+}
+
+/*
+ * adopted_pid: the pid of a live worker of the view's part that this
+ * scheduler did not start (a predecessor's), or 0.
+ */
+static int
+adopted_pid(SchedView *sv)
+{
+	SspWorkerSlot *slot;
+	int			pid;
+
+	if (sv->handle)
+		return 0;
+	slot = ssp_worker_slot(MyDatabaseId, sv->view, sv->part, false);
+	if (slot == NULL)
+		return 0;
+	LWLockAcquire(ssp_shared->lock, LW_SHARED);
+	pid = slot->pid;
+	LWLockRelease(ssp_shared->lock);
+	return alive(pid) ? pid : 0;
+}
+
+/* stop_view_worker: ask the worker of a view's part to stop, ours or adopted. */
+static void
+stop_view_worker(SchedView *sv)
+{
+	int			pid = adopted_pid(sv);
+
+	if (sv->handle)
+		TerminateBackgroundWorker(sv->handle);
+	else if (pid != 0)
+		(void) kill(pid, SIGTERM);
+}
+
+/* read_views: update the scheduler's list from the catalog; false if ssp is gone. */
+static bool
+read_views(List **views)
+{
+	ListCell   *lc;
+	uint64		i;
+	bool		have_ext;
+
+	foreach(lc, *views)
+		((SchedView *) lfirst(lc))->seen = false;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	have_ext = OidIsValid(get_extension_oid("ssp", true));
+	if (have_ext)
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "ssp: SPI_connect failed");
+		if (SPI_execute("SELECT c.view::oid, r.relowner, c.paused, c.generation, part "
+						"FROM ssp.continuous_views c JOIN pg_catalog.pg_class r ON r.oid = c.view, "
+						"pg_catalog.generate_series(0, c.parallelism - 1) part",
+						true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "ssp: could not read ssp.continuous_views");
+		for (i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			Oid			view = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+			int			part = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
+			SchedView  *sv = NULL;
+			int			generation;
+
+			foreach(lc, *views)
+				if (((SchedView *) lfirst(lc))->view == view && ((SchedView *) lfirst(lc))->part == part)
+					sv = lfirst(lc);
+			if (sv == NULL)
+			{
+				MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+				/* the list outlives the transaction */
+				sv = palloc0(sizeof(SchedView));
+				sv->view = view;
+				sv->part = part;
+				*views = lappend(*views, sv);
+				MemoryContextSwitchTo(old);
+			}
+			sv->seen = true;
+			sv->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+			sv->wanted = !DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+			generation = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
+			/* a reset: the running worker holds stale offsets */
+			if (sv->generation != 0 && sv->generation != generation)
+				stop_view_worker(sv);
+			sv->generation = generation;
+		}
+		SPI_finish();
+	}
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	return have_ext;
+}
+
+static void
+start_view_worker(SchedView *sv)
+{
+	BackgroundWorker w;
+	SspWorkerArgs args = {MyDatabaseId, sv->owner, sv->part};
+
+	SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, sv->part, true);
+
+	/* a worker that dies before it says it runs has failed */
+	if (slot)
+	{
+		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+		slot->confirmed = false;
+		LWLockRelease(ssp_shared->lock);
+	}
+	init_worker(&w, "ssp_worker_main", "ssp worker");
+	if (sv->part == 0)
+		snprintf(w.bgw_name, BGW_MAXLEN, "ssp worker for view %u", sv->view);
+	else
+		snprintf(w.bgw_name, BGW_MAXLEN, "ssp worker for view %u, part %d", sv->view, sv->part);
+	w.bgw_main_arg = ObjectIdGetDatum(sv->view);
+	memcpy(w.bgw_extra, &args, sizeof(args));
+	w.bgw_notify_pid = MyProcPid;
+	sv->started = GetCurrentTimestamp();
+	if (!RegisterDynamicBackgroundWorker(&w, &sv->handle))
+	{
+		sv->handle = NULL;
+		sv->next_start = TimestampTzPlusMilliseconds(sv->started, 5000);
+		if (slot)
+		{
+			ssp_slot_set_status(slot, "failed", -1);
+			ssp_slot_set_error(slot, "could not start a worker: no background worker slot free; raise max_worker_processes");
+		}
+	}
+}
+
+/* reconcile: start, restart and stop workers to match the catalog. */
+static void
+reconcile(List **views)
+{
+	ListCell   *lc;
+	TimestampTz now = GetCurrentTimestamp();
+
+	foreach(lc, *views)
+	{
+		SchedView  *sv = lfirst(lc);
+
+		if (sv->handle && !worker_running(sv->handle))
+		{
+			/* the worker exited: on an error, back off */
+			SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, sv->part, false);
+
+			pfree(sv->handle);
+			sv->handle = NULL;
+			if (slot == NULL || slot->failed || !slot->confirmed)
+			{
+				if (TimestampDifferenceExceeds(sv->started, now, MAX_BACKOFF_MS))
+					sv->failures = 0;
+				sv->failures++;
+				sv->next_start = TimestampTzPlusMilliseconds(now,
+															 Min(MAX_BACKOFF_MS, 1000 << Min(sv->failures - 1, 6)));
+			}
+			else
+				sv->next_start = now;
+		}
+		if (!sv->seen || !sv->wanted)
+		{
+			stop_view_worker(sv);
+			continue;
+		}
+		if (sv->handle == NULL && now >= sv->next_start && adopted_pid(sv) == 0)
+			start_view_worker(sv);
+	}
+
+	/* forget dropped views once their worker is gone */
+	foreach(lc, *views)
+	{
+		SchedView  *sv = lfirst(lc);
+
+		if (!sv->seen && sv->handle == NULL && adopted_pid(sv) == 0)
+		{
+			SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, sv->part, false);
+
+			if (slot)
+			{
+				LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+				slot->in_use = false;
+				LWLockRelease(ssp_shared->lock);
+			}
+			*views = foreach_delete_current(*views, lc);
+			pfree(sv);
+		}
+	}
+}
+
+/*
+ * ssp_scheduler_main: the scheduler of one database (the argument); exits
+ * at once if ssp is not installed there.
+ */
+void
+ssp_scheduler_main(Datum arg)
+{
+	Oid			dboid = DatumGetObjectId(arg);
+	SspDbSlot  *slot;
+	List	   *views = NIL;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	ssp_bgworker_session();
+
+	slot = ssp_db_slot(dboid, true);
+	if (slot == NULL)
+		proc_exit(0);
+	if (!ssp_lock_process(SSP_LOCK_SCHEDULER, InvalidOid, 0))
+	{
+		ereport(LOG,
+				(errmsg("ssp: another scheduler already runs in database %u; this one exits",
+						dboid)));
+		proc_exit(0);
+	}
+
+	if (!read_views(&views))
+	{
+		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+		slot->no_extension = true;
+		LWLockRelease(ssp_shared->lock);
+		proc_exit(0);
+	}
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	slot->no_extension = false;
+	slot->pid = MyProcPid;
+	slot->latch = MyLatch;
+	LWLockRelease(ssp_shared->lock);
+	before_shmem_exit(scheduler_exit, PointerGetDatum(slot));
+
+	for (;;)
+	{
+		reconcile(&views);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 SCHEDULER_NAPTIME_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (!read_views(&views))
+		{
+			ListCell   *lc;
+
+			/* DROP EXTENSION: stop every worker */
+			foreach(lc, views)
+				stop_view_worker(lfirst(lc));
+			LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+			slot->no_extension = true;
+			LWLockRelease(ssp_shared->lock);
+			proc_exit(0);
+		}
+	}
+}

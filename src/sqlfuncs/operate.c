@@ -1,0 +1,300 @@
+/*-------------------------------------------------------------------------
+ *
+ * operate.c
+ *	  The SQL functions for operating continuous views: ssp.wait,
+ *	  ssp.pause, ssp.resume, ssp.reset, and the shared-memory status behind
+ *	  ssp.views.
+ *
+ * pause, resume and reset change ssp.continuous_views in the caller's
+ * transaction; the view's scheduler and worker act once it commits (the
+ * worker checks its row, under lock, in every batch).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "ssp.h"
+#include "stream/stream.h"
+#include "kafka/kafka.h"
+#include "runtime/shmem.h"
+#include "compile/view.h"
+
+PG_FUNCTION_INFO_V1(ssp_worker_status);
+PG_FUNCTION_INFO_V1(ssp_wait);
+PG_FUNCTION_INFO_V1(ssp_pause);
+PG_FUNCTION_INFO_V1(ssp_resume);
+PG_FUNCTION_INFO_V1(ssp_reset);
+
+/*
+ * may_see_view: may the current user see how the view's workers are doing?
+ * As pg_stat_activity does for sessions: if it may read the view, or is a
+ * member of pg_read_all_stats.
+ */
+static bool
+may_see_view(Oid view)
+{
+	bool		missing = false;
+
+	return has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS) ||
+		(pg_class_aclcheck_ext(view, GetUserId(), ACL_SELECT, &missing) == ACLCHECK_OK &&
+		 !missing);
+}
+
+/*
+ * ssp_worker_status: one row per worker slot of this database; the status,
+ * lag, error and rate of the workers of a view that the current user may
+ * not see are null.
+ */
+Datum
+ssp_worker_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			i;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (i = 0; i < ssp_shared->nworkers; i++)
+	{
+		SspWorkerSlot s;
+		Datum		values[7];
+		bool		nulls[7] = {false, false, false, false, false, false, false};
+
+		LWLockAcquire(ssp_shared->lock, LW_SHARED);
+		s = ssp_shared->workers[i];
+		LWLockRelease(ssp_shared->lock);
+		if (!s.in_use || s.dboid != MyDatabaseId)
+			continue;
+		values[0] = ObjectIdGetDatum(s.view);
+		values[1] = Int32GetDatum(s.pid);
+		nulls[1] = s.pid == 0;
+		values[5] = Int32GetDatum(s.part);
+		if (!may_see_view(s.view))
+		{
+			nulls[2] = nulls[3] = nulls[4] = nulls[6] = true;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			continue;
+		}
+		values[2] = CStringGetTextDatum(s.pid == 0 && s.failed ? "failed" :
+										s.status[0] ? s.status : "starting");
+		values[3] = Int64GetDatum(s.lag);
+		nulls[3] = s.lag < 0;
+		values[4] = CStringGetTextDatum(s.last_error);
+		nulls[4] = s.last_error[0] == '\0';
+		/* no batch since: nothing applied since, as the average counts it */
+		values[6] = Float8GetDatum(s.rate *
+								   exp(-(double) (GetCurrentTimestamp() - s.rate_at) /
+									   USECS_PER_SEC / SSP_RATE_SECONDS));
+		nulls[6] = s.pid == 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+static void
+check_owner(Oid view)
+{
+	if (!pg_class_ownercheck(view, GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of continuous view \"%s\"", get_rel_name(view))));
+}
+
+static void
+set_paused(Oid view, bool paused)
+{
+	Oid			argtypes[2] = {OIDOID, BOOLOID};
+	Datum		args[2] = {ObjectIdGetDatum(view), BoolGetDatum(paused)};
+
+	(void) ssp_view_load(view, false);
+	check_owner(view);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET paused = $2 WHERE view = $1::regclass",
+							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "ssp: could not update ssp.continuous_views");
+	SPI_finish();
+}
+
+/* ssp.pause(view): stop applying; the worker stops after its batch. */
+Datum
+ssp_pause(PG_FUNCTION_ARGS)
+{
+	set_paused(PG_GETARG_OID(0), true);
+	PG_RETURN_VOID();
+}
+
+/* ssp.resume(view): start applying again from the stored offsets. */
+Datum
+ssp_resume(PG_FUNCTION_ARGS)
+{
+	set_paused(PG_GETARG_OID(0), false);
+	PG_RETURN_VOID();
+}
+
+/* empty_table: empty one of the view's tables. */
+static void
+empty_table(Oid rel)
+{
+	if (SPI_execute(psprintf("TRUNCATE %s",
+							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(rel)),
+														get_rel_name(rel))),
+					false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "ssp: could not empty the view");
+}
+
+/*
+ * ssp.reset(view, start): empty the view (and a join's buffers) and rewind
+ * its offsets, in the caller's transaction: rewind and replay.
+ */
+Datum
+ssp_reset(PG_FUNCTION_ARGS)
+{
+	Oid			view = PG_GETARG_OID(0);
+	char	   *start = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	SspView    *v = ssp_view_load(view, false);
+	Oid			argtypes[2] = {OIDOID, TEXTOID};
+	Datum		args[2] = {ObjectIdGetDatum(view), CStringGetTextDatum(start)};
+	ListCell   *lc;
+
+	check_owner(view);
+	ssp_check_start(start);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	/*
+	 * The row lock (and, for parallel workers, the advisory lock) waits for
+	 * a batch in flight, and makes the next one fail.
+	 */
+	if (SPI_execute_with_args("SELECT pg_catalog.pg_advisory_xact_lock($1)", 1,
+							  (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(ssp_view_lock_key(view))},
+							  NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not lock continuous view \"%s\"", v->name);
+	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET generation = generation + 1, "
+							  "processed = 0, dead_letters = 0, late_events = 0, watermark = NULL, "
+							  "start = $2, last_commit = NULL "
+							  "WHERE view = $1::regclass",
+							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "ssp: could not update ssp.continuous_views");
+	empty_table(v->mrel);
+	foreach(lc, v->buffers)
+		empty_table(lfirst_oid(lc));
+	if (SPI_execute_with_args("DELETE FROM ssp.offsets WHERE view = $1::regclass",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE ||
+		SPI_execute_with_args("DELETE FROM ssp.dead_letters WHERE view = $1::regclass",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "ssp: could not rewind the offsets");
+	SPI_finish();
+	ssp_store_start_offsets(view, v->nsources, v->streams, v->topics, start);
+	PG_RETURN_VOID();
+}
+
+/*
+ * reached: has the view consumed each partition (topics[i], parts[i]) up
+ * to highs[i]?
+ */
+static bool
+reached(Oid view, Datum topics, Datum parts, Datum highs)
+{
+	Oid			argtypes[4] = {OIDOID, TEXTARRAYOID, INT4ARRAYOID, INT8ARRAYOID};
+	Datum		args[4] = {ObjectIdGetDatum(view), topics, parts, highs};
+	bool		isnull;
+	bool		result;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	/* not read-only: each look takes a new snapshot, to see new commits */
+	if (SPI_execute_with_args("SELECT NOT EXISTS (SELECT FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), "
+							  "pg_catalog.unnest($4)) AS t(topic, p, high) "
+							  "LEFT JOIN ssp.offsets o ON o.view = $1::regclass AND o.topic = t.topic AND o.partition = t.p "
+							  "WHERE COALESCE(o.next_offset, -1) < t.high)",
+							  4, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.offsets");
+	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	return result;
+}
+
+/*
+ * ssp.wait(view, timeout): true once the view has applied every message
+ * that was in its topics when the call began; false at the timeout.
+ * Asks the broker for the high watermarks, as the caller.
+ */
+Datum
+ssp_wait(PG_FUNCTION_ARGS)
+{
+	Oid			view = PG_GETARG_OID(0);
+	Interval   *timeout = PG_GETARG_INTERVAL_P(1);
+	int64		timeout_ms = (timeout->time + (int64) timeout->day * USECS_PER_DAY +
+							  (int64) timeout->month * 30 * USECS_PER_DAY) / 1000;
+	SspView    *v = ssp_view_load(view, false);
+	ArrayBuildState *topics = initArrayResult(TEXTOID, CurrentMemoryContext, false);
+	ArrayBuildState *parts = initArrayResult(INT4OID, CurrentMemoryContext, false);
+	ArrayBuildState *highs = initArrayResult(INT8OID, CurrentMemoryContext, false);
+	Datum		topicsd,
+				partsd,
+				highsd;
+	int			i;
+	TimestampTz start = GetCurrentTimestamp();
+
+	for (i = 0; i < v->nsources; i++)
+	{
+		SspStream  *s = ssp_stream_open(v->streams[i]);
+		SspKafka   *kafka = ssp_kafka_consumer(s->serverid, GetUserId(), v->topics[i], NULL);
+		int			nparts = ssp_kafka_partition_count(kafka);
+		int			p;
+
+		for (p = 0; p < nparts; p++)
+		{
+			int64		low,
+						high;
+
+			ssp_kafka_watermarks(kafka, p, &low, &high);
+			if (high > low)
+			{
+				accumArrayResult(topics, CStringGetTextDatum(v->topics[i]), false, TEXTOID, CurrentMemoryContext);
+				accumArrayResult(parts, Int32GetDatum(p), false, INT4OID, CurrentMemoryContext);
+				accumArrayResult(highs, Int64GetDatum(high), false, INT8OID, CurrentMemoryContext);
+			}
+		}
+		ssp_kafka_close(kafka);
+	}
+	topicsd = makeArrayResult(topics, CurrentMemoryContext);
+	partsd = makeArrayResult(parts, CurrentMemoryContext);
+	highsd = makeArrayResult(highs, CurrentMemoryContext);
+
+	for (;;)
+	{
+		if (reached(view, topicsd, partsd, highsd))
+			PG_RETURN_BOOL(true);
+		if (IsolationUsesXactSnapshot())
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("ssp.wait cannot wait in a %s transaction",
+							IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ"),
+					 errdetail("View \"%s\" has not applied every message yet, and the transaction's snapshot would never see it do so.",
+							   v->name),
+					 errhint("Call ssp.wait in a READ COMMITTED transaction.")));
+		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), (int) Min(timeout_ms, INT_MAX)))
+			PG_RETURN_BOOL(false);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 20, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}

@@ -1,0 +1,828 @@
+/*-------------------------------------------------------------------------
+ *
+ * decode.c
+ *	  From a Kafka message to a row of its stream: the value in the stream's
+ *	  format (json, csv, text, bytea), key columns, and metadata columns.
+ *
+ * JSON goes first through jsonscan.c, a fast scanner for the common message
+ * (an object without string escapes); anything else through Postgres's own
+ * parser (common/jsonapi.h) with semantic actions that pick out only the
+ * fields the stream's columns name.  Measured
+ * against cJSON (test/bench/json_parsers.c, figures in README.md) it is a
+ * little slower (0.85-0.95x), but it keeps numbers exact, where cJSON turns
+ * every number into a double and loses bigints over 2^53 and numeric
+ * digits; so jsonapi.
+ *
+ * A message that cannot be decoded raises an error whose context names the
+ * stream, topic, partition, offset and column.  ssp_decode_message_lenient
+ * turns such errors into NULLs, for streams with on_error 'null'.
+ *
+ * Everything is allocated in CurrentMemoryContext, which callers reset per
+ * message.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "common/jsonapi.h"
+#include "datatype/timestamp.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonfuncs.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
+#include "ssp.h"
+#include "stream/stream.h"
+#include "kafka/kafka.h"
+#include "stream/isotime.h"
+#include "stream/jsonscan.h"
+
+
+typedef struct JsonState
+{
+	JsonLexContext *lex;
+	PathTree   *tree;
+	PathNode  **objnode;		/* [level]: path node of the open object */
+	PathNode  **fieldnode;		/* [level]: path node of the current field */
+	char	  **valstart;		/* [level]: start of the current field's value */
+	JsonFound  *found;			/* [column] */
+	bool		saw_object;
+} JsonState;
+
+/* What the error context callback reports. */
+typedef struct DecodeContext
+{
+	SspStream  *stream;
+	SspMessage *msg;
+	const char *column;
+} DecodeContext;
+
+static void decode_error_context(void *arg);
+
+/* Path trees ------------------------------------------------------------ */
+
+static PathNode *
+path_child(PathNode *node, const char *name, bool create)
+{
+	ListCell   *lc;
+	PathNode   *child;
+
+	foreach(lc, node->children)
+	{
+		child = lfirst(lc);
+		if (strcmp(child->name, name) == 0)
+			return child;
+	}
+	if (!create)
+		return NULL;
+	child = palloc0(sizeof(PathNode));
+	child->name = pstrdup(name);
+	child->namelen = strlen(name);
+	child->column = -1;
+	node->children = lappend(node->children, child);
+	return child;
+}
+
+/* build_paths: the path tree of the columns from source, in cxt. */
+static PathTree *
+build_paths(SspStream *stream, SspSource source, MemoryContext cxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	PathTree   *tree = palloc0(sizeof(PathTree));
+	int			i;
+
+	tree->root = palloc0(sizeof(PathNode));
+	tree->root->column = -1;
+	for (i = 0; i < stream->ncolumns; i++)
+	{
+		SspColumn  *col = &stream->columns[i];
+		PathNode   *node = tree->root;
+		List	   *path = source == SSP_SRC_KEY ? list_make1(makeString(col->name)) : col->path;
+		ListCell   *lc;
+
+		if (col->source != source || (stream->needed && !stream->needed[i]))
+			continue;
+		foreach(lc, path)
+			node = path_child(node, strVal(lfirst(lc)), true);
+		/* a column whose path is a prefix of another's still gets its value */
+		node->column = i;
+		tree->depth = Max(tree->depth, list_length(path));
+	}
+	MemoryContextSwitchTo(old);
+	return tree;
+}
+
+/* JSON semantic actions --------------------------------------------------- */
+
+#define AT(arr, level) ((level) <= st->tree->depth + 1 ? (arr)[(level)] : NULL)
+
+static void
+js_object_start(void *state)
+{
+	JsonState  *st = state;
+	int			level = st->lex->lex_level;
+
+	if (level == 0)
+	{
+		st->saw_object = true;
+		st->objnode[0] = st->tree->root;
+	}
+	else if (level <= st->tree->depth + 1)
+		st->objnode[level] = st->fieldnode[level];
+}
+
+static void
+js_array_start(void *state)
+{
+	JsonState  *st = state;
+	int			level = st->lex->lex_level;
+
+	/* nothing inside an array is on a path */
+	if (level + 1 <= st->tree->depth + 1)
+		st->fieldnode[level + 1] = NULL;
+}
+
+static void
+js_field_start(void *state, char *fname, bool isnull)
+{
+	JsonState  *st = state;
+	int			level = st->lex->lex_level;
+	PathNode   *parent;
+	PathNode   *node = NULL;
+
+	if (level > st->tree->depth + 1)
+		return;
+	parent = st->objnode[level - 1];
+	if (parent)
+		node = path_child(parent, fname, false);
+	st->fieldnode[level] = node;
+	if (node)
+		st->valstart[level] = st->lex->token_start;
+	if (node && node->column >= 0)
+	{
+		JsonFound  *f = &st->found[node->column];
+
+		/* the last of duplicate fields wins, as in jsonb */
+		f->found = true;
+		f->type = st->lex->token_type;
+		f->scalar = NULL;
+		f->raw = NULL;
+	}
+}
+
+static void
+js_field_end(void *state, char *fname, bool isnull)
+{
+	JsonState  *st = state;
+	int			level = st->lex->lex_level;
+	PathNode   *node;
+
+	if (level > st->tree->depth + 1)
+		return;
+	node = st->fieldnode[level];
+	if (node && node->column >= 0)
+	{
+		JsonFound  *f = &st->found[node->column];
+
+		f->raw = st->valstart[level];
+		f->rawlen = st->lex->prev_token_terminator - st->valstart[level];
+	}
+	st->fieldnode[level] = NULL;
+}
+
+static void
+js_scalar(void *state, char *token, JsonTokenType tokentype)
+{
+	JsonState  *st = state;
+	int			level = st->lex->lex_level;
+	PathNode   *node;
+
+	if (level == 0 || level > st->tree->depth + 1)
+		return;
+	node = st->fieldnode[level];
+	if (node && node->column >= 0)
+		st->found[node->column].scalar = token;
+}
+
+/*
+ * parse_json_fields: parse text as a JSON object and find the values of
+ * the tree's columns.  Errors on invalid JSON or a value that is not an
+ * object.
+ */
+static JsonFound *
+parse_json_fields(SspStream *stream, PathTree *tree, const char *text, size_t len)
+{
+	JsonState	st;
+	JsonSemAction sem;
+	JsonFound  *found;
+	int			levels = tree->depth + 2;
+
+	if (len > INT_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("message of %zu bytes is too large to decode", len)));
+
+	/* the common case, fast; anything unusual goes to Postgres's parser */
+	found = palloc0(sizeof(JsonFound) * Max(stream->ncolumns, 1));
+	if (ssp_json_scan(text, len, tree->root, found))
+		return found;
+	memset(found, 0, sizeof(JsonFound) * Max(stream->ncolumns, 1));
+
+	memset(&st, 0, sizeof(st));
+	st.lex = makeJsonLexContextCstringLen((char *) text, (int) len,
+										  GetDatabaseEncoding(), true);
+	st.tree = tree;
+	st.objnode = palloc0(sizeof(PathNode *) * levels);
+	st.fieldnode = palloc0(sizeof(PathNode *) * levels);
+	st.valstart = palloc0(sizeof(char *) * levels);
+	st.found = found;
+
+	memset(&sem, 0, sizeof(sem));
+	sem.semstate = &st;
+	sem.object_start = js_object_start;
+	sem.array_start = js_array_start;
+	sem.object_field_start = js_field_start;
+	sem.object_field_end = js_field_end;
+	sem.scalar = js_scalar;
+
+	pg_parse_json_or_ereport(st.lex, &sem);
+	if (!st.saw_object)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("message is not a JSON object"),
+				 errdetail("It begins with \"%.*s\".", (int) Min(len, 20), text)));
+	return st.found;
+}
+
+/* Values ------------------------------------------------------------------ */
+
+/*
+ * ssp_ms_to_timestamptz: milliseconds since 1970-01-01 UTC as a
+ * timestamptz; errors if out of range.
+ */
+Datum
+ssp_ms_to_timestamptz(int64 ms)
+{
+	int64		epoch_us = (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
+		SECS_PER_DAY * USECS_PER_SEC;
+	TimestampTz ts;
+
+	if (ms > PG_INT64_MAX / 1000 || ms < PG_INT64_MIN / 1000 ||
+		!IS_VALID_TIMESTAMP(ts = ms * 1000 - epoch_us))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range: %lld milliseconds since 1970",
+						(long long) ms)));
+	return TimestampTzGetDatum(ts);
+}
+
+/* ssp_timestamptz_to_ms: the reverse of ssp_ms_to_timestamptz. */
+int64
+ssp_timestamptz_to_ms(Datum ts)
+{
+	int64		epoch_us = (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
+		SECS_PER_DAY * USECS_PER_SEC;
+
+	return (DatumGetTimestampTz(ts) + epoch_us) / 1000;
+}
+
+/* text_input: bytes (not NUL-terminated) through the column's input. */
+static Datum
+text_input(SspColumn *col, const char *data, size_t len)
+{
+	char	   *str;
+
+	if (col->typid == BYTEAOID)
+	{
+		bytea	   *b = palloc(VARHDRSZ + len);
+
+		SET_VARSIZE(b, VARHDRSZ + len);
+		memcpy(VARDATA(b), data, len);
+		return PointerGetDatum(b);
+	}
+	/* rejects invalid sequences and NUL bytes */
+	pg_verifymbstr(data, len, false);
+	if (col->typid == TEXTOID)
+		return PointerGetDatum(cstring_to_text_with_len(data, len));
+	if (col->typid == TIMESTAMPTZOID && col->typmod < 0)
+	{
+		TimestampTz ts;
+
+		if (ssp_iso_timestamptz(data, len, &ts))
+			return TimestampTzGetDatum(ts);
+	}
+	str = pnstrdup(data, len);
+	return InputFunctionCall(&col->infunc, str, col->ioparam, col->typmod);
+}
+
+static Datum
+epoch_input(SspColumn *col, const char *number)
+{
+	char	   *end;
+	double		d;
+	Datum		ts;
+
+	errno = 0;
+	d = strtod(number, &end);
+	if (errno != 0 || *end != '\0' || d > (double) PG_INT64_MAX / 1000 ||
+		d < (double) PG_INT64_MIN / 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range: %s milliseconds since 1970", number)));
+	ts = ssp_ms_to_timestamptz((int64) d);
+	if (col->typid == TIMESTAMPOID)
+		return DirectFunctionCall1(timestamptz_timestamp, ts);
+	return ts;
+}
+
+/* json_array_input: a JSON array into an array column. */
+static Datum
+json_array_input(SspColumn *col, JsonFound *f)
+{
+	JsonLexContext *lex = makeJsonLexContextCstringLen(f->raw, f->rawlen,
+													   GetDatabaseEncoding(), true);
+	JsonParseErrorType err;
+	Oid			elemin;
+	Oid			elemioparam;
+	FmgrInfo	infunc;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	List	   *elems = NIL;
+	int			nelems;
+	Datum	   *values;
+	bool	   *nulls;
+	int			dims[1];
+	int			lbs[1] = {1};
+	int			i = 0;
+	ListCell   *lc;
+
+	getTypeInputInfo(col->elemtype, &elemin, &elemioparam);
+	fmgr_info(elemin, &infunc);
+	get_typlenbyvalalign(col->elemtype, &typlen, &typbyval, &typalign);
+
+	/* lex the elements: scalars only, separated by commas */
+	if ((err = json_lex(lex)) != JSON_SUCCESS)
+		json_ereport_error(err, lex);
+	Assert(lex->token_type == JSON_TOKEN_ARRAY_START);
+	for (;;)
+	{
+		if ((err = json_lex(lex)) != JSON_SUCCESS)
+			json_ereport_error(err, lex);
+		if (lex->token_type == JSON_TOKEN_ARRAY_END && elems == NIL)
+			break;
+		if (lex->token_type == JSON_TOKEN_OBJECT_START ||
+			lex->token_type == JSON_TOKEN_ARRAY_START)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+					 errmsg("cannot decode a nested JSON array or object into an element of type %s",
+							format_type_be(col->elemtype))));
+		if (lex->token_type == JSON_TOKEN_NULL)
+			elems = lappend(elems, NULL);
+		else if (lex->token_type == JSON_TOKEN_STRING)
+		{
+			pg_verifymbstr(lex->strval->data, lex->strval->len, false);
+			elems = lappend(elems, pstrdup(lex->strval->data));
+		}
+		else
+			elems = lappend(elems, pnstrdup(lex->token_start,
+											lex->token_terminator - lex->token_start));
+		if ((err = json_lex(lex)) != JSON_SUCCESS)
+			json_ereport_error(err, lex);
+		if (lex->token_type == JSON_TOKEN_ARRAY_END)
+			break;
+	}
+
+	nelems = list_length(elems);
+	values = palloc(sizeof(Datum) * Max(nelems, 1));
+	nulls = palloc(sizeof(bool) * Max(nelems, 1));
+	foreach(lc, elems)
+	{
+		char	   *s = lfirst(lc);
+
+		nulls[i] = s == NULL;
+		values[i] = s ? InputFunctionCall(&infunc, s, elemioparam, -1) : (Datum) 0;
+		i++;
+	}
+	dims[0] = nelems;
+	if (nelems == 0)
+		return PointerGetDatum(construct_empty_array(col->elemtype));
+	return PointerGetDatum(construct_md_array(values, nulls, 1, dims, lbs,
+											  col->elemtype, typlen, typbyval,
+											  typalign));
+}
+
+/* json_input: a JSON value into the column; *isnull for JSON null. */
+static Datum
+json_input(SspColumn *col, JsonFound *f, bool *isnull)
+{
+	*isnull = false;
+	if (!f->found || f->type == JSON_TOKEN_NULL)
+	{
+		*isnull = true;
+		return (Datum) 0;
+	}
+	if (col->typid == JSONBOID || col->typid == JSONOID)
+	{
+		char	   *raw = pnstrdup(f->raw, f->rawlen);
+
+		return InputFunctionCall(&col->infunc, raw, col->ioparam, col->typmod);
+	}
+	if (f->type == JSON_TOKEN_ARRAY_START && OidIsValid(col->elemtype))
+		return json_array_input(col, f);
+	if (f->type == JSON_TOKEN_NUMBER &&
+		(col->typid == TIMESTAMPTZOID || col->typid == TIMESTAMPOID))
+		return epoch_input(col, f->scalar);
+	if (f->scalar == NULL)		/* an object or array: its JSON text */
+		return text_input(col, f->raw, f->rawlen);
+	return text_input(col, f->scalar, strlen(f->scalar));
+}
+
+/* CSV ---------------------------------------------------------------------- */
+
+/*
+ * parse_csv: split one CSV record into fields (RFC 4180: comma separated,
+ * double quotes, "" for a quote).  An unquoted empty field is NULL.
+ */
+static int
+parse_csv(const char *data, size_t len, char ***fields, bool **quoted)
+{
+	const char *p = data;
+	const char *end = data + len;
+	int			n = 0;
+	int			cap = 8;
+	StringInfoData buf;
+
+	/* one trailing line end is not part of the record */
+	if (end > p && end[-1] == '\n')
+		end--;
+	if (end > p && end[-1] == '\r')
+		end--;
+
+	*fields = palloc(sizeof(char *) * cap);
+	*quoted = palloc(sizeof(bool) * cap);
+	initStringInfo(&buf);
+	for (;;)
+	{
+		bool		q = false;
+
+		resetStringInfo(&buf);
+		if (p < end && *p == '"')
+		{
+			q = true;
+			p++;
+			for (;;)
+			{
+				if (p >= end)
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+							 errmsg("unterminated quoted field in CSV message")));
+				if (*p == '"')
+				{
+					if (p + 1 < end && p[1] == '"')
+					{
+						appendStringInfoChar(&buf, '"');
+						p += 2;
+						continue;
+					}
+					p++;
+					break;
+				}
+				appendStringInfoChar(&buf, *p++);
+			}
+			if (p < end && *p != ',')
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+						 errmsg("unexpected character after quoted field in CSV message")));
+		}
+		else
+		{
+			while (p < end && *p != ',')
+			{
+				if (*p == '"')
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+							 errmsg("unexpected quote in unquoted field in CSV message")));
+				appendStringInfoChar(&buf, *p++);
+			}
+		}
+		if (n == cap)
+		{
+			cap *= 2;
+			*fields = repalloc(*fields, sizeof(char *) * cap);
+			*quoted = repalloc(*quoted, sizeof(bool) * cap);
+		}
+		(*quoted)[n] = q;
+		(*fields)[n++] = (!q && buf.len == 0) ? NULL : pnstrdup(buf.data, buf.len);
+		if (p >= end)
+			break;
+		p++;					/* the comma */
+	}
+	return n;
+}
+
+/* Messages --------------------------------------------------------------- */
+
+/*
+ * SKIP: is column i left out: when decoding only column "only", or when the
+ * stream's reader does not need it (it stays NULL, unconverted)?
+ */
+#define SKIP(i, only) (((only) >= 0 && (i) != (only)) || \
+					   (stream->needed && !stream->needed[i]))
+
+static void
+decode_value(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
+			 DecodeContext *dc, int only)
+{
+	int			i;
+
+	if (msg->value == NULL)
+		return;					/* a null value: every value column is NULL */
+	if (only >= 0 && stream->columns[only].source != SSP_SRC_VALUE)
+		return;
+
+	if (stream->format == SSP_FORMAT_JSON)
+	{
+		JsonFound  *found;
+
+		if (stream->value_paths == NULL)
+			stream->value_paths = build_paths(stream, SSP_SRC_VALUE, stream->cxt);
+		found = parse_json_fields(stream, stream->value_paths, msg->value,
+								  msg->value_len);
+		for (i = 0; i < stream->ncolumns; i++)
+		{
+			SspColumn  *col = &stream->columns[i];
+
+			if (col->source != SSP_SRC_VALUE || SKIP(i, only))
+				continue;
+			dc->column = col->name;
+			values[col->attnum - 1] = json_input(col, &found[i],
+												 &nulls[col->attnum - 1]);
+		}
+	}
+	else if (stream->format == SSP_FORMAT_CSV)
+	{
+		char	  **fields;
+		bool	   *quoted;
+		int			n = parse_csv(msg->value, msg->value_len, &fields, &quoted);
+		int			f = 0;
+
+		if (n != stream->nvalue)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+					 errmsg("CSV message has %d fields, stream \"%s\" expects %d",
+							n, stream->relname, stream->nvalue)));
+		for (i = 0; i < stream->ncolumns; i++)
+		{
+			SspColumn  *col = &stream->columns[i];
+
+			if (col->source != SSP_SRC_VALUE)
+				continue;
+			dc->column = col->name;
+			if (fields[f] != NULL && !SKIP(i, only))
+			{
+				nulls[col->attnum - 1] = false;
+				values[col->attnum - 1] = text_input(col, fields[f], strlen(fields[f]));
+			}
+			f++;
+		}
+	}
+	else
+	{
+		for (i = 0; i < stream->ncolumns; i++)
+		{
+			SspColumn  *col = &stream->columns[i];
+
+			if (col->source != SSP_SRC_VALUE || SKIP(i, only))
+				continue;
+			dc->column = col->name;
+			nulls[col->attnum - 1] = false;
+			values[col->attnum - 1] = text_input(col, msg->value, msg->value_len);
+		}
+	}
+}
+
+static void
+decode_key(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
+		   DecodeContext *dc, int only)
+{
+	JsonFound  *found = NULL;
+	int			i;
+
+	if (msg->key == NULL || stream->nkey == 0)
+		return;
+	if (only >= 0 && stream->columns[only].source != SSP_SRC_KEY)
+		return;
+	if (stream->nkey > 1)
+	{
+		if (stream->key_paths == NULL)
+			stream->key_paths = build_paths(stream, SSP_SRC_KEY, stream->cxt);
+		dc->column = NULL;
+		found = parse_json_fields(stream, stream->key_paths, msg->key, msg->key_len);
+	}
+	for (i = 0; i < stream->ncolumns; i++)
+	{
+		SspColumn  *col = &stream->columns[i];
+
+		if (col->source != SSP_SRC_KEY || SKIP(i, only))
+			continue;
+		dc->column = col->name;
+		if (found)
+			values[col->attnum - 1] = json_input(col, &found[i], &nulls[col->attnum - 1]);
+		else
+		{
+			nulls[col->attnum - 1] = false;
+			values[col->attnum - 1] = text_input(col, msg->key, msg->key_len);
+		}
+	}
+}
+
+static Datum
+int_datum(Oid typid, int64 v)
+{
+	if (typid == INT2OID)
+		return Int16GetDatum((int16) v);
+	if (typid == INT4OID)
+		return Int32GetDatum((int32) v);
+	return Int64GetDatum(v);
+}
+
+static void
+decode_meta(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
+			DecodeContext *dc, int only)
+{
+	int			i;
+
+	for (i = 0; i < stream->ncolumns; i++)
+	{
+		SspColumn  *col = &stream->columns[i];
+		int			a = col->attnum - 1;
+		const char *hv;
+		size_t		hlen;
+
+		if (SKIP(i, only))
+			continue;
+		dc->column = col->name;
+		switch (col->source)
+		{
+			case SSP_SRC_PARTITION:
+				nulls[a] = false;
+				values[a] = int_datum(col->typid, msg->partition);
+				break;
+			case SSP_SRC_OFFSET:
+				nulls[a] = false;
+				values[a] = Int64GetDatum(msg->offset);
+				break;
+			case SSP_SRC_TIMESTAMP:
+				if (msg->timestamp_ms < 0)
+					break;
+				nulls[a] = false;
+				values[a] = ssp_ms_to_timestamptz(msg->timestamp_ms);
+				if (col->typid == TIMESTAMPOID)
+					values[a] = DirectFunctionCall1(timestamptz_timestamp, values[a]);
+				break;
+			case SSP_SRC_RAWKEY:
+				if (msg->key == NULL)
+					break;
+				nulls[a] = false;
+				values[a] = text_input(col, msg->key, msg->key_len);
+				break;
+			case SSP_SRC_HEADER:
+				if (!ssp_kafka_header(msg, col->header, &hv, &hlen) || hv == NULL)
+					break;
+				nulls[a] = false;
+				values[a] = text_input(col, hv, hlen);
+				break;
+			default:
+				break;
+		}
+	}
+}
+
+static void
+decode_error_context(void *arg)
+{
+	DecodeContext *dc = arg;
+
+	if (dc->column)
+		errcontext("stream \"%s\", topic \"%s\", partition %d, offset %lld, column \"%s\"",
+				   dc->stream->relname, dc->stream->topic, dc->msg->partition,
+				   (long long) dc->msg->offset, dc->column);
+	else
+		errcontext("stream \"%s\", topic \"%s\", partition %d, offset %lld",
+				   dc->stream->relname, dc->stream->topic, dc->msg->partition,
+				   (long long) dc->msg->offset);
+}
+
+/*
+ * decode: the row of msg into values/nulls (natts entries, indexed by
+ * attnum - 1); only column index "only" if it is not -1.
+ */
+static void
+decode(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls, int only)
+{
+	ErrorContextCallback errcb;
+	DecodeContext dc;
+
+	dc.stream = stream;
+	dc.msg = msg;
+	dc.column = NULL;
+	errcb.callback = decode_error_context;
+	errcb.arg = &dc;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+
+	memset(nulls, true, sizeof(bool) * stream->natts);
+	memset(values, 0, sizeof(Datum) * stream->natts);
+	decode_meta(stream, msg, values, nulls, &dc, only);
+	decode_key(stream, msg, values, nulls, &dc, only);
+	dc.column = NULL;
+	decode_value(stream, msg, values, nulls, &dc, only);
+
+	error_context_stack = errcb.previous;
+}
+
+/*
+ * ssp_decode_message: the row of msg into values/nulls (natts entries,
+ * indexed by attnum - 1).  Errors if the message cannot be decoded; the
+ * error context names the message and the column.
+ */
+void
+ssp_decode_message(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls)
+{
+	decode(stream, msg, values, nulls, -1);
+}
+
+/*
+ * try_decode: decode() in a subtransaction; false (with every column NULL)
+ * if it failed.  Only the error is swallowed: its effects are rolled back
+ * with the subtransaction.
+ */
+static bool
+try_decode(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
+		   int only)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile bool ok = true;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		decode(stream, msg, values, nulls, only);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		memset(nulls, true, sizeof(bool) * stream->natts);
+		ok = false;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(oldcxt);
+	CurrentResourceOwner = oldowner;
+	return ok;
+}
+
+/*
+ * ssp_decode_message_lenient: as ssp_decode_message, but a column that
+ * cannot be decoded is NULL (all the value columns, if the value cannot be
+ * parsed at all).  Needs a transaction: it uses subtransactions, only for
+ * messages that fail.
+ */
+void
+ssp_decode_message_lenient(SspStream *stream, SspMessage *msg, Datum *values,
+						   bool *nulls)
+{
+	Datum	   *v;
+	bool	   *n;
+	int			i;
+
+	if (try_decode(stream, msg, values, nulls, -1))
+		return;
+
+	v = palloc(sizeof(Datum) * stream->natts);
+	n = palloc(sizeof(bool) * stream->natts);
+	for (i = 0; i < stream->ncolumns; i++)
+	{
+		int			a = stream->columns[i].attnum - 1;
+
+		if (try_decode(stream, msg, v, n, i))
+		{
+			values[a] = v[a];
+			nulls[a] = n[a];
+		}
+	}
+}

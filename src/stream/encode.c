@@ -1,0 +1,369 @@
+/*-------------------------------------------------------------------------
+ *
+ * encode.c
+ *	  From a row of a stream to a Kafka message: the value in the stream's
+ *	  format, the key, the partition, the timestamp and the headers.
+ *
+ * The inverse of decode.c: what ssp_encode_row produces, ssp_decode_message
+ * reads back as the same row.  Key columns go to the key only; metadata
+ * columns set the message's partition, timestamp, key and headers; the
+ * offset is the broker's to assign and is ignored.
+ *
+ * Allocates in CurrentMemoryContext, which callers reset per row.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/datetime.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/numeric.h"
+#include "utils/timestamp.h"
+
+#include "ssp.h"
+#include "stream/stream.h"
+
+static void json_datum(StringInfo buf, Datum value, Oid typid, FmgrInfo *outfunc);
+
+/* json_number: a number's text, quoted if JSON cannot hold it (NaN). */
+static void
+json_number(StringInfo buf, const char *s)
+{
+	if (strspn(s, "0123456789-+.eE") == strlen(s) && s[0] != '\0')
+		appendStringInfoString(buf, s);
+	else
+		escape_json(buf, s);
+}
+
+static void
+json_array(StringInfo buf, Datum value)
+{
+	ArrayType  *arr = DatumGetArrayTypeP(value);
+	Oid			elemtype = ARR_ELEMTYPE(arr);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int			i;
+	Oid			outfn;
+	bool		isvarlena;
+	FmgrInfo	outfunc;
+
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	getTypeOutputInfo(elemtype, &outfn, &isvarlena);
+	fmgr_info(outfn, &outfunc);
+	deconstruct_array(arr, elemtype, typlen, typbyval, typalign,
+					  &elems, &nulls, &n);
+	appendStringInfoChar(buf, '[');
+	for (i = 0; i < n; i++)
+	{
+		if (i > 0)
+			appendStringInfoChar(buf, ',');
+		if (nulls[i])
+			appendStringInfoString(buf, "null");
+		else
+			json_datum(buf, elems[i], elemtype, &outfunc);
+	}
+	appendStringInfoChar(buf, ']');
+}
+
+/* json_datum: a non-null value as JSON, much as to_json() writes it. */
+static void
+json_datum(StringInfo buf, Datum value, Oid typid, FmgrInfo *outfunc)
+{
+	switch (typid)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case FLOAT4OID:
+		case FLOAT8OID:
+		case NUMERICOID:
+			json_number(buf, OutputFunctionCall(outfunc, value));
+			return;
+		case BOOLOID:
+			appendStringInfoString(buf, DatumGetBool(value) ? "true" : "false");
+			return;
+		case JSONOID:
+		case JSONBOID:
+			appendStringInfoString(buf, OutputFunctionCall(outfunc, value));
+			return;
+		case DATEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case TIMEOID:
+		case TIMETZOID:
+			{
+				char		dt[MAXDATELEN + 1];
+
+				appendStringInfoChar(buf, '"');
+				appendStringInfoString(buf, JsonEncodeDateTime(dt, value, typid, NULL));
+				appendStringInfoChar(buf, '"');
+				return;
+			}
+		default:
+			if (OidIsValid(get_element_type(typid)) && typid != INT2VECTOROID &&
+				typid != OIDVECTOROID)
+				json_array(buf, value);
+			else
+				escape_json(buf, OutputFunctionCall(outfunc, value));
+	}
+}
+
+/*
+ * json_object: the value columns in cols whose paths share the first
+ * "level" names, as one JSON object; nested paths become nested objects.
+ */
+static void
+json_obj(StringInfo buf, SspStream *stream, List *cols, int level,
+			Datum *values, bool *nulls)
+{
+	bool	   *done = palloc0(sizeof(bool) * Max(list_length(cols), 1));
+	bool		first = true;
+	int			i;
+
+	appendStringInfoChar(buf, '{');
+	for (i = 0; i < list_length(cols); i++)
+	{
+		SspColumn  *col = list_nth(cols, i);
+		const char *name = strVal(list_nth(col->path, level));
+		int			a = col->attnum - 1;
+
+		if (done[i])
+			continue;
+		if (!first)
+			appendStringInfoChar(buf, ',');
+		first = false;
+		escape_json(buf, name);
+		appendStringInfoChar(buf, ':');
+
+		if (list_length(col->path) == level + 1)
+		{
+			if (nulls[a])
+				appendStringInfoString(buf, "null");
+			else
+				json_datum(buf, values[a], col->typid, &col->outfunc);
+		}
+		else
+		{
+			List	   *sub = NIL;
+			int			j;
+
+			/* every later column under the same name goes in this object */
+			for (j = i; j < list_length(cols); j++)
+			{
+				SspColumn  *other = list_nth(cols, j);
+
+				if (!done[j] && list_length(other->path) > level + 1 &&
+					strcmp(strVal(list_nth(other->path, level)), name) == 0)
+				{
+					sub = lappend(sub, other);
+					done[j] = true;
+				}
+			}
+			json_obj(buf, stream, sub, level + 1, values, nulls);
+		}
+		done[i] = true;
+	}
+	appendStringInfoChar(buf, '}');
+}
+
+static void
+csv_field(StringInfo buf, const char *s)
+{
+	const char *p;
+
+	if (s[0] != '\0' && strpbrk(s, ",\"\r\n") == NULL &&
+		s[0] != ' ' && s[strlen(s) - 1] != ' ')
+	{
+		appendStringInfoString(buf, s);
+		return;
+	}
+	appendStringInfoChar(buf, '"');
+	for (p = s; *p; p++)
+	{
+		if (*p == '"')
+			appendStringInfoChar(buf, '"');
+		appendStringInfoChar(buf, *p);
+	}
+	appendStringInfoChar(buf, '"');
+}
+
+/* raw_bytes: a value as message bytes: bytea as is, others as text. */
+static void
+raw_bytes(StringInfo buf, SspColumn *col, Datum value)
+{
+	if (col->typid == BYTEAOID)
+	{
+		bytea	   *b = DatumGetByteaPP(value);
+
+		appendBinaryStringInfo(buf, VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b));
+	}
+	else
+		appendStringInfoString(buf, OutputFunctionCall(&col->outfunc, value));
+}
+
+static void
+encode_value(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
+{
+	List	   *cols = NIL;
+	bool		allnull = true;
+	int			i;
+
+	for (i = 0; i < stream->ncolumns; i++)
+		if (stream->columns[i].source == SSP_SRC_VALUE)
+		{
+			cols = lappend(cols, &stream->columns[i]);
+			if (!nulls[stream->columns[i].attnum - 1])
+				allnull = false;
+		}
+
+	switch (stream->format)
+	{
+		case SSP_FORMAT_JSON:
+			json_obj(&out->value, stream, cols, 0, values, nulls);
+			break;
+		case SSP_FORMAT_CSV:
+			for (i = 0; i < list_length(cols); i++)
+			{
+				SspColumn  *col = list_nth(cols, i);
+
+				if (i > 0)
+					appendStringInfoChar(&out->value, ',');
+				if (!nulls[col->attnum - 1])
+					csv_field(&out->value,
+							  OutputFunctionCall(&col->outfunc, values[col->attnum - 1]));
+			}
+			break;
+		case SSP_FORMAT_TEXT:
+		case SSP_FORMAT_BYTEA:
+			/* one column; NULL is a null value (a tombstone) */
+			if (allnull)
+				out->value_null = true;
+			else
+			{
+				SspColumn  *col = linitial(cols);
+
+				raw_bytes(&out->value, col, values[col->attnum - 1]);
+			}
+			break;
+	}
+}
+
+static void
+encode_key(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
+{
+	List	   *cols = NIL;
+	int			i;
+
+	for (i = 0; i < stream->ncolumns; i++)
+		if (stream->columns[i].source == SSP_SRC_KEY)
+			cols = lappend(cols, &stream->columns[i]);
+
+	if (list_length(cols) == 1)
+	{
+		SspColumn  *col = linitial(cols);
+
+		if (!nulls[col->attnum - 1])
+		{
+			raw_bytes(&out->key, col, values[col->attnum - 1]);
+			out->key_null = false;
+		}
+	}
+	else if (cols != NIL)
+	{
+		/* several key columns: a JSON object named by column */
+		SspStream	keys = *stream;
+		ListCell   *lc;
+		List	   *named = NIL;
+
+		foreach(lc, cols)
+		{
+			SspColumn  *col = palloc(sizeof(SspColumn));
+
+			*col = *(SspColumn *) lfirst(lc);
+			col->path = list_make1(makeString(col->name));
+			named = lappend(named, col);
+		}
+		json_obj(&out->key, &keys, named, 0, values, nulls);
+		out->key_null = false;
+	}
+}
+
+/*
+ * ssp_encode_row: the message for a row of the stream (values/nulls
+ * indexed by attnum - 1) into out, which it initialises.
+ */
+void
+ssp_encode_row(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
+{
+	int			i;
+
+	initStringInfo(&out->value);
+	initStringInfo(&out->key);
+	out->value_null = false;
+	out->key_null = true;
+	out->partition = -1;
+	out->timestamp_ms = 0;
+	out->headers = NIL;
+
+	if (stream->timestamp_attnum > 0 && !nulls[stream->timestamp_attnum - 1])
+		out->timestamp_ms = ssp_timestamptz_to_ms(values[stream->timestamp_attnum - 1]);
+
+	for (i = 0; i < stream->ncolumns; i++)
+	{
+		SspColumn  *col = &stream->columns[i];
+		int			a = col->attnum - 1;
+		int64		p;
+
+		if (nulls[a])
+			continue;
+		switch (col->source)
+		{
+			case SSP_SRC_PARTITION:
+				p = col->typid == INT2OID ? DatumGetInt16(values[a]) :
+					col->typid == INT4OID ? DatumGetInt32(values[a]) :
+					DatumGetInt64(values[a]);
+				if (p < 0 || p > PG_INT32_MAX)
+					ereport(ERROR,
+							(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+							 errmsg("partition %lld of stream \"%s\" is out of range",
+									(long long) p, stream->relname)));
+				out->partition = (int32) p;
+				break;
+			case SSP_SRC_TIMESTAMP:
+				/* timestamp and timestamptz share a representation */
+				out->timestamp_ms = ssp_timestamptz_to_ms(values[a]);
+				break;
+			case SSP_SRC_RAWKEY:
+				raw_bytes(&out->key, col, values[a]);
+				out->key_null = false;
+				break;
+			case SSP_SRC_HEADER:
+				{
+					SspHeader  *h = palloc(sizeof(SspHeader));
+					StringInfoData b;
+
+					initStringInfo(&b);
+					raw_bytes(&b, col, values[a]);
+					h->name = col->header;
+					h->value = b.data;
+					h->len = b.len;
+					out->headers = lappend(out->headers, h);
+					break;
+				}
+			default:
+				break;
+		}
+	}
+
+	encode_key(stream, values, nulls, out);
+	encode_value(stream, values, nulls, out);
+}

@@ -1,0 +1,288 @@
+/*-------------------------------------------------------------------------
+ *
+ * jsonscan.c
+ *	  A fast JSON scanner for the common message: it validates the whole
+ *	  text and picks out the values of the paths a stream reads, with no
+ *	  allocation but for those values.
+ *
+ * It takes only what it can be sure of: a JSON object whose strings have no
+ * escapes, nested no deeper than MAX_DEPTH.  Anything else (an escape, an
+ * error, another top-level value) makes it give up, and decode.c parses
+ * the message again with Postgres's own parser, which either decodes it or
+ * reports the error in Postgres's words.  So it never accepts what
+ * Postgres's parser would refuse: the grammar below is JSON's (RFC 8259)
+ * as jsonapi.c reads it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "stream/jsonscan.h"
+
+#define MAX_DEPTH 64
+
+typedef struct Scan
+{
+	const char *p;
+	const char *end;
+	int			depth;
+	JsonFound  *found;
+} Scan;
+
+static bool scan_value(Scan *s, PathNode *node);
+
+static inline void
+skip_ws(Scan *s)
+{
+	while (s->p < s->end &&
+		   (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+		s->p++;
+}
+
+/* is c a character that would make a word of the literal or number? */
+static inline bool
+word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		(c >= '0' && c <= '9') || c == '_' || c == '$' || (unsigned char) c >= 0x80;
+}
+
+/* scan_string: at '"'; its content, which must need no unescaping. */
+static bool
+scan_string(Scan *s, const char **start, int *len)
+{
+	const char *q = ++s->p;
+
+	while (q < s->end && *q != '"')
+	{
+		if (*q == '\\' || (unsigned char) *q < 0x20)
+			return false;		/* escapes and control characters: give up */
+		q++;
+	}
+	if (q >= s->end)
+		return false;
+	*start = s->p;
+	*len = q - s->p;
+	s->p = q + 1;
+	return true;
+}
+
+static bool
+scan_digits(Scan *s)
+{
+	const char *q = s->p;
+
+	while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
+		s->p++;
+	return s->p > q;
+}
+
+/* scan_number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool
+scan_number(Scan *s)
+{
+	if (*s->p == '-')
+		s->p++;
+	if (s->p >= s->end)
+		return false;
+	if (*s->p == '0')
+		s->p++;
+	else if (!scan_digits(s))
+		return false;
+	if (s->p < s->end && *s->p == '.')
+	{
+		s->p++;
+		if (!scan_digits(s))
+			return false;
+	}
+	if (s->p < s->end && (*s->p == 'e' || *s->p == 'E'))
+	{
+		s->p++;
+		if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
+			s->p++;
+		if (!scan_digits(s))
+			return false;
+	}
+	return !(s->p < s->end && word_char(*s->p));
+}
+
+static bool
+scan_literal(Scan *s, const char *word, int n)
+{
+	if (s->end - s->p < n || memcmp(s->p, word, n) != 0)
+		return false;
+	s->p += n;
+	return !(s->p < s->end && word_char(*s->p));
+}
+
+static PathNode *
+child_named(PathNode *node, const char *name, int len)
+{
+	ListCell   *lc;
+
+	if (node == NULL)
+		return NULL;
+	foreach(lc, node->children)
+	{
+		PathNode   *c = lfirst(lc);
+
+		if (c->namelen == len && memcmp(c->name, name, len) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+/*
+ * scan_member: one member of an object (a name, ':' and a value, whose
+ * path node is the child of node so named) or of an array (a value).
+ */
+static bool
+scan_member(Scan *s, PathNode *node, bool object)
+{
+	const char *name;
+	int			len;
+
+	if (!object)
+		return scan_value(s, NULL);		/* nothing inside an array is on a path */
+	if (s->p >= s->end || *s->p != '"' || !scan_string(s, &name, &len))
+		return false;
+	skip_ws(s);
+	if (s->p >= s->end || *s->p != ':')
+		return false;
+	s->p++;
+	skip_ws(s);
+	return scan_value(s, child_named(node, name, len));
+}
+
+/*
+ * scan_container: at '{' or '['; its members up to the closing character.
+ * node is the path node of an object, or NULL.
+ */
+static bool
+scan_container(Scan *s, PathNode *node)
+{
+	bool		object = *s->p == '{';
+	char		close = object ? '}' : ']';
+
+	if (++s->depth > MAX_DEPTH)
+		return false;
+	s->p++;
+	skip_ws(s);
+	if (s->p < s->end && *s->p == close)
+	{
+		s->p++;
+		s->depth--;
+		return true;
+	}
+	for (;;)
+	{
+		skip_ws(s);
+		if (!scan_member(s, node, object))
+			return false;
+		skip_ws(s);
+		if (s->p >= s->end)
+			return false;
+		if (*s->p == close)
+			break;
+		if (*s->p != ',')
+			return false;
+		s->p++;
+	}
+	s->p++;
+	s->depth--;
+	return true;
+}
+
+/*
+ * scan_value: at a value's first character; if node names a column, what
+ * is found for it (the last of duplicate fields wins, as in jsonb).
+ */
+static bool
+scan_value(Scan *s, PathNode *node)
+{
+	const char *start = s->p;
+	JsonTokenType type;
+	const char *str = NULL;
+	int			len = 0;
+
+	if (s->p >= s->end)
+		return false;
+	switch (*s->p)
+	{
+		case '{':
+			type = JSON_TOKEN_OBJECT_START;
+			if (!scan_container(s, node && node->children ? node : NULL))
+				return false;
+			break;
+		case '[':
+			type = JSON_TOKEN_ARRAY_START;
+			if (!scan_container(s, NULL))
+				return false;
+			break;
+		case '"':
+			type = JSON_TOKEN_STRING;
+			if (!scan_string(s, &str, &len))
+				return false;
+			break;
+		case 't':
+			type = JSON_TOKEN_TRUE;
+			if (!scan_literal(s, "true", 4))
+				return false;
+			break;
+		case 'f':
+			type = JSON_TOKEN_FALSE;
+			if (!scan_literal(s, "false", 5))
+				return false;
+			break;
+		case 'n':
+			type = JSON_TOKEN_NULL;
+			if (!scan_literal(s, "null", 4))
+				return false;
+			break;
+		default:
+			type = JSON_TOKEN_NUMBER;
+			if ((*s->p != '-' && (*s->p < '0' || *s->p > '9')) || !scan_number(s))
+				return false;
+			break;
+	}
+	if (node && node->column >= 0)
+	{
+		JsonFound  *f = &s->found[node->column];
+
+		if (f->scalar)
+			pfree(f->scalar);	/* a duplicate field's first value */
+		f->found = true;
+		f->type = type;
+		f->raw = (char *) start;
+		f->rawlen = s->p - start;
+		if (type == JSON_TOKEN_STRING)
+			f->scalar = pnstrdup(str, len);
+		else if (type == JSON_TOKEN_OBJECT_START || type == JSON_TOKEN_ARRAY_START ||
+				 type == JSON_TOKEN_NULL)
+			f->scalar = NULL;
+		else
+			f->scalar = pnstrdup(start, s->p - start);
+	}
+	return true;
+}
+
+/*
+ * ssp_json_scan: find the values of root's paths in text, a JSON object,
+ * into found; false (found then undefined) if the text is anything but a
+ * valid object without string escapes: the caller parses it otherwise.
+ */
+bool
+ssp_json_scan(const char *text, size_t len, PathNode *root, JsonFound *found)
+{
+	Scan		s;
+
+	s.p = text;
+	s.end = text + len;
+	s.depth = 0;
+	s.found = found;
+	skip_ws(&s);
+	if (s.p >= s.end || *s.p != '{' || !scan_container(&s, root))
+		return false;
+	skip_ws(&s);
+	return s.p == s.end;
+}

@@ -1,0 +1,33 @@
+/*-------------------------------------------------------------------------
+ *
+ * stream.h
+ *	  Streams: a foreign table's definition (stream.c), and messages
+ *	  decoded into rows (decode.c) and rows encoded into messages
+ *	  (encode.c).  Above the Kafka edge, below the FDW and the views.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SSP_STREAM_H
+#define SSP_STREAM_H
+
+#include "ssp.h"
+
+/* stream.c */
+extern SspStream *ssp_stream_open(Oid relid);
+extern bool ssp_is_stream(Oid relid);
+extern bool ssp_is_kafka_server(Oid serverid);
+extern void ssp_check_topic_name(const char *name, const char *what);
+
+/* decode.c */
+extern void ssp_decode_message(SspStream *stream, SspMessage *msg,
+							   Datum *values, bool *nulls);
+extern void ssp_decode_message_lenient(SspStream *stream, SspMessage *msg,
+									   Datum *values, bool *nulls);
+extern int64 ssp_timestamptz_to_ms(Datum ts);
+extern Datum ssp_ms_to_timestamptz(int64 ms);
+
+/* encode.c */
+extern void ssp_encode_row(SspStream *stream, Datum *values, bool *nulls,
+						   SspOutMessage *out);
+
+#endif							/* SSP_STREAM_H */

@@ -29,6 +29,9 @@ int			ssp_broker_timeout = 30000;
 /* ssp.aggregate_fast_path: built-in aggregates kept in plain SQL states */
 bool		ssp_aggregate_fast_path = true;
 
+/* ssp.library_version: read only, for the install and upgrade scripts */
+static char *ssp_library_version = NULL;
+
 void		_PG_init(void);
 
 /*
@@ -74,9 +77,26 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomStringVariable("ssp.library_version",
+							   "The version of the ssp library the server has loaded.",
+							   "CREATE EXTENSION and ALTER EXTENSION ssp UPDATE check that it "
+							   "is the version of their script.",
+							   &ssp_library_version,
+							   SSP_VERSION,
+							   PGC_INTERNAL,
+							   GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
+							   NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("ssp");
 
 	ssp_utility_init();
 	ssp_shmem_init();
-	ssp_supervisor_init();
+
+	/*
+	 * pg_upgrade runs both clusters in binary-upgrade mode while it copies
+	 * the schema: no worker may run then (its connections would hold the
+	 * databases that pg_upgrade restores, and nothing is to be consumed).
+	 */
+	if (!IsBinaryUpgrade)
+		ssp_supervisor_init();
 }

@@ -22,6 +22,13 @@
 #include "utils/palloc.h"
 #include "nodes/pg_list.h"
 
+/*
+ * The version of this library, and of the extension's SQL it works with
+ * (ssp.control's default_version; sql/ssp--VERSION.sql).  A database whose
+ * ssp is another version waits for ALTER EXTENSION ssp UPDATE.
+ */
+#define SSP_VERSION "0.2"
+
 /* GUCs (ssp.c) */
 extern int	ssp_broker_timeout;
 extern bool ssp_aggregate_fast_path;

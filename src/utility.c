@@ -145,11 +145,13 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("a view cannot be both ssp.continuous and ssp.rollup"),
 					 errdetail("A continuous view reads a stream; a rollup reads a continuous view.")));
+		ssp_check_extension_version();
 		ssp_create_continuous_view((ViewStmt *) parsetree, queryString);
 		return;
 	}
 	if (IsA(parsetree, ViewStmt) && ssp_view_flag((ViewStmt *) parsetree, "rollup"))
 	{
+		ssp_check_extension_version();
 		ssp_create_rollup((ViewStmt *) parsetree, queryString);
 		return;
 	}

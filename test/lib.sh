@@ -57,13 +57,19 @@ ssp_setup() {
         work=$(mktemp -d "/tmp/ssp-$(basename "$0" .sh).XXXXXX")
         mkdir "$work/src"
         tar -C "$SSP_SRC" --exclude=.git --exclude='*.o' --exclude='*.so' -cf - . | tar -C "$work/src" -xf -
+        # the history, for the upgrade tests (they build earlier versions)
+        local git_dir=
+        if git_dir=$(git -C "$SSP_SRC" rev-parse --absolute-git-dir 2>/dev/null); then
+            cp -a "$git_dir" "$work/git"
+            git_dir=$work/git
+        fi
         chown -R "$SSP_USER:" "$work"
         chmod 755 "$work"
         ssp_log "running as user $SSP_USER in $work"
         local status=0
         runuser -u "$SSP_USER" -- env SSP_INNER=1 SSP_WORK="$work" \
             SSP_TEST_BROKERS="${SSP_TEST_BROKERS:-}" KAFKA_BROKERS="${KAFKA_BROKERS:-}" \
-            SSP_TEST_KAFKA="${SSP_TEST_KAFKA:-}" SSP_DEMO_KAFKA="${SSP_DEMO_KAFKA:-}" SSP_BENCH_KAFKA="${SSP_BENCH_KAFKA:-}" SSP_CACHE="${SSP_CACHE:-}" \
+            SSP_TEST_KAFKA="${SSP_TEST_KAFKA:-}" SSP_DEMO_KAFKA="${SSP_DEMO_KAFKA:-}" SSP_BENCH_KAFKA="${SSP_BENCH_KAFKA:-}" SSP_CACHE="${SSP_CACHE:-}" SSP_GIT_DIR="$git_dir" \
             SSP_BENCH_RUNS="${SSP_BENCH_RUNS:-}" SSP_REGRESS="${SSP_REGRESS:-}" SSP_ISOLATION="${SSP_ISOLATION:-}" SSP_TAP="${SSP_TAP:-}" SSP_DEMO_SECONDS="${SSP_DEMO_SECONDS:-}" SSP_FUZZ_SECONDS="${SSP_FUZZ_SECONDS:-}" SSP_SMALL_DISK="${SSP_SMALL_DISK:-}" \
             PATH="$PATH" bash "$work/src/${0#"$SSP_SRC"/}" "$@" || status=$?
         # what the run wrote for the tree (SSP_COPY_BACK: a folder), back in it
@@ -93,10 +99,37 @@ ssp_build() {
     export PATH="$SSP_INSTALL$PG_BINDIR:$PATH"
 }
 
+# ssp_start_postgres DIR [LINE...]: a Postgres cluster of the run's own in
+# DIR/data with ssp in shared_preload_libraries (and the lines given in
+# postgresql.conf), on a socket in DIR only; sets PGHOST and PGPORT, as
+# make installcheck wants them.
+ssp_start_postgres() {
+    local dir=$1
+    shift
+    rm -rf "$dir/data"
+    mkdir -p "$dir"
+    initdb -D "$dir/data" -A trust -N >"$dir/initdb.log" 2>&1 || ssp_die "initdb failed: $(cat "$dir/initdb.log")"
+    {
+        echo "shared_preload_libraries = 'ssp'"
+        echo "listen_addresses = ''"
+        echo "unix_socket_directories = '$dir'"
+        printf '%s\n' "$@"
+    } >>"$dir/data/postgresql.conf"
+    SSP_PG_DIRS+=("$dir/data")
+    pg_ctl -D "$dir/data" -l "$dir/postgres.log" -w start >/dev/null ||
+        ssp_die "Postgres did not start: $(tail -n 20 "$dir/postgres.log")"
+    export PGHOST=$dir PGPORT=5432
+}
+
 SSP_PIDS=()
 SSP_KAFKA_DIRS=()
+SSP_PG_DIRS=()
 ssp_cleanup() {
     local pid dir
+    for dir in "${SSP_PG_DIRS[@]+"${SSP_PG_DIRS[@]}"}"; do
+        pg_ctl -D "$dir" -m fast stop >/dev/null 2>&1 || true
+    done
+    SSP_PG_DIRS=()
     for dir in "${SSP_KAFKA_DIRS[@]+"${SSP_KAFKA_DIRS[@]}"}"; do
         "$SSP_SRC/test/kafka/kafka_ctl" stop "$dir" || true
     done

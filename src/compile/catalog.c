@@ -10,9 +10,14 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/dependency.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_rewrite.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -22,9 +27,11 @@
 #include "rewrite/rewriteSupport.h"
 #include "utils/resowner.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
@@ -77,6 +84,90 @@ text_list(Datum array, bool isnull)
 }
 
 /*
+ * The columns ssp_view_load reads, in the order of its SELECT: named, so
+ * that a column added to ssp.continuous_views by an upgrade moves nothing.
+ */
+enum
+{
+	CV_MREL = 1,
+	CV_STREAMS,
+	CV_TOPICS,
+	CV_APPLY_SQL,
+	CV_COMMIT_INTERVAL_MS,
+	CV_BATCH_SIZE,
+	CV_ON_ERROR,
+	CV_PAUSED,
+	CV_GENERATION,
+	CV_LATE_SQL,
+	CV_RETENTION_SQL,
+	CV_GRACE,
+	CV_IDLE_MS,
+	CV_WATERMARK,
+	CV_COLUMNS,
+	CV_BUFFERS,
+	CV_PARALLELISM,
+	CV_OUTPUT_TOPIC,
+	CV_OUTBOX,
+	CV_OUTBOX_FINAL_SQL,
+	CV_QUERY,
+	CV_NAMES,
+	CV_OPTIONS,
+	CV_CHANGES					/* the outbox's trigger function, from pg_trigger */
+};
+
+/*
+ * ssp_extension_version: the version of ssp installed in this database
+ * (palloc'd), or NULL if none is.
+ */
+char *
+ssp_extension_version(void)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tup;
+	char	   *version = NULL;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("ssp"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, Anum_pg_extension_extversion,
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			version = text_to_cstring(DatumGetTextPP(d));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return version;
+}
+
+/*
+ * ssp_check_extension_version: error unless the ssp installed in this
+ * database (if any) is the version of this library: between installing a
+ * new version's files (and restarting) and ALTER EXTENSION ssp UPDATE, the
+ * catalog is the old version's, and nothing reads or writes it.
+ */
+void
+ssp_check_extension_version(void)
+{
+	char	   *version = ssp_extension_version();
+
+	if (version != NULL && strcmp(version, SSP_VERSION) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the ssp library is version %s, but the extension in this database is version %s",
+						SSP_VERSION, version),
+				 errhint("Run ALTER EXTENSION ssp UPDATE in this database (or install ssp %s and restart the server).",
+						 version)));
+}
+
+/*
  * ssp_view_load: the catalog row of a continuous view, allocated in the
  * caller's memory context; NULL if there is none and missing_ok.
  */
@@ -89,12 +180,15 @@ ssp_view_load(Oid view, bool missing_ok)
 	SspView    *v = NULL;
 	bool		isnull;
 
+	ssp_check_extension_version();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
 	if (SPI_execute_with_args("SELECT mrel::oid, streams::oid[], topics, apply_sql, commit_interval_ms, "
 							  "batch_size, on_error, paused, generation, late_sql, retention_sql, grace, "
 							  "(extract(epoch FROM idle_timeout) * 1000)::bigint, watermark, columns, buffers::oid[], parallelism, "
-							  "output_topic, outbox::oid, outbox_final_sql, query::oid, names, options, changes::oid "
+							  "output_topic, outbox::oid, outbox_final_sql, query::oid, names, options, "
+							  "(SELECT t.tgfoid FROM pg_catalog.pg_trigger t "
+							  " WHERE t.tgrelid = mrel AND t.tgname = 'ssp_changes_insert') "
 							  "FROM ssp.continuous_views WHERE view = $1::oid::regclass",
 							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
@@ -107,7 +201,7 @@ ssp_view_load(Oid view, bool missing_ok)
 		v = palloc0(sizeof(SspView));
 		v->view = view;
 		v->name = get_rel_name(view);
-		v->mrel = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		v->mrel = DatumGetObjectId(SPI_getbinval(tup, desc, CV_MREL, &isnull));
 		/* a view made before names were chosen by ssp may have none */
 		if (!OidIsValid(v->mrel) || get_rel_name(v->mrel) == NULL)
 			ereport(ERROR,
@@ -119,13 +213,13 @@ ssp_view_load(Oid view, bool missing_ok)
 			int			n;
 			int			i;
 
-			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, desc, 2, &isnull)),
+			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, desc, CV_STREAMS, &isnull)),
 							  OIDOID, 4, true, TYPALIGN_INT, &elems, NULL, &n);
 			v->nsources = n;
 			v->streams = palloc(sizeof(Oid) * n);
 			for (i = 0; i < n; i++)
 				v->streams[i] = DatumGetObjectId(elems[i]);
-			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, desc, 3, &isnull)),
+			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, desc, CV_TOPICS, &isnull)),
 							  TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &n);
 			if (n != v->nsources)
 				elog(ERROR, "ssp: continuous view %u has %d streams but %d topics", view, v->nsources, n);
@@ -133,35 +227,35 @@ ssp_view_load(Oid view, bool missing_ok)
 			for (i = 0; i < n; i++)
 				v->topics[i] = TextDatumGetCString(elems[i]);
 		}
-		v->apply_sql = TextDatumGetCString(SPI_getbinval(tup, desc, 4, &isnull));
-		v->commit_interval_ms = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
-		v->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
-		v->parallelism = DatumGetInt32(SPI_getbinval(tup, desc, 17, &isnull));
-		v->output_topic = SPI_getvalue(tup, desc, 18);
-		v->outbox = DatumGetObjectId(SPI_getbinval(tup, desc, 19, &isnull));
+		v->apply_sql = TextDatumGetCString(SPI_getbinval(tup, desc, CV_APPLY_SQL, &isnull));
+		v->commit_interval_ms = DatumGetInt32(SPI_getbinval(tup, desc, CV_COMMIT_INTERVAL_MS, &isnull));
+		v->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, CV_BATCH_SIZE, &isnull));
+		v->parallelism = DatumGetInt32(SPI_getbinval(tup, desc, CV_PARALLELISM, &isnull));
+		v->output_topic = SPI_getvalue(tup, desc, CV_OUTPUT_TOPIC);
+		v->outbox = DatumGetObjectId(SPI_getbinval(tup, desc, CV_OUTBOX, &isnull));
 		if (isnull)
 			v->outbox = InvalidOid;
-		v->outbox_final_sql = SPI_getvalue(tup, desc, 20);
-		v->query = DatumGetObjectId(SPI_getbinval(tup, desc, 21, &isnull));
+		v->outbox_final_sql = SPI_getvalue(tup, desc, CV_OUTBOX_FINAL_SQL);
+		v->query = DatumGetObjectId(SPI_getbinval(tup, desc, CV_QUERY, &isnull));
 		if (isnull)
 			v->query = InvalidOid;
-		v->names = text_list(SPI_getbinval(tup, desc, 22, &isnull), isnull);
-		v->options = text_list(SPI_getbinval(tup, desc, 23, &isnull), isnull);
-		v->changes = DatumGetObjectId(SPI_getbinval(tup, desc, 24, &isnull));
+		v->names = text_list(SPI_getbinval(tup, desc, CV_NAMES, &isnull), isnull);
+		v->options = text_list(SPI_getbinval(tup, desc, CV_OPTIONS, &isnull), isnull);
+		v->changes = DatumGetObjectId(SPI_getbinval(tup, desc, CV_CHANGES, &isnull));
 		if (isnull)
 			v->changes = InvalidOid;
-		v->on_error = ssp_parse_on_error(TextDatumGetCString(SPI_getbinval(tup, desc, 7, &isnull)));
-		v->paused = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
-		v->generation = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
-		v->late_sql = SPI_getvalue(tup, desc, 10);
-		v->retention_sql = SPI_getvalue(tup, desc, 11);
-		v->grace = DatumGetIntervalP(datumCopy(SPI_getbinval(tup, desc, 12, &isnull), false, sizeof(Interval)));
-		v->idle_ms = DatumGetInt64(SPI_getbinval(tup, desc, 13, &isnull));
-		v->watermark = DatumGetTimestampTz(SPI_getbinval(tup, desc, 14, &isnull));
+		v->on_error = ssp_parse_on_error(TextDatumGetCString(SPI_getbinval(tup, desc, CV_ON_ERROR, &isnull)));
+		v->paused = DatumGetBool(SPI_getbinval(tup, desc, CV_PAUSED, &isnull));
+		v->generation = DatumGetInt32(SPI_getbinval(tup, desc, CV_GENERATION, &isnull));
+		v->late_sql = SPI_getvalue(tup, desc, CV_LATE_SQL);
+		v->retention_sql = SPI_getvalue(tup, desc, CV_RETENTION_SQL);
+		v->grace = DatumGetIntervalP(datumCopy(SPI_getbinval(tup, desc, CV_GRACE, &isnull), false, sizeof(Interval)));
+		v->idle_ms = DatumGetInt64(SPI_getbinval(tup, desc, CV_IDLE_MS, &isnull));
+		v->watermark = DatumGetTimestampTz(SPI_getbinval(tup, desc, CV_WATERMARK, &isnull));
 		if (isnull)
 			v->watermark = DT_NOBEGIN;
 		{
-			Datum		d = SPI_getbinval(tup, desc, 15, &isnull);
+			Datum		d = SPI_getbinval(tup, desc, CV_COLUMNS, &isnull);
 
 			if (!isnull)
 			{
@@ -175,7 +269,7 @@ ssp_view_load(Oid view, bool missing_ok)
 				for (i = 0; i < nelems; i++)
 					v->columns = lappend_int(v->columns, DatumGetInt16(elems[i]));
 			}
-			d = SPI_getbinval(tup, desc, 16, &isnull);
+			d = SPI_getbinval(tup, desc, CV_BUFFERS, &isnull);
 			if (!isnull)
 			{
 				Datum	   *elems;
@@ -273,8 +367,9 @@ ssp_store_start_offsets(Oid view, int nsources, const Oid *streams,
 }
 
 /*
- * ssp_view_repair_dependencies: after pg_dump and restore the view and its
- * materialisation table, query and buffers are plain objects again: make
+ * ssp_view_repair_dependencies: after pg_dump and restore (or pg_upgrade)
+ * the view and its materialisation table, query, buffers, outbox and the
+ * outbox's trigger function are plain objects again: make
  * them part of the view and the view depend on its streams, if they are
  * not.  (The query, NAME_query, depends on what it reads as any view
  * does.)  Needs a transaction.
@@ -315,6 +410,17 @@ ssp_view_repair_dependencies(SspView *v)
 		{
 			ObjectAddressSet(mreladdr, RelationRelationId, lfirst_oid(lc));
 			recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
+		}
+		if (OidIsValid(v->outbox))
+		{
+			ObjectAddressSet(mreladdr, RelationRelationId, v->outbox);
+			recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_INTERNAL);
+		}
+		if (OidIsValid(v->changes))
+		{
+			/* AUTO, as record_view makes it (view.c) */
+			ObjectAddressSet(mreladdr, ProcedureRelationId, v->changes);
+			recordDependencyOn(&mreladdr, &viewaddr, DEPENDENCY_AUTO);
 		}
 		for (i = 0; i < v->nsources; i++)
 		{

@@ -365,12 +365,12 @@ record_view(Oid viewoid, Oid mreloid, Oid queryoid, Oid nspid, List *names,
 	ListCell   *lc;
 	ObjectAddress viewaddr,
 				mreladdr;
-	Datum		args[28];
-	char		nulls[28] = "                            ";
+	Datum		args[27];
+	char		nulls[27] = "                           ";
 	Oid			argtypes[28] = {OIDOID, OIDOID, OIDARRAYOID, TEXTARRAYOID, TEXTOID, TEXTOID, INT4OID, INT4OID, TEXTOID,
 		TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, OIDARRAYOID, INT4OID,
 		TEXTOID, TEXTOID, TEXTARRAYOID, BOOLARRAYOID, TEXTOID, OIDOID, TEXTOID, OIDOID,
-	TEXTARRAYOID, TEXTARRAYOID, OIDOID};
+	TEXTARRAYOID, TEXTARRAYOID};
 	Datum	   *elems = palloc(sizeof(Datum) * Max(nstreams, list_length(b->buffer_names)));
 	Oid		   *buffers = palloc(sizeof(Oid) * Max(list_length(b->buffer_names), 1));
 	Oid			changes = InvalidOid;
@@ -456,9 +456,14 @@ record_view(Oid viewoid, Oid mreloid, Oid queryoid, Oid nspid, List *names,
 		recordDependencyOn(&addr, &viewaddr, DEPENDENCY_INTERNAL);
 		if (!b->outbox_final_sql)
 		{
+			/*
+			 * Dropped with the view, but an AUTO dependency: pg_dump (and
+			 * so pg_upgrade) leaves out the functions that are INTERNAL
+			 * parts of another object, and the mrel's triggers call it.
+			 */
 			changes = LookupFuncName(stringToQualifiedNameList(b->changes_fn), 0, NULL, false);
 			ObjectAddressSet(addr, ProcedureRelationId, changes);
-			recordDependencyOn(&addr, &viewaddr, DEPENDENCY_INTERNAL);
+			recordDependencyOn(&addr, &viewaddr, DEPENDENCY_AUTO);
 		}
 		args[21] = CStringGetTextDatum(opts->output_topic);
 		args[23] = b->outbox_final_sql ? CStringGetTextDatum(b->outbox_final_sql) : (Datum) 0;
@@ -471,15 +476,13 @@ record_view(Oid viewoid, Oid mreloid, Oid queryoid, Oid nspid, List *names,
 	args[24] = ObjectIdGetDatum(queryoid);
 	args[25] = text_array(names);
 	args[26] = text_array(options);
-	args[27] = ObjectIdGetDatum(changes);
-	nulls[27] = OidIsValid(changes) ? ' ' : 'n';
 	if (SPI_execute_with_args("INSERT INTO ssp.continuous_views (view, mrel, streams, topics, apply_sql, start, "
 							  "commit_interval_ms, batch_size, on_error, late_sql, retention_sql, grace, idle_timeout, emit, columns, buffers, "
 							  "parallelism, rollup_from, rollup_states, rollup_columns, rollup_combinable, "
-							  "output_topic, outbox, outbox_final_sql, query, names, options, changes) "
+							  "output_topic, outbox, outbox_final_sql, query, names, options) "
 							  "VALUES ($1, $2, $3::regclass[], $4, $5, $6, $7, $8, $9, $10, $11, $12::interval, $13::interval, $14, "
-							  "$15::smallint[], $16::regclass[], $17, $18, $19, $20, $21, $22, $23::regclass, $24, $25, $26, $27, $28)",
-							  28, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
+							  "$15::smallint[], $16::regclass[], $17, $18, $19, $20, $21, $22, $23::regclass, $24, $25, $26, $27)",
+							  27, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "ssp: could not record the continuous view");
 }
 
@@ -1112,7 +1115,7 @@ sync_changes_function(SspView *v, Build *b)
 	/* CREATE OR REPLACE records the function's dependencies anew */
 	ObjectAddressSet(fn, ProcedureRelationId, v->changes);
 	ObjectAddressSet(viewaddr, RelationRelationId, v->view);
-	recordDependencyOn(&fn, &viewaddr, DEPENDENCY_INTERNAL);
+	recordDependencyOn(&fn, &viewaddr, DEPENDENCY_AUTO);
 	CommandCounterIncrement();
 }
 

@@ -92,6 +92,8 @@ extern void ssp_view_refresh(SspView *v);
 extern void ssp_create_rollup(ViewStmt *stmt, const char *queryString);
 
 /* catalog.c */
+extern char *ssp_extension_version(void);
+extern void ssp_check_extension_version(void);
 extern SspView *ssp_view_load(Oid view, bool missing_ok);
 extern void ssp_store_start_offsets(Oid view, int nsources, const Oid *streams,
 									char *const *topics, const char *start);

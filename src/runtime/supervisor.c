@@ -35,6 +35,7 @@
 #include "access/xact.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -53,6 +54,7 @@
 #include "utils/timestamp.h"
 
 #include "ssp.h"
+#include "compile/view.h"
 #include "runtime/shmem.h"
 #include "runtime/supervisor.h"
 
@@ -325,6 +327,38 @@ stop_view_worker(SchedView *sv)
 		(void) kill(pid, SIGTERM);
 }
 
+/*
+ * version_matches: is the ssp of this database the library's version?  If
+ * not (a new version installed, ALTER EXTENSION ssp UPDATE not yet run), no
+ * worker runs; each view says why in ssp.views, and the log says it once.
+ */
+static bool
+version_matches(void)
+{
+	static char *warned = NULL;
+	char	   *version = ssp_extension_version();
+
+	if (version == NULL || strcmp(version, SSP_VERSION) == 0)
+	{
+		if (warned)
+			pfree(warned);
+		warned = NULL;
+		return true;
+	}
+	if (warned == NULL || strcmp(warned, version) != 0)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("ssp: continuous views of database \"%s\" wait: the ssp library is version %s, but the extension there is version %s",
+						get_database_name(MyDatabaseId), SSP_VERSION, version),
+				 errhint("Run ALTER EXTENSION ssp UPDATE in that database.")));
+		if (warned)
+			pfree(warned);
+		warned = MemoryContextStrdup(TopMemoryContext, version);
+	}
+	return false;
+}
+
 /* read_views: update the scheduler's list from the catalog; false if ssp is gone. */
 static bool
 read_views(List **views)
@@ -332,6 +366,8 @@ read_views(List **views)
 	ListCell   *lc;
 	uint64		i;
 	bool		have_ext;
+	bool		waiting;
+	char	   *why = NULL;
 
 	foreach(lc, *views)
 		((SchedView *) lfirst(lc))->seen = false;
@@ -340,6 +376,10 @@ read_views(List **views)
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	have_ext = OidIsValid(get_extension_oid("ssp", true));
+	waiting = have_ext && !version_matches();
+	if (waiting)
+		why = psprintf("the ssp library is version %s, but the extension in this database is version %s: run ALTER EXTENSION ssp UPDATE",
+					   SSP_VERSION, ssp_extension_version());
 	if (have_ext)
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
@@ -375,7 +415,17 @@ read_views(List **views)
 			}
 			sv->seen = true;
 			sv->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-			sv->wanted = !DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+			sv->wanted = !DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull)) && !waiting;
+			if (waiting)
+			{
+				SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, view, part, true);
+
+				if (slot)
+				{
+					ssp_slot_set_status(slot, "waiting for extension update", -1);
+					ssp_slot_set_error(slot, why);
+				}
+			}
 			generation = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
 			/* a reset: the running worker holds stale offsets */
 			if (sv->generation != 0 && sv->generation != generation)

@@ -5,6 +5,8 @@ package SspTest;
 
 use strict;
 use warnings;
+use Cwd ();
+use File::Basename ();
 use IO::Socket::INET;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
@@ -13,6 +15,10 @@ use Test::More;
 
 my @brokers;
 my @kafkas;
+my $pg_config = '/usr/lib/postgresql/15/bin/pg_config';
+
+# the source tree (make test sets it; make installcheck runs from the tree)
+$ENV{SSP_SRC} //= Cwd::abs_path(File::Basename::dirname(__FILE__) . '/../..');
 
 # start_broker(brokers => N, topics => ['name:partitions', ...])
 sub start_broker
@@ -129,11 +135,13 @@ sub kafka
 
 # new_node($name, %opts): a started node with ssp in shared_preload_libraries
 # and the extension created in database postgres.  allows_streaming => 1
-# prepares it for standbys; conf => "..." adds lines to postgresql.conf.
+# prepares it for standbys; conf => "..." adds lines to postgresql.conf;
+# install => $root runs it from a copy of the installation (install_version).
 sub new_node
 {
 	my ($name, %opts) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $node = PostgreSQL::Test::Cluster->new($name,
+		$opts{install} ? (install_path => pg_bindir($opts{install}) =~ s{/bin$}{}r) : ());
 	$node->init(allows_streaming => $opts{allows_streaming} // 0);
 	$node->append_conf('postgresql.conf',
 		"shared_preload_libraries = 'ssp'\nmax_worker_processes = 32\nrestart_after_crash = on\n"
@@ -141,6 +149,55 @@ sub new_node
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION ssp');
 	return $node;
+}
+
+# install_version($version, $commit): a copy of the test's Postgres
+# installation with ssp as it was at that commit, built from the history
+# of the tree (git archive; SSP_GIT_DIR when make test runs in a copy of
+# it); returns the copy's root.  Give node(..., install => $root) to run it.
+sub install_version
+{
+	my ($version, $commit) = @_;
+	my $root = "$PostgreSQL::Test::Utils::tmp_check/install-$version";
+	my $src = "$PostgreSQL::Test::Utils::tmp_check/ssp-$version";
+	my $git = $ENV{SSP_GIT_DIR} ? "git --git-dir='$ENV{SSP_GIT_DIR}'" : "git -C '$ENV{SSP_SRC}'";
+	mkdir $src or die "$src: $!";
+	system("$git archive $commit | tar -C '$src' -xf -") == 0
+	  or die "cannot read ssp $version ($commit) from git's history: the test needs a clone with it";
+	# make test's private installation, or (make installcheck) the system's
+	if ($ENV{SSP_INSTALL})
+	{
+		system('cp', '-a', $ENV{SSP_INSTALL}, $root) == 0 or die "cannot copy $ENV{SSP_INSTALL}";
+	}
+	else
+	{
+		my ($lib, $share) = map { `$pg_config $_` =~ s/\s+$//r } ('--pkglibdir', '--sharedir');
+		$lib =~ s{/lib$}{};
+		system("mkdir -p '$root$lib' '$root$share' && cp -a '$lib/.' '$root$lib/' && cp -a '$share/.' '$root$share/'") == 0
+		  or die "cannot copy the installation in $lib and $share";
+	}
+	system("rm -rf '$root'/usr/lib/postgresql/*/lib/ssp.so '$root'/usr/lib/postgresql/*/lib/bitcode/ssp* "
+		  . "'$root'/usr/share/postgresql/*/extension/ssp[.-]*") == 0 or die "cannot remove ssp from $root";
+	system("make -s -C '$src' PG_CONFIG=$pg_config >'$src.log' 2>&1 && "
+		  . "make -s -C '$src' PG_CONFIG=$pg_config DESTDIR='$root' install >>'$src.log' 2>&1") == 0
+	  or die "cannot build ssp $version; see $src.log";
+	return $root;
+}
+
+# install_current($root): this tree's ssp installed over the one in $root,
+# as a package upgrade would (the files replaced, not rewritten in place).
+sub install_current
+{
+	my ($root) = @_;
+	system("make -s -C '$ENV{SSP_SRC}' PG_CONFIG=$pg_config DESTDIR='$root' install >/dev/null") == 0
+	  or die "cannot install ssp into $root";
+}
+
+# pg_bindir($root): the Postgres binaries of an installation's copy.
+sub pg_bindir
+{
+	my ($root) = @_;
+	return "$root" . `$pg_config --bindir` =~ s/\s+$//r;
 }
 
 # wait_views($node, $db, @views): ssp.wait on each; dies if one times out.

@@ -7,7 +7,8 @@
  * Messages are queued as rows arrive and flushed when the statement ends;
  * a broker that does not acknowledge within ssp.broker_timeout, or refuses
  * a message, fails the statement.  Kafka has no rollback: messages the
- * broker acknowledged before a failure stay in the topic (README.md).
+ * broker acknowledged before a failure stay in the topic (doc/streams.md,
+ * Inserts).
  * Streams are append-only; UPDATE and DELETE are refused by Postgres
  * itself, since the wrapper reports only INSERT as supported.
  *

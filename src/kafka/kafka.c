@@ -192,7 +192,11 @@ set_properties(SspKafka *kafka, rd_kafka_conf_t *conf, rd_kafka_type_t type)
 		 * before it read them, so its consumer gets an error instead.
 		 */
 		conf_set(conf, "auto.offset.reset", kafka->strict_offsets ? "error" : "earliest");
-		/* the default starves the consumer; see DESIGN.md */
+		/*
+		 * Prefetch a whole batch per partition, and do not let a fetch of
+		 * quiet partitions wait long at the broker (doc/internals.md,
+		 * Consumer settings).
+		 */
 		conf_set(conf, "queued.min.messages", "200000");
 		conf_set(conf, "fetch.wait.max.ms", "50");
 	}

@@ -8,7 +8,7 @@
  * (an object without string escapes); anything else through Postgres's own
  * parser (common/jsonapi.h) with semantic actions that pick out only the
  * fields the stream's columns name.  Measured
- * against cJSON (test/bench/json_parsers.c, figures in README.md) it is a
+ * against cJSON (test/bench/json_parsers.c, figures in doc/performance.md) it is a
  * little slower (0.85-0.95x), but it keeps numbers exact, where cJSON turns
  * every number into a double and loses bigints over 2^53 and numeric
  * digits; so jsonapi.

@@ -149,7 +149,7 @@ is(sql('SELECT 1'), '1', 'Postgres runs on');
 # created again and written: without topic ids (librdkafka 2.0.2 has
 # none) nothing tells the new topic from the old one where it holds more
 # messages than the view had read, so the documented way on is ssp.reset
-# once the topic is back (README, Operating)
+# once the topic is back (doc/operating.md, Topics that change)
 my @gens = (1);
 create_topic('events', '--partitions', '2');
 write_events(2, 200, 700);

@@ -50,10 +50,18 @@ EXTENSION = ssp
 DATA = $(patsubst $(srcdir)/%,%,$(wildcard $(srcdir)/sql/ssp--*.sql))
 PGFILEDESC = "ssp - stateful stream processing over Kafka"
 
-REGRESS = option privileges names ddl roundtrip scan insert view aggregates window join streamjoin hostile
-REGRESS_OPTS = --inputdir=. --load-extension=ssp
-# specs/: races with a batch in flight (make test runs them with a broker)
+# make installcheck, against a running server with ssp preloaded
+# (doc/testing.md): pg_regress (sql/, expected/) and the isolation specs
+# (specs/) need the address of a Kafka without the tests' topics in
+# SSP_BROKERS; the TAP tests (test/tap/t/) start their own servers and
+# brokers (TAP_TESTS= leaves them out).  make test does all of it alone.
+REGRESS = extension option privileges names ddl roundtrip scan insert view aggregates window join streamjoin hostile
+REGRESS_OPTS = --inputdir=$(srcdir) --load-extension=ssp
 ISOLATION = batch_races
+ISOLATION_OPTS = --inputdir=$(srcdir) --load-extension=ssp
+TAP_TESTS = 1
+PROVE_TESTS = test/tap/t/*.pl
+PROVE_FLAGS = -I test/tap
 
 PG_CPPFLAGS = -I$(srcdir)/src
 SHLIB_LINK = -lrdkafka
@@ -78,6 +86,18 @@ endif
 
 test/broker/ssp_test_broker: test/broker/ssp_test_broker.c
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $< -lrdkafka
+
+# the topics of the expected outputs; the specs read the broker's address
+# from a setting
+installcheck: export SSP_RUN_ID ?= t
+installcheck: export PGOPTIONS += -c ssp_test.brokers=$(SSP_BROKERS)
+installcheck: installcheck-brokers
+.PHONY: installcheck-brokers
+installcheck-brokers:
+	@if [ -z "$$SSP_BROKERS" ] && [ -n "$(strip $(REGRESS)$(ISOLATION))" ]; then \
+		echo "make installcheck: set SSP_BROKERS to the address of a Kafka without the tests' topics (see doc/testing.md)" >&2; \
+		exit 1; \
+	fi
 
 .PHONY: test bench fuzz demo demo-stop
 test:

@@ -19,6 +19,9 @@ export LANG=${LANG:-C.UTF-8}
 SSP_PACKAGES="postgresql-$SSP_PG_VERSION postgresql-server-dev-$SSP_PG_VERSION librdkafka-dev kcat libipc-run-perl make gcc"
 # Apache Kafka (test/kafka/kafka_ctl): Java 17 and Maven, which fetches it
 SSP_KAFKA_PACKAGES="default-jdk-headless maven"
+# the Debian package (test/check_package.sh: pg_buildext, dpkg-buildpackage;
+# dpkg-checkbuilddeps wants build-essential)
+SSP_PACKAGE_PACKAGES="postgresql-server-dev-all debhelper build-essential"
 SSP_USER=${SSP_USER:-sspuser}
 SSP_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export SSP_SRC
@@ -46,7 +49,8 @@ ssp_packages() {
 }
 
 # ssp_setup: packages; as root, re-run the calling script as $SSP_USER in a
-# copy of the tree (the exit status is the script's).  Sets SSP_WORK.
+# copy of the tree (the exit status is the script's), then run the calling
+# script's function ssp_as_root, if it has one.  Sets SSP_WORK.
 ssp_setup() {
     if [ -z "${SSP_INNER:-}" ]; then
         ssp_packages
@@ -72,6 +76,10 @@ ssp_setup() {
             SSP_TEST_KAFKA="${SSP_TEST_KAFKA:-}" SSP_DEMO_KAFKA="${SSP_DEMO_KAFKA:-}" SSP_BENCH_KAFKA="${SSP_BENCH_KAFKA:-}" SSP_CACHE="${SSP_CACHE:-}" SSP_GIT_DIR="$git_dir" \
             SSP_BENCH_RUNS="${SSP_BENCH_RUNS:-}" SSP_REGRESS="${SSP_REGRESS:-}" SSP_ISOLATION="${SSP_ISOLATION:-}" SSP_TAP="${SSP_TAP:-}" SSP_DEMO_SECONDS="${SSP_DEMO_SECONDS:-}" SSP_FUZZ_SECONDS="${SSP_FUZZ_SECONDS:-}" SSP_SMALL_DISK="${SSP_SMALL_DISK:-}" \
             PATH="$PATH" bash "$work/src/${0#"$SSP_SRC"/}" "$@" || status=$?
+        # what the script does as root once the rest has run (ssp_as_root)
+        if declare -F ssp_as_root >/dev/null; then
+            ssp_as_root || status=1
+        fi
         # what the run wrote for the tree (SSP_COPY_BACK: a folder), back in it
         if [ -n "${SSP_COPY_BACK:-}" ] && [ -d "$work/src/$SSP_COPY_BACK" ]; then
             mkdir -p "$SSP_SRC/$SSP_COPY_BACK"

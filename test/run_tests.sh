@@ -1,7 +1,7 @@
 #!/bin/bash
 # make test: every test of ssp, from a fresh Debian 12 machine, as root or
-# not.  pg_regress (sql/, expected/) and the isolation tests (specs/)
-# against Apache Kafka (SSP_TEST_KAFKA=mock: the test broker; an external
+# not.  pg_regress (sql/, expected/) and the isolation tests (specs/),
+# with make installcheck against servers started here, on Apache Kafka (SSP_TEST_KAFKA=mock: the test broker; an external
 # cluster in SSP_TEST_BROKERS), then the TAP tests (test/tap/t/), which start
 # brokers of their own, Apache Kafka and the test broker (to break it), then
 # make demo for a few seconds and make demo-stop (test/check_demo.sh), then
@@ -9,7 +9,13 @@
 # SSP_FUZZ_SECONDS (default 30) each.
 source "$(dirname "$0")/lib.sh"
 SSP_PACKAGES="$SSP_PACKAGES clang libclang-rt-14-dev"	# test/fuzz
-SSP_PACKAGES="$SSP_PACKAGES $SSP_KAFKA_PACKAGES"
+SSP_PACKAGES="$SSP_PACKAGES $SSP_KAFKA_PACKAGES $SSP_PACKAGE_PACKAGES"
+# the Debian package, built and installed for real with apt-get once the
+# tests have run as $SSP_USER (as an ordinary user: unpacked, below)
+ssp_as_root() {
+    ssp_log "the Debian package (test/check_package.sh)"
+    SSP_WORK=$(mktemp -d /tmp/ssp-check_package.XXXXXX) bash "$SSP_SRC/test/check_package.sh"
+}
 # sql/aggregates.sql: approximate aggregates (ssp does not need them to run)
 SSP_PACKAGES="$SSP_PACKAGES postgresql-$SSP_PG_VERSION-hll postgresql-$SSP_PG_VERSION-tdigest"
 # as root: a small filesystem for test/tap/t/014_disk_full.pl to fill
@@ -41,16 +47,20 @@ else
 fi
 status=0
 
-ssp_log "pg_regress (on ${SSP_TEST_BROKERS:+the Kafka at }${SSP_TEST_BROKERS:-$SSP_TEST_KAFKA})"
+# pg_regress and the isolation specs run as make installcheck does, each
+# against a server of its own with ssp in shared_preload_libraries, the one
+# setting they need (doc/testing.md), and a broker of its own
+installcheck() {
+    make -s -C "$SSP_SRC" installcheck PG_CONFIG="$SSP_INSTALL$PG_BINDIR/pg_config" TAP_TESTS= "$@"
+}
+
+ssp_log "pg_regress, with make installcheck (on ${SSP_TEST_BROKERS:+the Kafka at }${SSP_TEST_BROKERS:-$SSP_TEST_KAFKA})"
 ssp_start_broker "$SSP_WORK/broker"
+ssp_start_postgres "$SSP_WORK/regress"
 # SSP_REGRESS and SSP_TAP narrow the run while developing
 regress_tests=${SSP_REGRESS:-$(sed -n 's/^REGRESS = //p' "$SSP_SRC/Makefile")}
-if ! "$SSP_INSTALL$PG_PGXS/src/test/regress/pg_regress" \
-        --temp-instance="$SSP_WORK/regress/instance" \
-        --temp-config="$SSP_SRC/test/regress.conf" \
-        --bindir="$SSP_INSTALL$PG_BINDIR" \
-        --inputdir="$SSP_SRC" --outputdir="$SSP_WORK/regress" \
-        --load-extension=ssp $regress_tests; then
+if ! installcheck REGRESS="$regress_tests" ISOLATION= \
+        REGRESS_OPTS="--inputdir=$SSP_SRC --outputdir=$SSP_WORK/regress --load-extension=ssp"; then
     if [ "$SSP_RUN_ID" != t ]; then
         ssp_log "comparing with the run id $SSP_RUN_ID replaced"
         for t in $regress_tests; do
@@ -64,23 +74,15 @@ if ! "$SSP_INSTALL$PG_PGXS/src/test/regress/pg_regress" \
 fi
 ssp_cleanup
 
-# isolation tests (specs/): races between a batch in flight and users; the
-# broker's address reaches the specs as the setting ssp_test.brokers
-ssp_log "isolation tests"
+# isolation tests (specs/): races between a batch in flight and users
+ssp_log "isolation tests, with make installcheck"
 ssp_start_broker "$SSP_WORK/broker-isolation"
+ssp_start_postgres "$SSP_WORK/isolation"
 isolation_tests=${SSP_ISOLATION:-$(sed -n 's/^ISOLATION = //p' "$SSP_SRC/Makefile")}
-if [ -n "$isolation_tests" ]; then
-    cp "$SSP_SRC/test/regress.conf" "$SSP_WORK/isolation.conf"
-    echo "ssp_test.brokers = '$SSP_BROKERS'" >>"$SSP_WORK/isolation.conf"
-    if ! "$SSP_INSTALL$PG_PGXS/src/test/isolation/pg_isolation_regress" \
-            --temp-instance="$SSP_WORK/isolation/instance" \
-            --temp-config="$SSP_WORK/isolation.conf" \
-            --bindir="$SSP_INSTALL$PG_BINDIR" \
-            --inputdir="$SSP_SRC" --outputdir="$SSP_WORK/isolation" \
-            --load-extension=ssp $isolation_tests; then
-        status=1
-        cat "$SSP_WORK/isolation/regression.diffs" || true
-    fi
+if [ -n "$isolation_tests" ] && ! installcheck REGRESS= ISOLATION="$isolation_tests" \
+        ISOLATION_OPTS="--inputdir=$SSP_SRC --outputdir=$SSP_WORK/isolation --load-extension=ssp"; then
+    status=1
+    cat "$SSP_WORK/isolation/regression.diffs" || true
 fi
 ssp_cleanup
 
@@ -111,6 +113,11 @@ fi
 
 ssp_log "make demo, briefly, then make demo-stop"
 bash "$SSP_SRC/test/check_demo.sh" || status=1
+
+if [ -z "${SSP_INNER:-}" ]; then
+    ssp_log "the Debian package, unpacked (test/check_package.sh)"
+    bash "$SSP_SRC/test/check_package.sh" || status=1
+fi
 
 ssp_log "fuzzing the decoders"
 bash "$SSP_SRC/test/fuzz/run_fuzz.sh" "${SSP_FUZZ_SECONDS:-30}" || status=1

@@ -50,10 +50,10 @@ EXTENSION = ssp
 DATA = $(patsubst $(srcdir)/%,%,$(wildcard $(srcdir)/sql/ssp--*.sql))
 PGFILEDESC = "ssp - stateful stream processing over Kafka"
 
-# make installcheck, against a running server with ssp preloaded
-# (doc/testing.md): pg_regress (sql/, expected/) and the isolation specs
-# (specs/) need the address of a Kafka without the tests' topics in
-# SSP_BROKERS; the TAP tests (test/tap/t/) start their own servers and
+# make installcheck, against a running server with the settings of
+# test/regress.conf (doc/testing.md): pg_regress (sql/, expected/) and the
+# isolation specs (specs/) need the address of a Kafka without the tests'
+# topics in SSP_BROKERS; the TAP tests (test/tap/t/) start their own servers and
 # brokers (TAP_TESTS= leaves them out).  make test does all of it alone.
 REGRESS = extension option privileges names ddl roundtrip scan insert view aggregates window join streamjoin hostile
 REGRESS_OPTS = --inputdir=$(srcdir) --load-extension=ssp

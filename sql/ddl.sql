@@ -75,7 +75,8 @@ INSERT INTO ddl_orders_renamed (id, region, value) SELECT g, 'r' || g % 3, g FRO
 SELECT ssp.wait('ddl_w.totals'), ssp.wait('ddl_view2');
 SELECT * FROM ddl_w.totals ORDER BY region;
 SELECT strpos(prosrc, 'ddl_w.totals_box') > 0 AS names_the_outbox
-FROM pg_proc WHERE oid = (SELECT changes FROM ssp.continuous_views WHERE view = 'ddl_w.totals'::regclass);
+FROM pg_proc WHERE oid = (SELECT tgfoid FROM pg_trigger WHERE tgname = 'ssp_changes_insert'
+  AND tgrelid = (SELECT mrel FROM ssp.continuous_views WHERE view = 'ddl_w.totals'::regclass));
 DO $$ BEGIN
   FOR i IN 1 .. 300 LOOP
     EXIT WHEN (SELECT count(*) FROM ddl_w.totals_box o, ssp.continuous_views c

@@ -118,7 +118,7 @@ ssp_start_postgres() {
     mkdir -p "$dir"
     initdb -D "$dir/data" -A trust -N >"$dir/initdb.log" 2>&1 || ssp_die "initdb failed: $(cat "$dir/initdb.log")"
     {
-        echo "shared_preload_libraries = 'ssp'"
+        echo "shared_preload_libraries = 'ssp'"   # again in the lines given: the last wins
         echo "listen_addresses = ''"
         echo "unix_socket_directories = '$dir'"
         printf '%s\n' "$@"

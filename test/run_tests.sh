@@ -48,15 +48,17 @@ fi
 status=0
 
 # pg_regress and the isolation specs run as make installcheck does, each
-# against a server of its own with ssp in shared_preload_libraries, the one
-# setting they need (doc/testing.md), and a broker of its own
+# against a server of its own with the settings of test/regress.conf (ssp
+# in shared_preload_libraries; workers for the views they run at once; see
+# doc/testing.md) and a broker of its own
+mapfile -t regress_conf <"$SSP_SRC/test/regress.conf"
 installcheck() {
     make -s -C "$SSP_SRC" installcheck PG_CONFIG="$SSP_INSTALL$PG_BINDIR/pg_config" TAP_TESTS= "$@"
 }
 
 ssp_log "pg_regress, with make installcheck (on ${SSP_TEST_BROKERS:+the Kafka at }${SSP_TEST_BROKERS:-$SSP_TEST_KAFKA})"
 ssp_start_broker "$SSP_WORK/broker"
-ssp_start_postgres "$SSP_WORK/regress"
+ssp_start_postgres "$SSP_WORK/regress" "${regress_conf[@]}"
 # SSP_REGRESS and SSP_TAP narrow the run while developing
 regress_tests=${SSP_REGRESS:-$(sed -n 's/^REGRESS = //p' "$SSP_SRC/Makefile")}
 if ! installcheck REGRESS="$regress_tests" ISOLATION= \
@@ -77,7 +79,7 @@ ssp_cleanup
 # isolation tests (specs/): races between a batch in flight and users
 ssp_log "isolation tests, with make installcheck"
 ssp_start_broker "$SSP_WORK/broker-isolation"
-ssp_start_postgres "$SSP_WORK/isolation"
+ssp_start_postgres "$SSP_WORK/isolation" "${regress_conf[@]}"
 isolation_tests=${SSP_ISOLATION:-$(sed -n 's/^ISOLATION = //p' "$SSP_SRC/Makefile")}
 if [ -n "$isolation_tests" ] && ! installcheck REGRESS= ISOLATION="$isolation_tests" \
         ISOLATION_OPTS="--inputdir=$SSP_SRC --outputdir=$SSP_WORK/isolation --load-extension=ssp"; then

@@ -84,12 +84,17 @@ $new->init;
 $new->append_conf('postgresql.conf',
 	"shared_preload_libraries = 'ssp'\nmax_worker_processes = 32\n");
 my $bindir = $new->config_data('--bindir');
-my @upgrade = ('pg_upgrade', '--no-sync', '-d', $old->data_dir, '-D', $new->data_dir,
+my @upgrade = ('pg_upgrade', '--no-sync', '--retain', '-d', $old->data_dir, '-D', $new->data_dir,
 	'-b', $bindir, '-B', $bindir, '-s', $new->host, '-p', $old->port, '-P', $new->port);
 # pg_upgrade writes its logs in the current directory
 chdir $PostgreSQL::Test::Utils::tmp_check;
 command_ok([ @upgrade, '--check' ], 'pg_upgrade --check passes (no reg* column that pg_upgrade refuses)');
 command_ok(\@upgrade, 'pg_upgrade copies the cluster');
+# both clusters ran in binary-upgrade mode meanwhile, with ssp preloaded
+my ($server_log) = glob($new->data_dir . '/pg_upgrade_output.d/*/log/pg_upgrade_server.log');
+my $during = PostgreSQL::Test::Utils::slurp_file($server_log);
+like($during, qr/ -b /, "pg_upgrade's servers ran in binary-upgrade mode (their log is read)");
+unlike($during, qr/background worker "ssp/, 'no ssp launcher, scheduler or worker ran while pg_upgrade did');
 $new->start;
 
 is($new->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'ssp'"),

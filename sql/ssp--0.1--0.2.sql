@@ -1,9 +1,11 @@
--- ssp 0.1 to 0.2
+-- ssp 0.1 to 0.2.  CREATE EXTENSION ssp runs ssp--0.1.sql and then this
+-- (and the updates after it): a fresh install is an updated one.
 
 \echo Use "ALTER EXTENSION ssp UPDATE" to load this file. \quit
 
 -- The library the server has loaded must be this script's version: after
--- new files are installed, Postgres must be restarted first.
+-- new files are installed, Postgres must be restarted first.  (Each update
+-- script checks its own version.)
 DO $$
 BEGIN
     IF pg_catalog.current_setting('ssp.library_version', true) IS DISTINCT FROM '0.2' THEN

@@ -23,9 +23,10 @@
 #include "nodes/pg_list.h"
 
 /*
- * The version of this library, and of the extension's SQL it works with
- * (ssp.control's default_version; sql/ssp--VERSION.sql).  A database whose
- * ssp is another version waits for ALTER EXTENSION ssp UPDATE.
+ * The version of this library, and of the extension's SQL it works with:
+ * ssp.control's default_version, the version the last update script in
+ * sql/ reaches (each script checks the library's).  A database whose ssp
+ * is another version waits for ALTER EXTENSION ssp UPDATE.
  */
 #define SSP_VERSION "0.2"
 

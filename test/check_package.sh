@@ -91,8 +91,6 @@ stray=$(grep -vE "^($LIBDIR/ssp\.so|$LIBDIR/bitcode/ssp(\.index\.bc|/.*\.bc)|$EX
 default_version=$(dpkg-deb --fsys-tarfile "$DEB" | tar -xOf - "./$EXTDIR/ssp.control" |
     sed -n "s/^default_version *= *'\(.*\)'.*/\1/p")
 [ -n "$default_version" ] || fail "the packaged ssp.control has no default_version"
-grep -qxF "$EXTDIR/ssp--$default_version.sql" "$WORK/contents" ||
-    fail "the package has no install script for its default version $default_version"
 depends=$(dpkg-deb -f "$DEB" Depends)
 for d in "postgresql-$SSP_PG_VERSION" librdkafka1; do
     grep -q "\b$d\b" <<<"$depends" || fail "the package does not depend on $d (Depends: $depends)"

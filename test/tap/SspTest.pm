@@ -254,6 +254,25 @@ sub lost_and_twice
 		"SELECT (SELECT count(*) FROM ($truth EXCEPT ALL $view) l), (SELECT count(*) FROM ($view EXCEPT ALL $truth) t)");
 }
 
+# read_published($node, $db, $topic): what a view of (region, n, total)
+# with ssp.output_topic published, read back from its topic (a stream of
+# the server kafka, named published) into the tables changes (every record)
+# and kept (each change once, as a consumer keeps it: a record whose number
+# is above the last one seen on its partition), for check_published.
+sub read_published
+{
+	my ($node, $db, $topic) = @_;
+	$node->safe_psql($db, qq{
+		CREATE FOREIGN TABLE published (region text, n bigint, total numeric, _op text, _seq bigint,
+		    _before jsonb, p int OPTIONS (meta 'partition'), o bigint OPTIONS (meta 'offset'))
+		  SERVER kafka OPTIONS (topic '$topic');
+		CREATE TABLE changes AS SELECT * FROM published;
+		CREATE TABLE kept AS SELECT * FROM (
+		  SELECT c.*, max(_seq) OVER (PARTITION BY p ORDER BY o ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS seen
+		  FROM changes c) x WHERE seen IS NULL OR _seq > seen;
+	});
+}
+
 # check_published($node, $view, $label): what a view with ssp.output_topic
 # published, read back into the tables changes (every record: region, n,
 # total, _seq, _before) and kept (each change once), holds: each key's

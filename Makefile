@@ -61,7 +61,6 @@ ISOLATION = batch_races
 ISOLATION_OPTS = --inputdir=$(srcdir) --load-extension=ssp
 TAP_TESTS = 1
 PROVE_TESTS = test/tap/t/*.pl
-PROVE_FLAGS = -I test/tap
 
 PG_CPPFLAGS = -I$(srcdir)/src
 SHLIB_LINK = -lrdkafka
@@ -73,6 +72,9 @@ EXTRA_CLEAN = test/broker/ssp_test_broker test/bench/json_parsers
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# after PGXS, which sets it empty: where the TAP tests find SspTest.pm
+PROVE_FLAGS = -I test/tap
 
 all: test/broker/ssp_test_broker
 

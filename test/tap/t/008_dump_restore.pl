@@ -3,7 +3,9 @@
 # left them, exactly once; aggregates kept by their own states (hll, a
 # user-defined one) and a rollup too; and a join of two streams whose
 # names, and its schema's, are as long as Postgres allows (63 bytes, some
-# of them multibyte), so that its table and buffers have clipped names.
+# of them multibyte), so that its table and buffers have clipped names;
+# and a view with an output topic, whose outbox's trigger function pg_dump
+# must carry (it left it out before 0.2).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -11,7 +13,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SspTest;
 
-my $broker = SspTest::start_broker(topics => ['orders:4', 'payments:4']);
+my $broker = SspTest::start_broker(topics => ['orders:4', 'payments:4', 'region_changes:4']);
 my $node = SspTest::new_node('dump');
 $node->safe_psql('postgres', qq{
 	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$broker->{bootstrap}');
@@ -43,6 +45,9 @@ $node->safe_psql('postgres', qq{
 	  SELECT region, hll_add_agg(hll_hash_bigint(id)) AS ids, total(amount) AS total FROM orders GROUP BY region;
 	CREATE VIEW overall WITH (ssp.rollup) AS
 	  SELECT hll_cardinality(ssp.combine(ids)) AS ids, ssp.combine(total) AS total FROM sketch;
+	-- its changes published from an outbox, by a trigger function of its own
+	CREATE VIEW published WITH (ssp.continuous, ssp.output_topic = 'region_changes') AS
+	  SELECT region, count(*) AS n FROM orders GROUP BY region;
 	INSERT INTO orders SELECT g % 100, 'r' || g % 7, g, timestamptz '2024-01-01' + g * interval '1 minute'
 	  FROM generate_series(1, 1000) g;
 	-- each order's payment comes 30 minutes later; those of the last 50
@@ -51,7 +56,7 @@ $node->safe_psql('postgres', qq{
 	  FROM generate_series(1, 950) g;
 });
 my $long = '"sssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssss"."éééééééééééééééééééééééééééééé€"';
-SspTest::wait_views($node, 'postgres', 'by_region', 'per_hour', 'latest', 'paid', 'sketch', $long);
+SspTest::wait_views($node, 'postgres', 'by_region', 'per_hour', 'latest', 'paid', 'sketch', 'published', $long);
 cmp_ok($node->safe_psql('postgres', "SELECT count(*) FROM paid_left WHERE id IN (SELECT g % 100 FROM generate_series(951, 1000) g)"),
 	'>=', 50, 'the orders still waiting for their payments are buffered when dumped');
 
@@ -61,14 +66,14 @@ $node->safe_psql('postgres', 'CREATE DATABASE restored');
 $node->command_ok(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('restored'), '-f', $dump],
 	'restore');
 
-is($node->safe_psql('restored', 'SELECT count(*) FROM ssp.continuous_views'), '6',
+is($node->safe_psql('restored', 'SELECT count(*) FROM ssp.continuous_views'), '7',
 	'the catalog came back');
 $node->safe_psql('restored', q{
 	INSERT INTO orders SELECT g % 100, 'r' || g % 7, g, timestamptz '2024-01-01' + g * interval '1 minute'
 	FROM generate_series(1001, 2000) g;
 	INSERT INTO payments SELECT g % 100, g, timestamptz '2024-01-01 00:30' + g * interval '1 minute'
 	FROM generate_series(951, 2000) g});
-SspTest::wait_views($node, 'restored', 'by_region', 'per_hour', 'latest', 'paid', 'sketch', $long);
+SspTest::wait_views($node, 'restored', 'by_region', 'per_hour', 'latest', 'paid', 'sketch', 'published', $long);
 
 my $all = "SELECT g % 100 AS id, 'r' || g % 7 AS region, g::numeric AS amount,
            timestamptz '2024-01-01' + g * interval '1 minute' AS ts FROM generate_series(1, 2000) g";
@@ -96,8 +101,13 @@ is($node->safe_psql('restored', "SELECT string_agg(relname, ' ' ORDER BY octet_l
 is($node->safe_psql('restored', 'SELECT * FROM overall'),
 	$node->safe_psql('restored', "SELECT hll_cardinality(hll_add_agg(hll_hash_bigint(id))), sum(amount) FROM ($all) t"),
 	'restored rollup combines the restored states');
+is(SspTest::differences($node, 'restored', 'SELECT * FROM published',
+		"SELECT region, count(*) FROM ($all) t GROUP BY region"),
+	'0', 'restored view with an output topic went on exactly once (its trigger function was in the dump)');
+ok($node->poll_query_until('restored', 'SELECT count(*) = 0 FROM published_outbox'),
+	'and publishes its changes');
 is($node->safe_psql('restored', "SELECT bool_and(status = 'running'), sum(processed) FROM ssp.views"),
-	't|16000', 'restored views run: 2,000 messages each, 4,000 for a join');
+	't|18000', 'restored views run: 2,000 messages each, 4,000 for a join');
 
 # the dump does not carry the tie between a view and its table; the worker
 # puts it back

@@ -176,22 +176,24 @@ is($applied, $produced, "$produced orders, each counted once");
 SspTest::report(faults => $faults, produced => $produced, applied => $applied,
 	lost => $lost, twice => $twice, broker => $broker->{kind});
 
-# The fence: a DBA moves a partition's offset back under the running worker
-# of grouped.  Its next batch on that partition began from the old offset,
-# so it rolls back and the worker stops; the next worker resumes from the
-# moved offset, and those 10 messages count again: exactly what the DBA
-# asked.  Without the fence, the worker would overwrite the moved offset.
-my $before = $node->safe_psql('postgres', 'SELECT sum(n) FROM grouped');
-$node->safe_psql('postgres', q{
-	UPDATE ssp.offsets SET next_offset = next_offset - 10
-	 WHERE view = 'grouped'::regclass AND partition = 0});
+# The fence: a DBA moves the offsets back under the running worker of
+# grouped, by 10 on every partition (the producer's sticky partitioner may
+# send the next messages to any one of them).  Its next batch began from the
+# old offsets, so it rolls back and the worker stops; the next worker
+# resumes from the moved offsets, and those messages count again: exactly
+# what the DBA asked.  Without the fence, the worker would overwrite them.
+my $moved = $node->safe_psql('postgres', q{
+	WITH m AS (UPDATE ssp.offsets SET next_offset = next_offset - 10
+	            WHERE view = 'grouped'::regclass RETURNING 1)
+	SELECT count(*) FROM m});
+cmp_ok($moved, '>=', 2, "the offsets of $moved partitions moved back");
 produce(2000);
 ok($node->poll_query_until('postgres', q{
 		SELECT last_error LIKE '%was written by another process: ssp.offsets no longer holds%' FROM ssp.views WHERE view = 'grouped'::regclass}),
 	'a batch that began from offsets moved under it fails, and says so');
 SspTest::wait_views($node, 'postgres', 'grouped');
-is($node->safe_psql('postgres', 'SELECT sum(n) FROM grouped'), $produced + 10,
-	'the worker resumed from the moved offset: the 10 messages before it count again');
+is($node->safe_psql('postgres', 'SELECT sum(n) FROM grouped'), $produced + 10 * $moved,
+	"the worker resumed from the moved offsets: the 10 messages before each of the $moved count again");
 
 $node->stop;
 done_testing();

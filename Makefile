@@ -36,6 +36,7 @@ OBJS = \
 	src/compile/join.o \
 	src/compile/viewsql.o \
 	src/compile/view.o \
+	src/compile/rebuild.o \
 	src/compile/rollup.o \
 	src/runtime/shmem.o \
 	src/runtime/supervisor.o \

@@ -116,7 +116,12 @@ typedef struct Build
 extern const char *const ssp_refuse_hint;
 
 /* view.c */
-extern Build *ssp_view_build(SspView *v);
+extern Build *ssp_view_build(SspView *v);	/* rebuild.c */
+/* view.c: what CREATE VIEW and rebuild.c share */
+extern SspViewOptions ssp_parse_view_options(List *options);
+extern void ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
+						   StringInfo create, StringInfo viewsql, StringInfo apply);
+extern void ssp_spi_exec(const char *sql);
 extern void ssp_refuse(const char *what, const char *why) pg_attribute_noreturn();
 extern char *ssp_deparse(Build *b, Node *expr);
 

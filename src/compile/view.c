@@ -18,9 +18,8 @@
  *	  other relations of the query keep theirs.
  *
  * The apply statement (and the rest a worker runs) names objects, so it is
- * built again from NAME_query and the view's options each time a worker
- * loads the view, and before a batch when something it names has changed
- * (ssp_view_generate, ssp_view_refresh): renames are harmless.
+ * built again, by ssp_build_view as at CREATE VIEW, from NAME_query and the
+ * view's options (rebuild.c): renames are harmless.
  *
  * Expressions are deparsed with search_path set to pg_catalog alone, so the
  * generated SQL names every object in full and means the same in a worker.
@@ -139,8 +138,8 @@ interval_option(DefElem *def, bool positive)
 	return val;
 }
 
-static SspViewOptions
-parse_options(List *options)
+SspViewOptions
+ssp_parse_view_options(List *options)
 {
 	SspViewOptions opts = {pstrdup("earliest"), SSP_DEFAULT_COMMIT_INTERVAL_MS,
 	SSP_DEFAULT_BATCH_SIZE, pstrdup("dead_letter"), NULL, NULL, NULL, false, NULL, NULL, NIL, 1,
@@ -301,8 +300,8 @@ check_query(Query *q)
 	return streams;
 }
 
-static void
-spi_exec(const char *sql)
+void
+ssp_spi_exec(const char *sql)
 {
 	int			rc = SPI_execute(sql, false, 0);
 
@@ -685,11 +684,11 @@ ssp_choose_function_name(const char *name, const char *label, Oid nspid)
  * as b says (view, mrel, b->outbox, b->changes_fn, b->buffers); a join's
  * buffers are chosen here if b names none.  Refuses what cannot be
  * maintained.  Run at CREATE VIEW and again each time a worker loads the
- * view, so the names in the SQL are always the current ones.
+ * view (rebuild.c), so the names in the SQL are always the current ones.
  */
-static void
-build_view(Build *b, List *names, const char *view, const char *mrel,
-		   StringInfo create, StringInfo viewsql, StringInfo apply)
+void
+ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
+			   StringInfo create, StringInfo viewsql, StringInfo apply)
 {
 	Query	   *q = b->query;
 	SspViewOptions *opts = b->opts;
@@ -812,7 +811,7 @@ options_text(List *options, SspViewOptions *opts)
 void
 ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 {
-	SspViewOptions opts = parse_options(stmt->options);
+	SspViewOptions opts = ssp_parse_view_options(stmt->options);
 	RawStmt    *raw = makeNode(RawStmt);
 	Oid			nspid;
 	char	   *nspname;
@@ -889,14 +888,14 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	initStringInfo(&create);
 	initStringInfo(&viewsql);
 	initStringInfo(&apply);
-	build_view(&b, names, view, mrel, &create, &viewsql, &apply);
+	ssp_build_view(&b, names, view, mrel, &create, &viewsql, &apply);
 
 	elog(DEBUG1, "ssp: continuous view %s: %s; %s; %s", view, create.data, viewsql.data, apply.data);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	spi_exec(create.data);
-	spi_exec(viewsql.data);
+	ssp_spi_exec(create.data);
+	ssp_spi_exec(viewsql.data);
 
 	/*
 	 * The query itself is kept as Postgres keeps a view's, by oid, in the
@@ -917,7 +916,7 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 
 		(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
 								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-		spi_exec(querysql.data);
+		ssp_spi_exec(querysql.data);
 		AtEOXact_GUC(true, save_nestlevel);
 	}
 	CommandCounterIncrement();
@@ -928,232 +927,4 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	SPI_finish();
 
 	ssp_store_start_offsets(viewoid, b.nstreams, b.stream_oids, b.topics, opts.start);
-}
-
-/* qualified_name: a relation's name, qualified, as it is now */
-static char *
-qualified_name(SspView *v, Oid rel)
-{
-	char	   *name = get_rel_name(rel);
-
-	if (name == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("continuous view \"%s\" has lost one of its tables", v->name),
-				 errhint("Drop the view and create it again.")));
-	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(rel)), name);
-}
-
-/*
- * view_query: the query that the view NAME_query keeps, as parse analysis
- * made it.  Postgres 15 puts the view itself first in a view's range
- * table, twice (as OLD and NEW): they go, and the rest move up.
- */
-static Query *
-view_query(SspView *v)
-{
-	Relation	rel;
-	Query	   *q;
-
-	if (!OidIsValid(v->query) || get_rel_name(v->query) == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("continuous view \"%s\" has lost its query", v->name),
-				 errhint("Drop the view and create it again.")));
-	rel = relation_open(v->query, AccessShareLock);
-	q = copyObject(get_view_query(rel));
-	relation_close(rel, NoLock);
-#if PG_VERSION_NUM < 160000
-	if (list_length(q->rtable) >= 2 &&
-		rt_fetch(1, q->rtable)->relid == v->query &&
-		rt_fetch(2, q->rtable)->relid == v->query)
-	{
-		q->rtable = list_copy_tail(q->rtable, 2);
-		OffsetVarNodes((Node *) q, -2, 0);
-	}
-#endif
-	return q;
-}
-
-/*
- * ssp_view_build: the view's SQL built again, from the query NAME_query
- * keeps and the options it was created with, naming every object as it is
- * named now: so renaming what a view reads, or its own objects, is
- * harmless.  Needs a transaction.
- */
-Build *
-ssp_view_build(SspView *v)
-{
-	Build	   *b = palloc0(sizeof(Build));
-	List	   *defs = NIL;
-	ListCell   *lc;
-	StringInfoData create,
-				viewsql,
-				apply;
-	int			i;
-
-	foreach(lc, v->options)
-	{
-		char	   *opt = pstrdup(lfirst(lc));
-		char	   *eq = strchr(opt, '=');
-
-		if (eq == NULL)
-			elog(ERROR, "ssp: continuous view %u has a malformed option \"%s\"", v->view, opt);
-		*eq = '\0';
-		defs = lappend(defs, makeDefElemExtended("ssp", opt, (Node *) makeString(eq + 1),
-												 DEFELEM_UNSPEC, -1));
-	}
-	b->opts = palloc(sizeof(SspViewOptions));
-	*b->opts = parse_options(defs);
-	b->query = view_query(v);
-	if (OidIsValid(v->outbox))
-	{
-		b->outbox = qualified_name(v, v->outbox);
-		if (OidIsValid(v->changes))
-			b->changes_fn = quote_qualified_identifier(get_namespace_name(get_func_namespace(v->changes)),
-													   get_func_name(v->changes));
-	}
-	for (i = 0; i < list_length(v->buffers) && i < 2; i++)
-		b->buffers[i] = qualified_name(v, list_nth_oid(v->buffers, i));
-	initStringInfo(&create);
-	initStringInfo(&viewsql);
-	initStringInfo(&apply);
-	build_view(b, v->names, qualified_name(v, v->view), qualified_name(v, v->mrel),
-			   &create, &viewsql, &apply);
-	b->apply_sql = apply.data;
-	return b;
-}
-
-/*
- * A worker's SQL names the relations below, schemas, functions and types:
- * an invalidation of any of them (a rename, say) makes it stale, and it is
- * built again before the next batch (ssp_view_refresh).
- */
-#define MAX_WATCHED 64
-static Oid	watched[MAX_WATCHED];
-static int	nwatched = -1;		/* -1: not watching */
-static bool sql_stale = false;
-static MemoryContext sql_cxt = NULL;	/* the SQL of the last build */
-
-static void
-relation_changed(Datum arg, Oid relid)
-{
-	int			i;
-
-	if (!OidIsValid(relid) || nwatched >= MAX_WATCHED)
-		sql_stale = true;
-	for (i = 0; i < nwatched && !sql_stale; i++)
-		if (watched[i] == relid)
-			sql_stale = true;
-}
-
-static void
-catalog_changed(Datum arg, int cacheid, uint32 hashvalue)
-{
-	sql_stale = true;
-}
-
-/* watch: the relations of the view and of its query */
-static void
-watch(SspView *v, Query *q)
-{
-	ListCell   *lc;
-
-	if (nwatched < 0)
-	{
-		CacheRegisterRelcacheCallback(relation_changed, (Datum) 0);
-		CacheRegisterSyscacheCallback(NAMESPACEOID, catalog_changed, (Datum) 0);
-		CacheRegisterSyscacheCallback(PROCOID, catalog_changed, (Datum) 0);
-		CacheRegisterSyscacheCallback(TYPEOID, catalog_changed, (Datum) 0);
-	}
-	nwatched = 0;
-	watched[nwatched++] = v->mrel;
-	watched[nwatched++] = v->query;
-	if (OidIsValid(v->outbox))
-		watched[nwatched++] = v->outbox;
-	foreach(lc, v->buffers)
-		watched[nwatched++] = lfirst_oid(lc);
-	foreach(lc, q->rtable)
-	{
-		RangeTblEntry *rte = lfirst(lc);
-
-		if (rte->rtekind == RTE_RELATION && nwatched < MAX_WATCHED)
-			watched[nwatched++] = rte->relid;
-	}
-}
-
-/*
- * sync_changes_function: an outbox's trigger function names the outbox in
- * its body: replace the body if it is not the one built now.
- */
-static void
-sync_changes_function(SspView *v, Build *b)
-{
-	HeapTuple	tup;
-	bool		isnull;
-	bool		same;
-	ObjectAddress fn,
-				viewaddr;
-
-	if (!OidIsValid(v->changes) || b->changes_body == NULL || b->changes_fn == NULL)
-		return;
-	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(v->changes));
-	if (!HeapTupleIsValid(tup))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("continuous view \"%s\" has lost its trigger function", v->name),
-				 errhint("Drop the view and create it again.")));
-	same = strcmp(TextDatumGetCString(SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull)),
-				  b->changes_body) == 0;
-	ReleaseSysCache(tup);
-	if (same)
-		return;
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "ssp: SPI_connect failed");
-	spi_exec(ssp_changes_function_sql(b, true));
-	SPI_finish();
-	/* CREATE OR REPLACE records the function's dependencies anew */
-	ObjectAddressSet(fn, ProcedureRelationId, v->changes);
-	ObjectAddressSet(viewaddr, RelationRelationId, v->view);
-	recordDependencyOn(&fn, &viewaddr, DEPENDENCY_AUTO);
-	CommandCounterIncrement();
-}
-
-/*
- * ssp_view_generate: the SQL a worker runs, built again (ssp_view_build),
- * into memory of its own; from then on, watched for renames.  Needs a
- * transaction.
- */
-void
-ssp_view_generate(SspView *v)
-{
-	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "ssp view SQL",
-											  ALLOCSET_SMALL_SIZES);
-	MemoryContext old = MemoryContextSwitchTo(cxt);
-	Build	   *b;
-
-	sql_stale = false;
-	b = ssp_view_build(v);
-	v->apply_sql = b->apply_sql;
-	v->late_sql = b->late_sql;
-	v->retention_sql = b->retention_sql;
-	v->outbox_final_sql = b->outbox_final_sql;
-	watch(v, b->query);
-	sync_changes_function(v, b);
-	MemoryContextSwitchTo(old);
-	if (sql_cxt)
-		MemoryContextDelete(sql_cxt);
-	sql_cxt = cxt;
-}
-
-/*
- * ssp_view_refresh: build a worker's SQL again if something it names has
- * changed since it was built.  Needs a transaction.
- */
-void
-ssp_view_refresh(SspView *v)
-{
-	AcceptInvalidationMessages();
-	if (sql_stale)
-		ssp_view_generate(v);
 }

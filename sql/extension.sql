@@ -24,6 +24,8 @@ CREATE FOREIGN TABLE orders (region text, amount numeric) SERVER kafka OPTIONS (
 CREATE VIEW revenue WITH (ssp.continuous) AS
   SELECT region, count(*) AS n, sum(amount) AS total FROM orders GROUP BY region;
 \set VERBOSITY terse
+-- and what reads a view's catalog row (ssp.wait, pause, resume, reset)
+SELECT ssp.pause('orders');
 -- the catalog of 0.1 has the column pg_upgrade refuses
 SELECT format_type(atttypid, atttypmod) FROM pg_attribute
 WHERE attrelid = 'ssp.continuous_views'::regclass AND attname = 'changes' AND NOT attisdropped;

@@ -212,15 +212,10 @@ else
     ssp_log "package: dpkg-deb -x $(basename "$DEB"), over a private copy of Postgres $SSP_PG_VERSION"
     dpkg-deb -x "$DEB" "$WORK/root"
     install=$WORK/install
-    mkdir -p "$install/usr/lib/postgresql" "$install/usr/share/postgresql"
-    cp -a "/usr/lib/postgresql/$SSP_PG_VERSION" "$install/usr/lib/postgresql/"
-    cp -a "/usr/share/postgresql/$SSP_PG_VERSION" "$install/usr/share/postgresql/"
-    # a system Postgres with ssp in it (make install) must not hide a
+    # without any ssp of the system's (make install), which would hide a
     # package without it
-    find "$install/$LIBDIR" "$install/$EXTDIR" \( -name 'ssp.*' -o -name 'ssp--*' -o -path "*/bitcode/ssp*" \) -prune \
-        -exec rm -rf {} +
+    ssp_copy_postgres "$install"
     cp -a "$WORK/root/usr/." "$install/usr/"
-    # Postgres finds its share and lib folders relative to its binary
     check_cluster "$install$PG_BINDIR" cluster-unpacked
     ssp_log "package: unpacked, checked in a fresh cluster, in $((SECONDS - start)) s"
 fi

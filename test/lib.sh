@@ -98,13 +98,23 @@ ssp_build() {
     export SSP_INSTALL
     ssp_log "building"
     make -s -C "$SSP_SRC" PG_CONFIG=$PG_BINDIR/pg_config >/dev/null
-    rm -rf "$SSP_INSTALL"
-    mkdir -p "$SSP_INSTALL/usr/lib/postgresql" "$SSP_INSTALL/usr/share/postgresql"
-    cp -a "/usr/lib/postgresql/$SSP_PG_VERSION" "$SSP_INSTALL/usr/lib/postgresql/"
-    cp -a "/usr/share/postgresql/$SSP_PG_VERSION" "$SSP_INSTALL/usr/share/postgresql/"
+    ssp_copy_postgres "$SSP_INSTALL"
     make -s -C "$SSP_SRC" PG_CONFIG=$PG_BINDIR/pg_config DESTDIR="$SSP_INSTALL" install >/dev/null
-    # Postgres finds its share and lib directories relative to its binary
     export PATH="$SSP_INSTALL$PG_BINDIR:$PATH"
+}
+
+# ssp_copy_postgres ROOT: a private copy of the Postgres installation under
+# ROOT (ROOT/usr/lib/postgresql/15, ROOT/usr/share/postgresql/15), without
+# any ssp the system may have; Postgres finds its share and lib directories
+# relative to its binary, so ROOT$PG_BINDIR runs it.
+ssp_copy_postgres() {
+    local root=$1
+    rm -rf "$root"
+    mkdir -p "$root/usr/lib/postgresql" "$root/usr/share/postgresql"
+    cp -a "/usr/lib/postgresql/$SSP_PG_VERSION" "$root/usr/lib/postgresql/"
+    cp -a "/usr/share/postgresql/$SSP_PG_VERSION" "$root/usr/share/postgresql/"
+    find "$root/usr/lib/postgresql/$SSP_PG_VERSION/lib" "$root/usr/share/postgresql/$SSP_PG_VERSION/extension" \
+        \( -name 'ssp.*' -o -name 'ssp--*' -o -path "*/bitcode/ssp*" \) -prune -exec rm -rf {} +
 }
 
 # ssp_start_postgres DIR [LINE...]: a Postgres cluster of the run's own in

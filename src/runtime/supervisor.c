@@ -36,7 +36,6 @@
 #include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
-#include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -328,22 +327,22 @@ stop_view_worker(SchedView *sv)
 }
 
 /*
- * version_matches: is the ssp of this database the library's version?  If
- * not (a new version installed, ALTER EXTENSION ssp UPDATE not yet run), no
- * worker runs; each view says why in ssp.views, and the log says it once.
+ * version_waits: the reason the views of this database wait, or NULL: the
+ * installed ssp (version) is not the library's version (a new version
+ * installed, ALTER EXTENSION ssp UPDATE not yet run).  Then no worker runs;
+ * each view says why in ssp.views, and the log says it once.
  */
-static bool
-version_matches(void)
+static char *
+version_waits(const char *version)
 {
 	static char *warned = NULL;
-	char	   *version = ssp_extension_version();
 
-	if (version == NULL || strcmp(version, SSP_VERSION) == 0)
+	if (strcmp(version, SSP_VERSION) == 0)
 	{
 		if (warned)
 			pfree(warned);
 		warned = NULL;
-		return true;
+		return NULL;
 	}
 	if (warned == NULL || strcmp(warned, version) != 0)
 	{
@@ -356,7 +355,8 @@ version_matches(void)
 			pfree(warned);
 		warned = MemoryContextStrdup(TopMemoryContext, version);
 	}
-	return false;
+	return psprintf("the ssp library is version %s, but the extension in this database is version %s: run ALTER EXTENSION ssp UPDATE",
+					SSP_VERSION, version);
 }
 
 /* read_views: update the scheduler's list from the catalog; false if ssp is gone. */
@@ -365,8 +365,8 @@ read_views(List **views)
 {
 	ListCell   *lc;
 	uint64		i;
+	char	   *version;
 	bool		have_ext;
-	bool		waiting;
 	char	   *why = NULL;
 
 	foreach(lc, *views)
@@ -375,13 +375,11 @@ read_views(List **views)
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	have_ext = OidIsValid(get_extension_oid("ssp", true));
-	waiting = have_ext && !version_matches();
-	if (waiting)
-		why = psprintf("the ssp library is version %s, but the extension in this database is version %s: run ALTER EXTENSION ssp UPDATE",
-					   SSP_VERSION, ssp_extension_version());
+	version = ssp_extension_version();
+	have_ext = version != NULL;
 	if (have_ext)
 	{
+		why = version_waits(version);
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "ssp: SPI_connect failed");
 		if (SPI_execute("SELECT c.view::oid, r.relowner, c.paused, c.generation, part "
@@ -415,8 +413,8 @@ read_views(List **views)
 			}
 			sv->seen = true;
 			sv->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-			sv->wanted = !DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull)) && !waiting;
-			if (waiting)
+			sv->wanted = !DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull)) && why == NULL;
+			if (why)
 			{
 				SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, view, part, true);
 

@@ -40,6 +40,7 @@ OBJS = \
 	src/compile/rollup.o \
 	src/runtime/shmem.o \
 	src/runtime/supervisor.o \
+	src/runtime/reader.o \
 	src/runtime/worker.o \
 	src/runtime/batch.o \
 	src/runtime/outbox.o \

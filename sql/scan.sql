@@ -176,4 +176,24 @@ SELECT count(*) FROM orders WHERE kts >= '2024-01-07 00:00+00' AND kts < '2024-0
 SELECT p, (SELECT count(*) FROM orders o WHERE o.part = p AND o.off < 3)
   FROM generate_series(0, 4) p;
 
+-- numbers: plain decimals are read without numeric_in, to the same value
+-- and scale; every other spelling through numeric_in
+\set topic scan_numbers_ :run
+CREATE FOREIGN TABLE numbers_w (v text) SERVER kafka OPTIONS (topic :'topic', format 'text');
+CREATE FOREIGN TABLE numbers_n (n numeric, p int OPTIONS (meta 'partition'), o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic', format 'json');
+CREATE FOREIGN TABLE numbers_t (n text, p int OPTIONS (meta 'partition'), o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic', format 'json');
+CREATE VIEW numbers AS SELECT n.n, t.n AS t FROM numbers_n n JOIN numbers_t t USING (p, o);
+INSERT INTO numbers_w SELECT format('{"n": "%s"}', x) FROM unnest(ARRAY[
+  '0', '-0', '0.00', '-0.0', '7', '-7', '+7', '007', '12.50', '-12.5', '1.', '-.5', '.25',
+  '123456789012345678', '-123456789012345678', '1234567890123456789', '0.000000000000000001',
+  '99999999999999999.9', '1.5e3', '-2E-2', '12345678901234567890.123456789']) x;
+INSERT INTO numbers_w VALUES ('{"n": "  3.5 "}'), ('{"n": "NaN"}'), ('{"n": "Infinity"}'),
+  ('{"n": 12.50}'), ('{"n": -0.0}'), ('{"n": 1.5e3}'), ('{"n": 123456789012345678901}');
+SELECT t, n FROM numbers WHERE n::text IS DISTINCT FROM t::numeric::text;
+SELECT count(*) AS same_value_and_scale FROM numbers WHERE n::text = t::numeric::text;
+SELECT t, n FROM numbers ORDER BY t COLLATE "C";
+DROP VIEW numbers;
+
 DROP SERVER kafka CASCADE;

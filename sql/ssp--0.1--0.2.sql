@@ -3,17 +3,18 @@
 
 \echo Use "ALTER EXTENSION ssp UPDATE" to load this file. \quit
 
--- The library the server has loaded must be this script's version: after
--- new files are installed, Postgres must be restarted first.  (Each update
--- script checks its own version.)
+-- The library the server has loaded must be this script's version or a
+-- later one: after new files are installed, Postgres must be restarted
+-- first.  (Each update script checks its own version.)
 DO $$
 BEGIN
-    IF pg_catalog.current_setting('ssp.library_version', true) IS DISTINCT FROM '0.2' THEN
-        RAISE EXCEPTION 'the ssp library loaded by this server is not version 0.2'
+    IF pg_catalog.string_to_array(coalesce(pg_catalog.current_setting('ssp.library_version', true), '0.1'), '.')::int[]
+       OPERATOR(pg_catalog.<) '{0,2}' THEN
+        RAISE EXCEPTION 'the ssp library loaded by this server is older than version 0.2'
             USING ERRCODE = 'object_not_in_prerequisite_state',
                   DETAIL = pg_catalog.format('The server has loaded version %s.',
                                              coalesce(pg_catalog.current_setting('ssp.library_version', true), '0.1')),
-                  HINT = 'Restart PostgreSQL after installing ssp 0.2.';
+                  HINT = 'Restart PostgreSQL after installing the new version of ssp.';
     END IF;
 END
 $$;

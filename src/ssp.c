@@ -29,6 +29,15 @@ int			ssp_broker_timeout = 30000;
 /* ssp.aggregate_fast_path: built-in aggregates kept in plain SQL states */
 bool		ssp_aggregate_fast_path = true;
 
+/* ssp.attached_lock_timeout: how long a view of a reader waits for a lock, ms */
+int			ssp_attached_lock_timeout = 1000;
+
+/* ssp.shared_readers: views of the same streams share a reader */
+bool		ssp_shared_readers = true;
+
+/* ssp.reader_buffer: messages a reader's consumer prefetches, in kB */
+int			ssp_reader_buffer = 65536;
+
 /* ssp.library_version: read only, for the install and upgrade scripts */
 static char *ssp_library_version = NULL;
 
@@ -65,6 +74,39 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ssp.attached_lock_timeout",
+							"Longest wait for a lock by a view that shares its stream's reader.",
+							"A view whose table stays locked longer leaves the reader, "
+							"so that the other views of the stream do not wait, and waits "
+							"for the lock with a worker of its own.",
+							&ssp_attached_lock_timeout,
+							1000, 1, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("ssp.shared_readers",
+							 "Lets the continuous views of the same streams share one reader.",
+							 "Off: each view has a consumer of its own and decodes every "
+							 "message itself, as before 0.3 (for comparison; views already "
+							 "sharing a reader go on sharing it).",
+							 &ssp_shared_readers,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ssp.reader_buffer",
+							"Memory for the messages a stream's reader prefetches from Kafka.",
+							"One buffer per reader (per stream and part), whatever the "
+							"number of views that read the stream: librdkafka's "
+							"queued.max.messages.kbytes, which a server option overrides.",
+							&ssp_reader_buffer,
+							65536, 1024, 2097151,
+							PGC_SIGHUP,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("ssp.allow_kinit_cmd",
 							 "Lets superusers set the Kafka property sasl.kerberos.kinit.cmd.",

@@ -28,11 +28,14 @@
  * sql/ reaches (each script checks the library's).  A database whose ssp
  * is another version waits for ALTER EXTENSION ssp UPDATE.
  */
-#define SSP_VERSION "0.2"
+#define SSP_VERSION "0.3"
 
 /* GUCs (ssp.c) */
 extern int	ssp_broker_timeout;
 extern bool ssp_aggregate_fast_path;
+extern int	ssp_attached_lock_timeout;
+extern int	ssp_reader_buffer;
+extern bool ssp_shared_readers;
 extern bool ssp_allow_kinit_cmd;	/* property.c */
 
 /* Formats of a message's value. */

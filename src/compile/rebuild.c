@@ -138,28 +138,34 @@ ssp_view_build(SspView *v)
  * an invalidation of any of them (a rename, say) makes it stale, and it is
  * built again before the next batch (ssp_view_refresh).
  */
-#define MAX_WATCHED 64
-static Oid	watched[MAX_WATCHED];
-static int	nwatched = -1;		/* -1: not watching */
-static bool sql_stale = false;
-static MemoryContext sql_cxt = NULL;	/* the SQL of the last build */
+static List *watching = NIL;	/* SspView: the views whose SQL this process runs */
+static bool callbacks = false;
 
 static void
 relation_changed(Datum arg, Oid relid)
 {
-	int			i;
+	ListCell   *lc;
 
-	if (!OidIsValid(relid) || nwatched >= MAX_WATCHED)
-		sql_stale = true;
-	for (i = 0; i < nwatched && !sql_stale; i++)
-		if (watched[i] == relid)
-			sql_stale = true;
+	foreach(lc, watching)
+	{
+		SspView    *v = lfirst(lc);
+		int			i;
+
+		if (!OidIsValid(relid) || v->nwatched >= SSP_MAX_WATCHED)
+			v->sql_stale = true;
+		for (i = 0; i < v->nwatched && !v->sql_stale; i++)
+			if (v->watched[i] == relid)
+				v->sql_stale = true;
+	}
 }
 
 static void
 catalog_changed(Datum arg, int cacheid, uint32 hashvalue)
 {
-	sql_stale = true;
+	ListCell   *lc;
+
+	foreach(lc, watching)
+		((SspView *) lfirst(lc))->sql_stale = true;
 }
 
 /* watch: the relations of the view and of its query */
@@ -168,27 +174,54 @@ watch(SspView *v, Query *q)
 {
 	ListCell   *lc;
 
-	if (nwatched < 0)
+	if (!callbacks)
 	{
 		CacheRegisterRelcacheCallback(relation_changed, (Datum) 0);
 		CacheRegisterSyscacheCallback(NAMESPACEOID, catalog_changed, (Datum) 0);
 		CacheRegisterSyscacheCallback(PROCOID, catalog_changed, (Datum) 0);
 		CacheRegisterSyscacheCallback(TYPEOID, catalog_changed, (Datum) 0);
+		callbacks = true;
 	}
-	nwatched = 0;
-	watched[nwatched++] = v->mrel;
-	watched[nwatched++] = v->query;
+	if (!list_member_ptr(watching, v))
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		watching = lappend(watching, v);
+		MemoryContextSwitchTo(old);
+	}
+	v->nwatched = 0;
+	v->watched[v->nwatched++] = v->mrel;
+	v->watched[v->nwatched++] = v->query;
 	if (OidIsValid(v->outbox))
-		watched[nwatched++] = v->outbox;
+		v->watched[v->nwatched++] = v->outbox;
 	foreach(lc, v->buffers)
-		watched[nwatched++] = lfirst_oid(lc);
+		if (v->nwatched < SSP_MAX_WATCHED)
+			v->watched[v->nwatched++] = lfirst_oid(lc);
 	foreach(lc, q->rtable)
 	{
 		RangeTblEntry *rte = lfirst(lc);
 
-		if (rte->rtekind == RTE_RELATION && nwatched < MAX_WATCHED)
-			watched[nwatched++] = rte->relid;
+		if (rte->rtekind == RTE_RELATION)
+		{
+			if (v->nwatched < SSP_MAX_WATCHED)
+				v->watched[v->nwatched++] = rte->relid;
+			else
+				v->nwatched = SSP_MAX_WATCHED + 1;	/* any relation, then */
+		}
 	}
+}
+
+/*
+ * ssp_view_unwatch: the process no longer runs the view's SQL (it left
+ * the process's reader): stop watching, and free the SQL.
+ */
+void
+ssp_view_unwatch(SspView *v)
+{
+	watching = list_delete_ptr(watching, v);
+	if (v->sql_cxt)
+		MemoryContextDelete(v->sql_cxt);
+	v->sql_cxt = NULL;
 }
 
 /*
@@ -241,7 +274,7 @@ ssp_view_generate(SspView *v)
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	Build	   *b;
 
-	sql_stale = false;
+	v->sql_stale = false;
 	b = ssp_view_build(v);
 	v->apply_sql = b->apply_sql;
 	v->late_sql = b->late_sql;
@@ -250,9 +283,9 @@ ssp_view_generate(SspView *v)
 	watch(v, b->query);
 	sync_changes_function(v, b);
 	MemoryContextSwitchTo(old);
-	if (sql_cxt)
-		MemoryContextDelete(sql_cxt);
-	sql_cxt = cxt;
+	if (v->sql_cxt)
+		MemoryContextDelete(v->sql_cxt);
+	v->sql_cxt = cxt;
 }
 
 /*
@@ -263,6 +296,6 @@ void
 ssp_view_refresh(SspView *v)
 {
 	AcceptInvalidationMessages();
-	if (sql_stale)
+	if (v->sql_stale)
 		ssp_view_generate(v);
 }

@@ -28,6 +28,8 @@ typedef enum SspOnError
 	SSP_ON_ERROR_STOP
 } SspOnError;
 
+#define SSP_MAX_WATCHED 64
+
 /* A continuous view as its worker sees it (catalog.c). */
 typedef struct SspView
 {
@@ -63,6 +65,11 @@ typedef struct SspView
 	Oid			query;			/* the view NAME_query: the query, by oid */
 	List	   *names;			/* char *: the output column names */
 	List	   *options;		/* char *: "name=value", as at CREATE VIEW */
+	/* what its SQL names, watched for renames (rebuild.c) */
+	int			nwatched;		/* past SSP_MAX_WATCHED: any relation */
+	Oid			watched[SSP_MAX_WATCHED];
+	bool		sql_stale;
+	MemoryContext sql_cxt;		/* the SQL of the last build */
 } SspView;
 
 /* workers of one view at most (ssp.parallelism) */
@@ -85,6 +92,7 @@ extern void ssp_create_continuous_view(ViewStmt *stmt, const char *queryString);
 extern char *ssp_choose_function_name(const char *name, const char *label, Oid nspid);
 extern List *ssp_target_names(Query *q, List *aliases);
 extern void ssp_view_generate(SspView *v);
+extern void ssp_view_unwatch(SspView *v);
 extern void ssp_view_refresh(SspView *v);
 
 /* outbox.c */

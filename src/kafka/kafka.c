@@ -199,6 +199,9 @@ set_properties(SspKafka *kafka, rd_kafka_conf_t *conf, rd_kafka_type_t type)
 		 */
 		conf_set(conf, "queued.min.messages", "200000");
 		conf_set(conf, "fetch.wait.max.ms", "50");
+		/* one buffer per reader, however many views read its stream */
+		if (kafka->group)
+			conf_set(conf, "queued.max.messages.kbytes", psprintf("%d", ssp_reader_buffer));
 	}
 	else
 	{

@@ -63,6 +63,8 @@ typedef struct BatchState
 	SspEventTime *et;			/* NULL unless the view is windowed */
 	TimestampTz *maxev;			/* per slot: this batch's latest event times */
 	bool	   *touched;		/* per slot: partitions with messages applied */
+	int			n;				/* messages in the batch */
+	SspDecoded *shared;			/* the batch decoded by the reader, or NULL */
 } BatchState;
 
 /* hidden columns of ssp_batch after the stream's own */
@@ -136,8 +138,23 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 	int			i;
 	int			rc;
 
-	for (i = 0; i < nsrc; i++)
-		ts[i] = tuplestore_begin_heap(false, false, work_mem);
+	if (bs->shared && lo == 0 && hi == bs->n)
+	{
+		/* decoded once for every view of the reader */
+		for (i = 0; i < nsrc; i++)
+		{
+			ts[i] = bs->shared->ts[i];
+			counts[i] = bs->shared->counts[i];
+		}
+		if (bs->et && bs->shared->maxev)
+			memcpy(maxev, bs->shared->maxev, sizeof(TimestampTz) * bs->src->nslots);
+		lo = hi;
+	}
+	else
+	{
+		for (i = 0; i < nsrc; i++)
+			ts[i] = tuplestore_begin_heap(false, false, work_mem);
+	}
 	for (i = lo; i < hi; i++)
 	{
 		SspMessage *msg = &bs->msgs[i];
@@ -202,7 +219,8 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 		for (i = 0; i < nsrc; i++)
 		{
 			SPI_unregister_relation(SSP_BATCH_RELATION(i));
-			tuplestore_end(ts[i]);
+			if (bs->shared == NULL || ts[i] != bs->shared->ts[i])
+				tuplestore_end(ts[i]);
 		}
 	}
 	PG_END_TRY();
@@ -300,6 +318,13 @@ apply_range(BatchState *bs, int lo, int hi)
 	}
 	if (!is_data_error(edata->sqlerrcode))
 		ReThrowError(edata);
+	if (bs->shared)
+	{
+		/* find the message with the view's own decoding, halving */
+		bs->shared = NULL;
+		apply_range(bs, lo, hi);
+		return;
+	}
 	if (hi - lo > 1)
 	{
 		int			mid = lo + (hi - lo) / 2;
@@ -545,13 +570,15 @@ store_progress(BatchState *bs, const int64 *from, const int64 *next,
  * ssp_apply_batch: apply msgs[0, n) and store next (per slot: the next
  * offset to read, or -1 to leave it) in one transaction, if ssp.offsets
  * still holds from (per slot: the offsets the batch began from, -1: none
- * stored), else fail.  Returns false,
+ * stored), else fail.  shared, if not NULL, is msgs[0, n) decoded by
+ * ssp_decode_batch with every column the view reads.  Returns false,
  * committing nothing, if the view was dropped, paused or reset since the
  * worker loaded it.  Must be called outside a transaction.
  */
 bool
 ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
-				const int64 *from, const int64 *next, SspEventTime *et)
+				const int64 *from, const int64 *next, SspEventTime *et,
+				SspDecoded *shared)
 {
 	BatchState	bs;
 	bool		ok;
@@ -583,6 +610,8 @@ ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
 		bs.view = view;
 		bs.src = src;
 		bs.msgs = msgs;
+		bs.n = n;
+		bs.shared = shared;
 		bs.values = palloc(sizeof(Datum) * (maxatts + SSP_BATCH_EXTRA));
 		bs.nulls = palloc(sizeof(bool) * (maxatts + SSP_BATCH_EXTRA));
 		bs.et = view->late_sql ? et : NULL;
@@ -670,4 +699,114 @@ ssp_record_lost(SspView *view, int source, int32 partition, int64 stored,
 	}
 	end_view_xact(ok);
 	return ok;
+}
+
+/*
+ * ssp_decode_batch: msgs[0, n) decoded once into a tuplestore per source,
+ * for every view of a reader (src's streams decode the columns any of them
+ * reads), with each slot's latest event time if event_times.  In a
+ * transaction of its own; the result lives in cxt, across the views'
+ * transactions.  NULL if a message cannot be decoded: each view then
+ * decodes the batch itself, and sends that message to its dead letters.
+ */
+SspDecoded *
+ssp_decode_batch(SspSources *src, SspMessage *msgs, int n, bool event_times,
+				 MemoryContext cxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	SspDecoded *d = palloc0(sizeof(SspDecoded));
+	MemoryContext rowcxt = AllocSetContextCreate(cxt, "ssp decode", ALLOCSET_DEFAULT_SIZES);
+	TupleDesc  *tupdescs = palloc(sizeof(TupleDesc) * src->n);
+	int			maxatts = 0;
+	Datum	   *values;
+	bool	   *nulls;
+	volatile bool ok = true;
+	int			i;
+
+	d->n = n;
+	d->nsources = src->n;
+	d->ts = palloc0(sizeof(Tuplestorestate *) * src->n);
+	d->counts = palloc0(sizeof(int) * src->n);
+	if (event_times)
+	{
+		d->maxev = palloc(sizeof(TimestampTz) * Max(src->nslots, 1));
+		for (i = 0; i < src->nslots; i++)
+			d->maxev[i] = DT_NOBEGIN;
+	}
+	MemoryContextSwitchTo(old);
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	for (i = 0; i < src->n; i++)
+	{
+		tupdescs[i] = batch_tupdesc(src->streams[i]);
+		maxatts = Max(maxatts, src->streams[i]->natts);
+	}
+	values = MemoryContextAlloc(cxt, sizeof(Datum) * (maxatts + SSP_BATCH_EXTRA));
+	nulls = MemoryContextAlloc(cxt, sizeof(bool) * (maxatts + SSP_BATCH_EXTRA));
+	/*
+	 * Kept across the views' transactions; in memory up to 64 MB or
+	 * work_mem (read by every view, it is worth more than one view's).
+	 */
+	old = MemoryContextSwitchTo(cxt);
+	for (i = 0; i < src->n; i++)
+		d->ts[i] = tuplestore_begin_heap(false, true, Max(work_mem, 65536));
+	MemoryContextSwitchTo(old);
+	PG_TRY();
+	{
+		for (i = 0; i < n; i++)
+		{
+			SspMessage *msg = &msgs[i];
+			SspStream  *stream = src->streams[msg->source];
+
+			old = MemoryContextSwitchTo(rowcxt);
+			ssp_decode_message(stream, msg, values, nulls);
+			values[stream->natts] = Int32GetDatum(msg->partition);
+			values[stream->natts + 1] = Int64GetDatum(msg->offset);
+			values[stream->natts + 2] = BoolGetDatum(msg->value == NULL);
+			memset(nulls + stream->natts, false, SSP_BATCH_EXTRA);
+			if (d->maxev && msg->partition < src->nparts[msg->source])
+			{
+				TimestampTz t = ssp_event_time(stream, msg, values, nulls);
+				int			slot = SSP_SLOT(src, msg);
+
+				d->maxev[slot] = Max(d->maxev[slot], t);
+			}
+			MemoryContextSwitchTo(cxt);
+			tuplestore_putvalues(d->ts[msg->source], tupdescs[msg->source], values, nulls);
+			d->counts[msg->source]++;
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(rowcxt);
+		}
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+		AbortCurrentTransaction();
+		ok = false;
+	}
+	PG_END_TRY();
+	MemoryContextDelete(rowcxt);
+	if (!ok)
+	{
+		ssp_decoded_free(d);
+		return NULL;
+	}
+	return d;
+}
+
+/* ssp_decoded_free: what ssp_decode_batch made. */
+void
+ssp_decoded_free(SspDecoded *d)
+{
+	int			i;
+
+	if (d == NULL)
+		return;
+	for (i = 0; d->counts && i < d->nsources; i++)
+		if (d->ts[i])
+			tuplestore_end(d->ts[i]);
+	pfree(d);
 }

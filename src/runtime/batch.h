@@ -38,9 +38,22 @@ typedef struct SspSources
 
 #define SSP_SLOT(src, msg) ((src)->base[(msg)->source] + (msg)->partition)
 
+/* A batch decoded once for the views of a reader (ssp_decode_batch). */
+typedef struct SspDecoded
+{
+	int			n;				/* messages */
+	int			nsources;
+	struct Tuplestorestate **ts;	/* per source: the rows of ssp_batch */
+	int		   *counts;			/* per source: how many */
+	TimestampTz *maxev;			/* per slot: latest event time, or NULL */
+} SspDecoded;
+
 extern bool ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs,
 							int n, const int64 *from, const int64 *next,
-							SspEventTime *et);
+							SspEventTime *et, SspDecoded *shared);
+extern SspDecoded *ssp_decode_batch(SspSources *src, SspMessage *msgs, int n,
+									bool event_times, MemoryContext cxt);
+extern void ssp_decoded_free(SspDecoded *d);
 extern bool ssp_record_lost(SspView *view, int source, int32 partition,
 							int64 stored, int64 from, int64 to);
 

@@ -19,6 +19,8 @@
 #define SSP_ERROR_LEN 512
 /* the rate of a worker is smoothed over about this many seconds */
 #define SSP_RATE_SECONDS 5.0
+/* worker slots: a view part each, whether it has a process of its own or not */
+#define SSP_WORKER_SLOTS Max(max_worker_processes, 1024)
 
 typedef struct SspWorkerSlot
 {
@@ -34,7 +36,47 @@ typedef struct SspWorkerSlot
 	double		rate;			/* messages applied a second, lately, */
 	TimestampTz rate_at;		/* as of then (it decays while idle) */
 	char		last_error[SSP_ERROR_LEN];
+	/* its stream's reader (worker.c, One reader per stream) */
+	bool		attached;		/* pid is a reader that applies other views too */
+	int			handover_to;	/* a reader asked to take the view over, or 0 */
+	bool		detach;			/* the scheduler asks the reader to let it go */
+	bool		lock_wait;		/* it left a reader to wait for a lock alone */
+	uint32		reader_failures;	/* failures of the view inside a reader */
 } SspWorkerSlot;
+
+/*
+ * The views a reader may apply: those of one owner over the same streams,
+ * in the same part of the same ssp.parallelism, with the same batch
+ * settings.
+ */
+#define SSP_READER_MAX_SOURCES 2
+typedef struct SspReaderKey
+{
+	Oid			dboid;
+	Oid			owner;
+	int			nsources;
+	Oid			streams[SSP_READER_MAX_SOURCES];
+	int			parallelism;
+	int			part;
+	int			batch_size;
+	int			commit_interval_ms;
+} SspReaderKey;
+
+/* A reader: one consumer and one decode for several views (ssp.readers). */
+typedef struct SspReaderSlot
+{
+	bool		in_use;
+	SspReaderKey key;
+	int			pid;
+	Latch	   *latch;
+	int			nviews;			/* views it applies */
+	int			npartitions;	/* partitions it reads */
+	int64		position;		/* sum of its partitions' next offsets */
+	int64		lag;			/* messages not read yet, -1: unknown */
+	double		rate;			/* messages read a second, lately */
+	TimestampTz rate_at;
+	int64		memory;			/* resident memory of its process, bytes */
+} SspReaderSlot;
 
 typedef struct SspDbSlot
 {
@@ -51,6 +93,8 @@ typedef struct SspShared
 	int			nworkers;
 	int			ndbs;
 	SspDbSlot  *dbs;
+	int			nreaders;
+	SspReaderSlot *readers;
 	SspWorkerSlot workers[FLEXIBLE_ARRAY_MEMBER];
 } SspShared;
 
@@ -64,5 +108,8 @@ extern void ssp_slot_set_rate(SspWorkerSlot *slot, double rate, TimestampTz at);
 extern SspDbSlot *ssp_db_slot(Oid dboid, bool create);
 extern void ssp_wake_launcher(void);
 extern void ssp_shmem_forget_databases(List *live);
+extern SspReaderSlot *ssp_reader_register(const SspReaderKey *key);
+extern SspReaderSlot *ssp_reader_find(const SspReaderKey *key);
+extern void ssp_reader_unregister(SspReaderSlot *reader);
 
 #endif							/* SSP_SHMEM_H */

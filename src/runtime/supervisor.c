@@ -86,6 +86,7 @@ typedef struct SchedView
 	TimestampTz started;
 	TimestampTz next_start;
 	int			failures;
+	uint32		reader_failures;	/* its slot's, as last seen */
 } SchedView;
 
 static void
@@ -314,16 +315,57 @@ adopted_pid(SchedView *sv)
 	return alive(pid) ? pid : 0;
 }
 
-/* stop_view_worker: ask the worker of a view's part to stop, ours or adopted. */
+/*
+ * stop_view_worker: ask the worker of a view's part to stop, ours or
+ * adopted.  A view applied by its stream's reader together with others is
+ * asked to leave it instead: the reader goes on for the others.
+ */
 static void
 stop_view_worker(SchedView *sv)
 {
-	int			pid = adopted_pid(sv);
+	SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, sv->part, false);
+	int			pid = 0;
+	bool		attached = false;
 
+	if (slot)
+	{
+		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+		pid = slot->pid;
+		attached = slot->attached && alive(pid);
+		if (attached)
+			slot->detach = true;
+		LWLockRelease(ssp_shared->lock);
+	}
+	if (attached)
+	{
+		PGPROC	   *proc = BackendPidGetProc(pid);
+
+		if (proc)
+			SetLatch(&proc->procLatch);
+		/* that process is no longer this view's worker, whatever it goes on with */
+		if (sv->handle)
+		{
+			pfree(sv->handle);
+			sv->handle = NULL;
+		}
+		return;
+	}
+	pid = adopted_pid(sv);
 	if (sv->handle)
 		TerminateBackgroundWorker(sv->handle);
 	else if (pid != 0)
 		(void) kill(pid, SIGTERM);
+}
+
+/* backoff: a view's worker failed: start it again after 1 s, 2 s, 4 s ... */
+static void
+backoff(SchedView *sv, TimestampTz now)
+{
+	if (TimestampDifferenceExceeds(sv->started, now, MAX_BACKOFF_MS))
+		sv->failures = 0;
+	sv->failures++;
+	sv->next_start = TimestampTzPlusMilliseconds(now,
+												 Min(MAX_BACKOFF_MS, 1000 << Min(sv->failures - 1, 6)));
 }
 
 /*
@@ -409,6 +451,12 @@ read_views(List **views)
 				sv->view = view;
 				sv->part = part;
 				*views = lappend(*views, sv);
+				{
+					SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, view, part, false);
+
+					if (slot)
+						sv->reader_failures = slot->reader_failures;
+				}
 				MemoryContextSwitchTo(old);
 			}
 			sv->seen = true;
@@ -484,23 +532,39 @@ reconcile(List **views)
 	{
 		SchedView  *sv = lfirst(lc);
 
-		if (sv->handle && !worker_running(sv->handle))
+		SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, sv->part, false);
+		pid_t		hpid = 0;
+
+		if (sv->handle && GetBackgroundWorkerPid(sv->handle, &hpid) == BGWH_STARTED &&
+			slot && slot->confirmed && slot->pid != hpid)
+		{
+			/*
+			 * Its worker runs, but no longer for this view: it handed the
+			 * view over to its stream's reader, or it is that reader and the
+			 * view left it (failed: back off).
+			 */
+			pfree(sv->handle);
+			sv->handle = NULL;
+			if (slot->failed)
+				backoff(sv, now);
+			else
+				sv->next_start = now;
+		}
+		else if (sv->handle && !worker_running(sv->handle))
 		{
 			/* the worker exited: on an error, back off */
-			SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, sv->part, false);
-
 			pfree(sv->handle);
 			sv->handle = NULL;
 			if (slot == NULL || slot->failed || !slot->confirmed)
-			{
-				if (TimestampDifferenceExceeds(sv->started, now, MAX_BACKOFF_MS))
-					sv->failures = 0;
-				sv->failures++;
-				sv->next_start = TimestampTzPlusMilliseconds(now,
-															 Min(MAX_BACKOFF_MS, 1000 << Min(sv->failures - 1, 6)));
-			}
+				backoff(sv, now);
 			else
 				sv->next_start = now;
+		}
+		/* it failed inside its stream's reader, which went on without it */
+		if (slot && slot->reader_failures != sv->reader_failures)
+		{
+			sv->reader_failures = slot->reader_failures;
+			backoff(sv, now);
 		}
 		if (!sv->seen || !sv->wanted)
 		{

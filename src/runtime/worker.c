@@ -22,8 +22,11 @@
 #include "postgres.h"
 
 #include <math.h>
+#include <unistd.h>
 
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
@@ -33,9 +36,11 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -48,41 +53,15 @@
 #include "kafka/kafka.h"
 #include "runtime/outbox.h"
 #include "runtime/batch.h"
+#include "runtime/reader.h"
 #include "runtime/shmem.h"
 #include "runtime/supervisor.h"
 #include "compile/view.h"
 
 PGDLLEXPORT void ssp_worker_main(Datum arg);
 
-typedef struct Worker
-{
-	SspView    *view;
-	SspSources	src;			/* the view's streams and their partitions */
-	SspKafka  **kafka;			/* per source: its consumer */
-	SspWorkerSlot *slot;
-	List	   *stored;			/* StoredOffset, as load() read them */
-	int64	   *next;			/* per slot: next offset, -1: oldest */
-	int64	   *committed;		/* per slot: its offset in ssp.offsets, -1: none */
-	SspEventTime et;			/* per slot: event times (windows, joins) */
-	int64	   *eof;			/* per slot: end seen, -1: none */
-	bool	   *lost;			/* per slot: next offset deleted */
-	SspMessage *msgs;
-	int			part;			/* which of the view's workers (ssp.parallelism) */
-	char	  **signature;		/* per source: its client's properties */
-	bool		restart;		/* they changed: start a fresh worker */
-	double		rate;			/* messages applied a second, lately; -1: none yet */
-	TimestampTz rate_at;		/* when rate was last updated */
-} Worker;
 
-/* A row of ssp.offsets. */
-typedef struct StoredOffset
-{
-	int			source;
-	int32		partition;
-	int64		next;
-	TimestampTz maxev;
-	TimestampTz seen_at;
-} StoredOffset;
+
 
 /*
  * take_in_invalidations: take in the invalidations sent since, outside a
@@ -105,41 +84,74 @@ config_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 	config_changes++;
 }
 
+/*
+ * worker_exit: the slots of the views this process applied, and its
+ * reader's, are free again; the scheduler starts a worker for each of its
+ * views that still wants one.
+ */
 static void
 worker_exit(int code, Datum arg)
 {
-	SspWorkerSlot *slot = (SspWorkerSlot *) DatumGetPointer(arg);
+	int			i;
 
 	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
-	slot->pid = 0;
+	for (i = 0; i < ssp_shared->nworkers; i++)
+	{
+		SspWorkerSlot *s = &ssp_shared->workers[i];
+
+		if (s->in_use && s->pid == MyProcPid)
+		{
+			s->pid = 0;
+			s->attached = false;
+			s->detach = false;
+		}
+		if (s->in_use && s->handover_to == MyProcPid)
+			s->handover_to = 0;
+	}
+	for (i = 0; i < ssp_shared->nreaders; i++)
+	{
+		SspReaderSlot *r = &ssp_shared->readers[i];
+
+		if (r->in_use && r->pid == MyProcPid)
+		{
+			r->in_use = false;
+			r->pid = 0;
+			r->latch = NULL;
+		}
+	}
 	LWLockRelease(ssp_shared->lock);
 }
 
-/* open_source: a stream of the view and its consumer, checked. */
+/*
+ * open_sources: the process's streams and consumers, from its first view:
+ * the consumers are that view's owner's (every view of a reader has that
+ * owner).
+ */
 static void
-open_source(Worker *w, int i)
+open_sources(SspWorker *w, SspServed *s, MemoryContext cxt)
 {
-	SspStream  *stream = ssp_stream_open(w->view->streams[i]);
+	MemoryContext old;
+	int			i;
 
-	if (w->view->some_columns)
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	old = MemoryContextSwitchTo(cxt);
+	w->src.n = s->src.n;
+	w->src.base = palloc0(sizeof(int) * w->src.n);
+	w->src.nparts = palloc0(sizeof(int) * w->src.n);
+	w->kafka = palloc0(sizeof(SspKafka *) * w->src.n);
+	w->signature = palloc0(sizeof(char *) * w->src.n);
+	for (i = 0; i < w->src.n; i++)
 	{
-		int			c;
+		SspStream  *stream = s->src.streams[i];
 
-		/* decode only what the view reads */
-		stream->needed = palloc0(sizeof(bool) * Max(stream->ncolumns, 1));
-		for (c = 0; c < stream->ncolumns; c++)
-			stream->needed[c] = list_member_int(w->view->columns, stream->columns[c].attnum);
+		w->signature[i] = ssp_server_kafka_signature(stream->serverid, GetUserId());
+		w->kafka[i] = ssp_kafka_consumer(stream->serverid, GetUserId(), s->view->topics[i],
+										 psprintf("ssp.%s.%u", get_database_name(MyDatabaseId),
+												  s->view->view));
 	}
-	if (pg_class_aclcheck(stream->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for stream \"%s\"", stream->relname),
-				 errdetail("The worker of continuous view \"%s\" runs as its owner, who cannot read the stream.",
-						   w->view->name)));
-	w->src.streams[i] = stream;
-	w->signature[i] = ssp_server_kafka_signature(stream->serverid, GetUserId());
-	w->kafka[i] = ssp_kafka_consumer(stream->serverid, GetUserId(), w->view->topics[i],
-									 psprintf("ssp.%s.%u", get_database_name(MyDatabaseId), w->view->view));
+	MemoryContextSwitchTo(old);
+	CommitTransactionCommand();
 }
 
 /*
@@ -150,7 +162,7 @@ open_source(Worker *w, int i)
  * errors if they are no longer allowed.
  */
 static bool
-config_changed(Worker *w, bool take_in)
+config_changed(SspWorker *w, bool take_in)
 {
 	static uint64 seen = 0;
 	bool		changed = false;
@@ -170,93 +182,9 @@ config_changed(Worker *w, bool take_in)
 	CommitTransactionCommand();
 	if (changed)
 		ereport(LOG,
-				(errmsg("ssp: the Kafka properties of continuous view \"%s\" changed; its worker starts again",
-						w->view->name)));
+				(errmsg("ssp: the Kafka properties of the streams of continuous view \"%s\" changed; its worker starts again",
+						((SspServed *) linitial(w->served))->view->name)));
 	return changed;
-}
-
-/*
- * error_text: an error as ssp.views.last_error shows it, its detail
- * included (the cause of a broker error is there; ssp's details never show
- * a secret).
- */
-static const char *
-error_text(ErrorData *edata)
-{
-	return edata->detail ? psprintf("%s: %s", edata->message, edata->detail) : edata->message;
-}
-
-/* load: the view, its streams and its stored offsets, in a transaction. */
-static bool
-load(Worker *w, Oid viewoid, MemoryContext cxt)
-{
-	MemoryContext old;
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(viewoid)};
-	uint64		r;
-	int			i;
-	bool		ok = true;
-
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	old = MemoryContextSwitchTo(cxt);
-	w->view = ssp_view_load(viewoid, true);
-	if (w->view == NULL || w->view->paused || w->part >= w->view->parallelism)
-		ok = false;
-	else
-	{
-		w->view->part = w->part;
-		ssp_view_repair_dependencies(w->view);
-		ssp_view_generate(w->view);
-		w->src.n = w->view->nsources;
-		w->src.streams = palloc0(sizeof(SspStream *) * w->src.n);
-		w->src.base = palloc0(sizeof(int) * w->src.n);
-		w->src.nparts = palloc0(sizeof(int) * w->src.n);
-		w->kafka = palloc0(sizeof(SspKafka *) * w->src.n);
-		w->signature = palloc0(sizeof(char *) * w->src.n);
-		for (i = 0; i < w->src.n; i++)
-			open_source(w, i);
-	}
-
-	if (ok)
-	{
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "ssp: SPI_connect failed");
-		if (SPI_execute_with_args("SELECT topic, partition, next_offset, max_event_time, last_event_at "
-								  "FROM ssp.offsets WHERE view = $1::regclass",
-								  1, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "ssp: could not read ssp.offsets");
-		for (r = 0; r < SPI_processed; r++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[r];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			char	   *topic = SPI_getvalue(tup, desc, 1);
-			StoredOffset *so = palloc(sizeof(StoredOffset));
-			bool		isnull;
-			Datum		d;
-
-			so->source = -1;
-			for (i = 0; i < w->src.n; i++)
-				if (strcmp(topic, w->view->topics[i]) == 0)
-					so->source = i;
-			if (so->source < 0)
-				continue;		/* a topic the view no longer reads */
-			so->partition = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-			so->next = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-			d = SPI_getbinval(tup, desc, 4, &isnull);
-			so->maxev = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
-			d = SPI_getbinval(tup, desc, 5, &isnull);
-			so->seen_at = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
-			w->stored = lappend(w->stored, so);
-		}
-		w->et.watermark = w->view->watermark;
-		SPI_finish();
-	}
-	MemoryContextSwitchTo(old);
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	return ok;
 }
 
 /*
@@ -264,7 +192,7 @@ load(Worker *w, Oid viewoid, MemoryContext cxt)
  * (status "waiting for broker") while the broker cannot say.
  */
 static int
-partition_count(Worker *w, int i)
+partition_count(SspWorker *w, int i)
 {
 	volatile int n = -1;
 
@@ -287,7 +215,7 @@ partition_count(Worker *w, int i)
 			edata = CopyErrorData();
 			FlushErrorState();
 			AbortCurrentTransaction();
-			ssp_slot_set_error(w->slot, error_text(edata));
+			ssp_slot_set_error(w->slot, ssp_error_text(edata));
 			ssp_slot_set_status(w->slot, "waiting for broker", -1);
 			FreeErrorData(edata);
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -306,11 +234,11 @@ partition_count(Worker *w, int i)
 
 /*
  * connect_topics: number the partitions of every topic as slots (those
- * the broker has, and any more that offsets were stored for), set each
- * slot's state from the stored offsets, and assign them.
+ * the broker has, and any more that the first view stored offsets for),
+ * set that view's state from its stored offsets, and assign them.
  */
 static void
-connect_topics(Worker *w, MemoryContext cxt)
+connect_topics(SspWorker *w, SspServed *s, MemoryContext cxt)
 {
 	SspSources *src = &w->src;
 	ListCell   *lc;
@@ -320,7 +248,7 @@ connect_topics(Worker *w, MemoryContext cxt)
 
 	for (i = 0; i < src->n; i++)
 		src->nparts[i] = partition_count(w, i);
-	foreach(lc, w->stored)
+	foreach(lc, s->stored)
 	{
 		StoredOffset *so = lfirst(lc);
 
@@ -334,42 +262,17 @@ connect_topics(Worker *w, MemoryContext cxt)
 	}
 	n = Max(src->nslots, 1);
 	w->next = MemoryContextAlloc(cxt, sizeof(int64) * n);
-	w->committed = MemoryContextAlloc(cxt, sizeof(int64) * n);
-	w->et.maxev = MemoryContextAlloc(cxt, sizeof(TimestampTz) * n);
-	w->et.seen_at = MemoryContextAlloc(cxt, sizeof(TimestampTz) * n);
-	w->et.lagging = MemoryContextAlloc(cxt, sizeof(bool) * n);
-	w->et.nparts = src->nslots;
 	w->eof = MemoryContextAlloc(cxt, sizeof(int64) * n);
 	w->lost = MemoryContextAllocZero(cxt, sizeof(bool) * n);
+	w->lagging = MemoryContextAlloc(cxt, sizeof(bool) * n);
+	(void) ssp_served_set_offsets(w, s);
 	for (p = 0; p < src->nslots; p++)
 	{
-		w->next[p] = -1;
-		w->committed[p] = -1;
-		w->et.maxev[p] = DT_NOBEGIN;
-		w->et.seen_at[p] = DT_NOBEGIN;
-		w->et.lagging[p] = true;
+		w->lagging[p] = true;
 		w->eof[p] = -1;
+		/* with ssp.parallelism, the other workers read the other partitions */
+		w->next[p] = ssp_worker_reads(w, p) ? s->committed[p] : SSP_OFFSET_NOT_OURS;
 	}
-	foreach(lc, w->stored)
-	{
-		StoredOffset *so = lfirst(lc);
-
-		p = src->base[so->source] + so->partition;
-		w->next[p] = so->next;
-		w->committed[p] = so->next;
-		w->et.maxev[p] = so->maxev;
-		w->et.seen_at[p] = so->seen_at;
-	}
-	/* a partition with nothing applied yet is watched from now on */
-	for (p = 0; p < src->nslots; p++)
-		if (w->et.seen_at[p] == DT_NOBEGIN)
-			w->et.seen_at[p] = GetCurrentTimestamp();
-	/* with ssp.parallelism, the other workers read the other partitions */
-	if (w->view->parallelism > 1)
-		for (i = 0; i < src->n; i++)
-			for (p = 0; p < src->nparts[i]; p++)
-				if (p % w->view->parallelism != w->part)
-					w->next[src->base[i] + p] = SSP_OFFSET_NOT_OURS;
 	for (i = 0; i < src->n; i++)
 		ssp_kafka_assign_at(w->kafka[i], src->nparts[i], w->next + src->base[i]);
 }
@@ -379,7 +282,7 @@ connect_topics(Worker *w, MemoryContext cxt)
  * sets lagging per slot if not NULL.
  */
 static int64
-lag(Worker *w, const int64 *next, bool *lagging)
+lag(SspWorker *w, const int64 *next, bool *lagging)
 {
 	int64		total = -1;
 	int			i;
@@ -395,34 +298,45 @@ lag(Worker *w, const int64 *next, bool *lagging)
 	return total;
 }
 
+/* view_lag: the messages a view has not applied yet. */
+static int64
+view_lag(SspWorker *w, SspServed *s)
+{
+	int64	   *at = palloc(sizeof(int64) * Max(w->src.nslots, 1));
+	int64		l;
+	int			p;
+
+	for (p = 0; p < w->src.nslots; p++)
+		at[p] = ssp_worker_reads(w, p) ? s->committed[p] : SSP_OFFSET_NOT_OURS;
+	l = lag(w, at, NULL);
+	pfree(at);
+	return l;
+}
+
 /*
- * update_rate: the messages applied a second, smoothed over about the last
+ * smooth_rate: a rate of messages a second, smoothed over about the last
  * SSP_RATE_SECONDS (an exponential average of each batch's rate, weighted
  * by the time since the last one): with the lag, ssp.views tells how long
  * a catch-up has left.  While no batch comes, ssp.worker_status() decays
  * it the same way.
  */
 static void
-update_rate(Worker *w, int n)
+smooth_rate(double *rate, TimestampTz *at, int n, TimestampTz now)
 {
-	TimestampTz now = GetCurrentTimestamp();
-	double		dt = (double) (now - w->rate_at) / USECS_PER_SEC;
+	double		dt = (double) (now - *at) / USECS_PER_SEC;
 	double		r;
 
 	if (dt <= 0)
 		return;
 	r = n / dt;
-	w->rate = w->rate < 0 ? r : w->rate + (r - w->rate) * (1 - exp(-dt / SSP_RATE_SECONDS));
-	w->rate_at = now;
-	ssp_slot_set_rate(w->slot, w->rate, now);
+	*rate = *rate < 0 ? r : *rate + (r - *rate) * (1 - exp(-dt / SSP_RATE_SECONDS));
+	*at = now;
 }
 
-/* more messages than this waiting (or a batch's worth) is "catching up" */
-#define SSP_CATCHING_UP 20000
 
-/* report_status: the worker's state and lag (messages not yet applied). */
+/* report_status: a view's state and lag (messages not yet applied). */
 static void
-report_status(Worker *w, int64 lag)
+report_status(SspWorker *w, SspServed *s, int64 lag)
 {
 	const char *trouble = NULL;
 	int			i;
@@ -431,11 +345,11 @@ report_status(Worker *w, int64 lag)
 		trouble = ssp_kafka_trouble(w->kafka[i]);
 	if (trouble)
 	{
-		ssp_slot_set_error(w->slot, trouble);
-		ssp_slot_set_status(w->slot, "waiting for broker", lag);
+		ssp_slot_set_error(s->slot, trouble);
+		ssp_slot_set_status(s->slot, "waiting for broker", lag);
 	}
 	else
-		ssp_slot_set_status(w->slot, lag > Min(w->view->batch_size, SSP_CATCHING_UP) ?
+		ssp_slot_set_status(s->slot, lag > Min(w->batch_size, SSP_CATCHING_UP) ?
 							"catching up" : "running", lag);
 }
 
@@ -449,7 +363,7 @@ report_status(Worker *w, int64 lag)
  * start.  A broker that does not answer says nothing.
  */
 static bool
-partitions_added(Worker *w)
+partitions_added(SspWorker *w)
 {
 	static TimestampTz checked = 0;
 	TimestampTz now = GetCurrentTimestamp();
@@ -468,9 +382,29 @@ partitions_added(Worker *w)
 		{
 			ereport(LOG,
 					(errmsg("topic \"%s\" of continuous view \"%s\" has %d partitions, %d more than its worker reads; the worker starts again to read them",
-							w->view->topics[i], w->view->name, n, n - w->src.nparts[i])));
+							((SspServed *) linitial(w->served))->view->topics[i],
+							((SspServed *) linitial(w->served))->view->name,
+							n, n - w->src.nparts[i])));
 			return true;
 		}
+	}
+	return false;
+}
+
+/* watermark_moves: would idle partitions move a view's watermark now? */
+static bool
+watermark_moves(SspWorker *w)
+{
+	ListCell   *lc;
+
+	foreach(lc, w->served)
+	{
+		SspServed	   *s = lfirst(lc);
+
+		if (s->view->late_sql &&
+			ssp_watermark(s->et.maxev, s->et.seen_at, w->lagging, w->src.nslots,
+						  s->et.watermark, s->view->idle_ms, s->view->grace) != s->et.watermark)
+			return true;
 	}
 	return false;
 }
@@ -478,10 +412,10 @@ partitions_added(Worker *w)
 /*
  * collect: poll messages from every topic until the batch is full or its
  * time is up; returns how many, and sets *dirty if a partition's end moved
- * past its offset.
+ * past its offset.  Returns early when a view asks to join or leave.
  */
 static int
-collect(Worker *w, WaitEventSet *wait, bool *dirty)
+collect(SspWorker *w, WaitEventSet *wait, bool *dirty)
 {
 	SspSources *src = &w->src;
 	int			n = 0;
@@ -505,7 +439,7 @@ collect(Worker *w, WaitEventSet *wait, bool *dirty)
 		}
 		for (i = 0; i < src->n; i++)
 		{
-			int			got = ssp_kafka_poll_batch(w->kafka[i], w->msgs + n, w->view->batch_size - n,
+			int			got = ssp_kafka_poll_batch(w->kafka[i], w->msgs + n, w->batch_size - n,
 												   w->eof + src->base[i], w->lost + src->base[i],
 												   src->nparts[i]);
 			int			m;
@@ -524,28 +458,38 @@ collect(Worker *w, WaitEventSet *wait, bool *dirty)
 
 		now = GetCurrentTimestamp();
 		if ((n > 0 || *dirty) && deadline == 0)
-			deadline = TimestampTzPlusMilliseconds(now, w->view->commit_interval_ms);
-		if (n >= w->view->batch_size || (deadline != 0 && now >= deadline))
+			deadline = TimestampTzPlusMilliseconds(now, w->commit_interval_ms);
+		if (n >= w->batch_size || (deadline != 0 && now >= deadline))
 			return n;
+		if (ssp_reader_requests_waiting(w))
+		{
+			w->requests = true;
+			return n;
+		}
 		if (TimestampDifferenceExceeds(last_report, now, 1000))
 		{
+			ListCell   *lc;
+
 			if (config_changed(w, true) || partitions_added(w))
 			{
 				w->restart = true;
 				return 0;
 			}
 			/* quiet partitions went idle: a batch of nothing moves the watermark */
-			if (w->view->late_sql && n == 0 &&
-				ssp_watermark(w->et.maxev, w->et.seen_at, w->et.lagging, src->nslots,
-							  w->et.watermark, w->view->idle_ms, w->view->grace) != w->et.watermark)
+			if (n == 0 && watermark_moves(w))
 			{
 				*dirty = true;
 				return 0;
 			}
-			report_status(w, lag(w, w->next, NULL));
+			foreach(lc, w->served)
+				report_status(w, lfirst(lc), view_lag(w, lfirst(lc)));
+			ssp_reader_report(w, lag(w, w->next, NULL));
 			/* what the last batches wrote, if it waited (pgstat_report_stat) */
 			pgstat_report_stat(false);
 			last_report = now;
+			/* a solo worker looks for its streams' reader now and then */
+			if (w->reader == NULL)
+				return n;
 		}
 		timeout = deadline ? TimestampDifferenceMilliseconds(now, deadline) : 1000;
 		(void) WaitEventSetWait(wait, Max(timeout, 1), &event, 1, PG_WAIT_EXTENSION);
@@ -557,11 +501,12 @@ collect(Worker *w, WaitEventSet *wait, bool *dirty)
 
 /*
  * recover_lost: for each partition whose next offset the broker no longer
- * has, record the loss and go on from the oldest message there is.
- * Returns false if the view no longer wants this worker.
+ * has, record the loss for each view that had not read it and go on from
+ * the oldest message there is.  A view that no longer wants this worker
+ * is left out of its views.
  */
-static bool
-recover_lost(Worker *w)
+static void
+recover_lost(SspWorker *w)
 {
 	SspSources *src = &w->src;
 	int			i;
@@ -577,6 +522,7 @@ recover_lost(Worker *w)
 			int64		low,
 						high,
 						from = Max(w->next[slot], 0);
+			ListCell   *lc;
 
 			if (!w->lost[slot])
 				continue;
@@ -585,19 +531,29 @@ recover_lost(Worker *w)
 			StartTransactionCommand();
 			ssp_kafka_watermarks(w->kafka[i], p, &low, &high);
 			CommitTransactionCommand();
-			if (from < low)
-			{
-				/* deleted by retention before the view read them */
-				if (!ssp_record_lost(w->view, i, p, w->committed[slot], from, low))
-					return false;
-				w->committed[slot] = low;
-			}
-			else
+			if (from >= low)
 				ereport(WARNING,
 						(errmsg("continuous view \"%s\": offset %lld of partition %d of topic \"%s\" is past its end (%lld); reading from %lld",
-								w->view->name, (long long) from, p, w->view->topics[i],
+								((SspServed *) linitial(w->served))->view->name, (long long) from, p,
+								((SspServed *) linitial(w->served))->view->topics[i],
 								(long long) high, (long long) low),
 						 errdetail("The topic may have been deleted and created again.")));
+			foreach(lc, w->served)
+			{
+				SspServed	   *s = lfirst(lc);
+				int64		vfrom = Max(s->committed[slot], 0);
+
+				if (vfrom < low)
+				{
+					/* deleted by retention before the view read them */
+					if (!ssp_record_lost(s->view, i, p, s->committed[slot], vfrom, low))
+					{
+						ssp_served_leave(w, s, NULL);
+						continue;
+					}
+				}
+				s->committed[slot] = low;
+			}
 			w->next[slot] = low;
 			w->eof[slot] = -1;	/* the end seen was the old topic's */
 			reassign = true;
@@ -605,12 +561,11 @@ recover_lost(Worker *w)
 		if (reassign)
 			ssp_kafka_assign_at(w->kafka[i], src->nparts[i], w->next + src->base[i]);
 	}
-	return true;
 }
 
 /* release_messages: the messages of the batch, applied or not. */
 static void
-release_messages(Worker *w)
+release_messages(SspWorker *w)
 {
 	int			i;
 
@@ -618,19 +573,142 @@ release_messages(Worker *w)
 		ssp_kafka_release(w->kafka[i]);
 }
 
-/* run: the worker's life; returns when the view no longer wants it. */
+/*
+ * try_apply: ssp_apply_batch for one view; if it fails, the transaction is
+ * rolled back and *failure says why, unless alone: a worker with one view
+ * fails with it, as it always did.
+ */
+static bool
+try_apply(SspServed *s, SspMessage *msgs, int n, const int64 *next,
+		  SspDecoded *decoded, bool alone, ErrorData **failure)
+{
+	MemoryContext old = CurrentMemoryContext;
+	volatile bool ok = false;
+
+	*failure = NULL;
+	PG_TRY();
+	{
+		ok = ssp_apply_batch(s->view, &s->src, msgs, n, s->committed, next, &s->et, decoded);
+	}
+	PG_CATCH();
+	{
+		if (alone)
+			PG_RE_THROW();
+		MemoryContextSwitchTo(old);
+		*failure = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+	return ok;
+}
+
+/*
+ * apply_view: apply a batch to one view, in its own transaction, from the
+ * offsets it has on each partition (the messages it has applied already
+ * are left out).  A view that fails leaves this process, and the others go
+ * on.  Returns the messages applied.
+ */
+static int
+apply_view(SspWorker *w, SspServed *s, int n, const int64 *next, SspDecoded *decoded)
+{
+	int64	   *vnext = palloc(sizeof(int64) * Max(w->src.nslots, 1));
+	SspMessage *msgs = w->msgs;
+	bool		same = true;
+	bool		any = false;
+	bool		ok;
+	ErrorData  *failure = NULL;
+	int			vn = n;
+	int			p;
+	int			i;
+
+	for (p = 0; p < w->src.nslots; p++)
+	{
+		if (s->committed[p] != w->next[p] && ssp_worker_reads(w, p))
+			same = false;
+		vnext[p] = next[p] >= 0 && next[p] > s->committed[p] ? next[p] : -1;
+		any |= vnext[p] >= 0;
+	}
+	if (!same)
+	{
+		/* the messages past the view's own offsets */
+		if (w->vmsgs == NULL)
+			w->vmsgs = MemoryContextAlloc(TopMemoryContext, sizeof(SspMessage) * w->batch_size);
+		vn = 0;
+		for (i = 0; i < n; i++)
+		{
+			SspMessage *m = &w->msgs[i];
+
+			if (m->partition < w->src.nparts[m->source] &&
+				m->offset < s->committed[SSP_SLOT(&w->src, m)])
+				continue;
+			w->vmsgs[vn++] = *m;
+		}
+		msgs = w->vmsgs;
+		decoded = NULL;
+	}
+	if (vn == 0 && !any && !(s->view->late_sql &&
+							 ssp_watermark(s->et.maxev, s->et.seen_at, w->lagging, w->src.nslots,
+										   s->et.watermark, s->view->idle_ms,
+										   s->view->grace) != s->et.watermark))
+	{
+		pfree(vnext);
+		return 0;				/* nothing for it */
+	}
+
+	ok = try_apply(s, msgs, vn, vnext, decoded, list_length(w->served) == 1, &failure);
+	if (failure)
+	{
+		ssp_served_leave(w, s, failure);
+		FreeErrorData(failure);
+		pfree(vnext);
+		return 0;
+	}
+	if (!ok)
+	{
+		ssp_served_leave(w, s, NULL);		/* dropped, paused or reset */
+		pfree(vnext);
+		return 0;
+	}
+	for (p = 0; p < w->src.nslots; p++)
+		if (vnext[p] >= 0)
+			s->committed[p] = vnext[p];
+	pfree(vnext);
+	if (vn > 0)
+		w->applied_batches++;
+	/* a batch went through: the last worker's error is over */
+	ssp_slot_set_error(s->slot, "");
+	return vn;
+}
+
+/* run: the worker's life; returns when no view wants it. */
 static void
-run(Worker *w, Oid viewoid)
+run(SspWorker *w, Oid viewoid, int part)
 {
 	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "ssp worker",
 											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext batch_cxt = AllocSetContextCreate(TopMemoryContext, "ssp batch",
+													ALLOCSET_DEFAULT_SIZES);
 	WaitEventSet *wait;
+	SspServed  *first;
 	int			nslots;
 	int			i;
 
-	if (!load(w, viewoid, cxt))
+	first = ssp_served_load(viewoid, part, w->slot, &w->key);
+	if (first == NULL)
 		return;
-	connect_topics(w, cxt);
+	first->own = true;
+	first->rate_at = GetCurrentTimestamp();
+	w->served = list_make1(first);
+	w->batch_size = first->view->batch_size;
+	w->commit_interval_ms = first->view->commit_interval_ms;
+	/* a reader near the view's offsets takes it at once: no consumer of its own */
+	w->handover_at = GetCurrentTimestamp();
+	if (ssp_reader_hand_over(w))
+		return;
+	open_sources(w, first, cxt);
+	ssp_reader_union_streams(w);
+	connect_topics(w, first, cxt);
 	nslots = w->src.nslots;
 	/* wake on the latch, and when librdkafka has messages for any topic */
 	wait = CreateWaitEventSet(cxt, 2 + w->src.n);
@@ -638,22 +716,35 @@ run(Worker *w, Oid viewoid)
 	AddWaitEventToSet(wait, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 	for (i = 0; i < w->src.n; i++)
 		AddWaitEventToSet(wait, WL_SOCKET_READABLE, ssp_kafka_event_fd(w->kafka[i]), NULL, NULL);
-	w->msgs = MemoryContextAlloc(cxt, sizeof(SspMessage) * w->view->batch_size);
+	w->msgs = MemoryContextAlloc(cxt, sizeof(SspMessage) * w->batch_size);
 	ssp_slot_set_status(w->slot, "running", -1);
 	w->rate_at = GetCurrentTimestamp();
 	w->rate = -1;
 	ssp_slot_set_rate(w->slot, 0, w->rate_at);
 	/* what a worker before this one committed but did not publish */
-	ssp_outbox_publish(w->view);
+	ssp_outbox_publish(first->view);
 
-	for (;;)
+	while (w->served != NIL)
 	{
 		bool		dirty;
 		int			n;
 		int64	   *next;
 		int64		batch_lag;
 		int			p;
+		ListCell   *lc;
+		SspDecoded *decoded = NULL;
+		bool		event_times = false;
+		List	   *views;
+		TimestampTz now;
 
+		/* alone, near its streams' reader: the reader takes the view over */
+		if (w->reader == NULL &&
+			TimestampDifferenceExceeds(w->handover_at, GetCurrentTimestamp(), 1000))
+		{
+			w->handover_at = GetCurrentTimestamp();
+			if (ssp_reader_hand_over(w))
+				return;
+		}
 		if (partitions_added(w))
 			return;				/* a fresh worker reads them all */
 		n = collect(w, wait, &dirty);
@@ -685,36 +776,92 @@ run(Worker *w, Oid viewoid)
 
 			for (p = 0; p < nslots; p++)
 				after[p] = next[p] >= 0 ? next[p] : w->next[p];
-			batch_lag = lag(w, after, w->et.lagging);
+			batch_lag = lag(w, after, w->lagging);
 			pfree(after);
 		}
 		pgstat_report_activity(STATE_RUNNING, "applying a batch");
-		if (!ssp_apply_batch(w->view, &w->src, w->msgs, n, w->committed, next, &w->et))
+		/* decoded once for every view at the reader's offsets */
+		foreach(lc, w->served)
+			event_times |= ((SspServed *) lfirst(lc))->view->late_sql != NULL;
+		if (n > 0 && list_length(w->served) > 1)
+			decoded = ssp_decode_batch(&w->src, w->msgs, n, event_times, batch_cxt);
+		views = list_copy(w->served);
+		foreach(lc, views)
 		{
-			release_messages(w);
-			return;				/* dropped, paused or reset */
+			SspServed	   *s = lfirst(lc);
+			int			applied;
+
+			if (!list_member_ptr(w->served, s))
+				continue;
+			applied = apply_view(w, s, n, next, decoded);
+			if (!list_member_ptr(w->served, s))
+				continue;		/* it left */
+			smooth_rate(&s->rate, &s->rate_at, applied, GetCurrentTimestamp());
+			ssp_slot_set_rate(s->slot, Max(s->rate, 0), s->rate_at);
 		}
+		list_free(views);
+		ssp_decoded_free(decoded);
+		MemoryContextReset(batch_cxt);
 		pgstat_report_activity(STATE_IDLE, NULL);
 		/* the batch's writes, for autovacuum and autoanalyze of the view's tables */
 		pgstat_report_stat(false);
 		release_messages(w);
-		/* a batch went through: the last worker's error is over */
-		ssp_slot_set_error(w->slot, "");
+		if (w->served == NIL)
+		{
+			pfree(next);
+			return;
+		}
 		for (p = 0; p < nslots; p++)
 			if (next[p] >= 0)
-				w->next[p] = w->committed[p] = next[p];
-		/* for lag tools: the consumer group ssp.DB.OID */
+				w->next[p] = next[p];
+		/* for lag tools: the consumer group ssp.DB.OID of its first view */
 		for (i = 0; i < w->src.n; i++)
 			ssp_kafka_commit(w->kafka[i], w->src.nparts[i], next + w->src.base[i]);
 		pfree(next);
-		if (!recover_lost(w))
-			return;
-		update_rate(w, n);
-		report_status(w, batch_lag);
-		ssp_outbox_publish(w->view);
+		recover_lost(w);
+		now = GetCurrentTimestamp();
+		smooth_rate(&w->rate, &w->rate_at, n, now);
+		foreach(lc, w->served)
+		{
+			SspServed	   *s = lfirst(lc);
+
+			report_status(w, s, s->committed == NULL ? batch_lag : view_lag(w, s));
+			ssp_outbox_publish(s->view);
+		}
+		ssp_reader_report(w, batch_lag);
+		if (w->requests || ssp_reader_requests_waiting(w))
+			ssp_reader_answer_requests(w);
 		if (config_changed(w, false))
 			return;
 	}
+}
+
+/*
+ * fail_all: the process failed: each view it applied says so, and the
+ * scheduler restarts each after a backoff.
+ */
+static void
+fail_all(SspWorker *w, const char *error)
+{
+	int			i;
+
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < ssp_shared->nworkers; i++)
+	{
+		SspWorkerSlot *s = &ssp_shared->workers[i];
+
+		bool		own = s == w->slot && !w->own_left;
+
+		if (!s->in_use || (s->pid != MyProcPid && !own))
+			continue;
+		s->failed = true;
+		strlcpy(s->status, "failed", SSP_STATUS_LEN);
+		strlcpy(s->last_error, error, SSP_ERROR_LEN);
+		/* a view it took over has no worker of its own for the scheduler to see fail */
+		if (!own)
+			s->reader_failures++;
+	}
+	LWLockRelease(ssp_shared->lock);
 }
 
 /*
@@ -726,7 +873,7 @@ ssp_worker_main(Datum arg)
 {
 	Oid			viewoid = DatumGetObjectId(arg);
 	SspWorkerArgs wargs;
-	Worker		w;
+	SspWorker		w;
 
 	memcpy(&wargs, MyBgworkerEntry->bgw_extra, sizeof(wargs));
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -757,7 +904,6 @@ ssp_worker_main(Datum arg)
 	}
 
 	memset(&w, 0, sizeof(w));
-	w.part = wargs.part;
 	w.slot = ssp_worker_slot(wargs.dboid, viewoid, wargs.part, true);
 	if (w.slot == NULL)
 		ereport(ERROR,
@@ -767,16 +913,19 @@ ssp_worker_main(Datum arg)
 	w.slot->pid = MyProcPid;
 	w.slot->failed = false;
 	w.slot->confirmed = true;
+	w.slot->attached = false;
+	w.slot->detach = false;
+	w.slot->handover_to = 0;
 	LWLockRelease(ssp_shared->lock);
 	ssp_slot_set_status(w.slot, "starting", -1);
-	before_shmem_exit(worker_exit, PointerGetDatum(w.slot));
+	before_shmem_exit(worker_exit, (Datum) 0);
 	CacheRegisterSyscacheCallback(FOREIGNSERVEROID, config_invalidate, 0);
 	CacheRegisterSyscacheCallback(USERMAPPINGOID, config_invalidate, 0);
 	CacheRegisterSyscacheCallback(AUTHOID, config_invalidate, 0);
 
 	PG_TRY();
 	{
-		run(&w, viewoid);
+		run(&w, viewoid, wargs.part);
 	}
 	PG_CATCH();
 	{
@@ -785,11 +934,7 @@ ssp_worker_main(Datum arg)
 		HOLD_INTERRUPTS();
 		MemoryContextSwitchTo(TopMemoryContext);
 		edata = CopyErrorData();
-		ssp_slot_set_error(w.slot, error_text(edata));
-		ssp_slot_set_status(w.slot, "failed", -1);
-		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
-		w.slot->failed = true;
-		LWLockRelease(ssp_shared->lock);
+		fail_all(&w, ssp_error_text(edata));
 		FlushErrorState();
 		RESUME_INTERRUPTS();
 		ReThrowError(edata);

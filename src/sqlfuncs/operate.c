@@ -38,6 +38,7 @@
 #include "compile/view.h"
 
 PG_FUNCTION_INFO_V1(ssp_worker_status);
+PG_FUNCTION_INFO_V1(ssp_reader_status);
 PG_FUNCTION_INFO_V1(ssp_wait);
 PG_FUNCTION_INFO_V1(ssp_pause);
 PG_FUNCTION_INFO_V1(ssp_resume);
@@ -102,6 +103,59 @@ ssp_worker_status(PG_FUNCTION_ARGS)
 								   exp(-(double) (GetCurrentTimestamp() - s.rate_at) /
 									   USECS_PER_SEC / SSP_RATE_SECONDS));
 		nulls[6] = s.pid == 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * ssp_reader_status: one row per reader of this database (worker.c, One
+ * reader per stream); what it reads and how fast are null for a role that
+ * is not its views' owner (nor a member of it, nor of pg_read_all_stats).
+ */
+Datum
+ssp_reader_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			i;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (i = 0; i < ssp_shared->nreaders; i++)
+	{
+		SspReaderSlot r;
+		Datum		values[10];
+		bool		nulls[10];
+		Datum		streams[SSP_READER_MAX_SOURCES];
+		int			j;
+
+		LWLockAcquire(ssp_shared->lock, LW_SHARED);
+		r = ssp_shared->readers[i];
+		LWLockRelease(ssp_shared->lock);
+		if (!r.in_use || r.pid == 0 || r.key.dboid != MyDatabaseId)
+			continue;
+		memset(nulls, false, sizeof(nulls));
+		values[0] = Int32GetDatum(r.pid);
+		for (j = 0; j < r.key.nsources; j++)
+			streams[j] = ObjectIdGetDatum(r.key.streams[j]);
+		values[1] = PointerGetDatum(construct_array(streams, r.key.nsources, REGCLASSOID,
+													sizeof(Oid), true, TYPALIGN_INT));
+		values[2] = Int32GetDatum(r.key.part);
+		values[3] = Int32GetDatum(r.key.parallelism);
+		values[4] = Int32GetDatum(r.nviews);
+		values[5] = Int32GetDatum(r.npartitions);
+		values[6] = Int64GetDatum(r.position);
+		values[7] = Int64GetDatum(r.lag);
+		nulls[7] = r.lag < 0;
+		/* no batch since: nothing read since, as the average counts it */
+		values[8] = Float8GetDatum(r.rate *
+								   exp(-(double) (GetCurrentTimestamp() - r.rate_at) /
+									   USECS_PER_SEC / SSP_RATE_SECONDS));
+		values[9] = Int64GetDatum(r.memory);
+		nulls[9] = r.memory < 0;
+		if (!has_privs_of_role(GetUserId(), r.key.owner) &&
+			!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
+			for (j = 1; j < 10; j++)
+				nulls[j] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -37,6 +37,7 @@
 #include "utils/jsonfuncs.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
@@ -295,11 +296,51 @@ ssp_timestamptz_to_ms(Datum ts)
 	return (DatumGetTimestampTz(ts) + epoch_us) / 1000;
 }
 
+/*
+ * plain_decimal: a numeric from text that is a plain decimal (a sign, at
+ * most 18 digits, a point: "-12.50"), without numeric_in's parse; false
+ * for anything else (exponents, spaces, NaN, more digits), which
+ * numeric_in reads.  The same value and display scale as numeric_in.
+ */
+static bool
+plain_decimal(const char *data, size_t len, Datum *result)
+{
+	const char *p = data;
+	const char *end = data + len;
+	bool		neg = false;
+	bool		point = false;
+	int64		v = 0;
+	int			digits = 0;
+	int			scale = 0;
+
+	if (p < end && (*p == '-' || *p == '+'))
+		neg = *p++ == '-';
+	for (; p < end; p++)
+	{
+		if (*p >= '0' && *p <= '9')
+		{
+			if (++digits > 18)
+				return false;
+			v = v * 10 + (*p - '0');
+			scale += point;
+		}
+		else if (*p == '.' && !point)
+			point = true;
+		else
+			return false;
+	}
+	if (digits == 0)
+		return false;
+	*result = NumericGetDatum(int64_div_fast_to_numeric(neg ? -v : v, scale));
+	return true;
+}
+
 /* text_input: bytes (not NUL-terminated) through the column's input. */
 static Datum
 text_input(SspColumn *col, const char *data, size_t len)
 {
 	char	   *str;
+	Datum		d;
 
 	if (col->typid == BYTEAOID)
 	{
@@ -309,6 +350,9 @@ text_input(SspColumn *col, const char *data, size_t len)
 		memcpy(VARDATA(b), data, len);
 		return PointerGetDatum(b);
 	}
+	/* numbers as most messages carry them (JSON's), read without numeric_in */
+	if (col->typid == NUMERICOID && col->typmod < 0 && plain_decimal(data, len, &d))
+		return d;
 	/* rejects invalid sequences and NUL bytes */
 	pg_verifymbstr(data, len, false);
 	if (col->typid == TEXTOID)

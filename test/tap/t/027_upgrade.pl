@@ -18,7 +18,7 @@ use SspTest;
 
 # the releases, and the commit of each (also in README.md's changelog)
 my %release = ('0.1' => '225d2ebbdcd93e2ddaf5381d71ac38e65cbe0955');
-my $current = '0.2';
+my $current = '0.3';
 
 my $k = SspTest::start_any_broker(
 	topics => [ 'orders:4', 'payments:4', 'customers:4', 'revenue_changes:4' ]);
@@ -115,7 +115,7 @@ check('postgres', 'on 0.1');
 # the new version's files, with the old library still loaded
 SspTest::install_current($root);
 my ($rc, $out, $err) = $node->psql('postgres', 'ALTER EXTENSION ssp UPDATE');
-like($err, qr/the ssp library loaded by this server is not version $current.*Restart PostgreSQL after installing ssp $current/s,
+like($err, qr/the ssp library loaded by this server is older than version 0\.2.*The server has loaded version 0\.1.*Restart PostgreSQL after installing the new version of ssp/s,
 	'before the restart, the update script refuses to run with the old library');
 is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'ssp'"),
 	'0.1', 'and the extension is still 0.1');

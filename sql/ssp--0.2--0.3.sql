@@ -1,0 +1,83 @@
+-- ssp 0.2 to 0.3: one reader per stream.  The views of a stream share one
+-- consumer and one decoding of each message (doc/internals.md, One reader
+-- per stream); ssp.readers shows the readers, ssp.views which views share one.
+
+\echo Use "ALTER EXTENSION ssp UPDATE" to load this file. \quit
+
+DO $$
+BEGIN
+    IF pg_catalog.string_to_array(coalesce(pg_catalog.current_setting('ssp.library_version', true), '0.1'), '.')::int[]
+       OPERATOR(pg_catalog.<) '{0,3}' THEN
+        RAISE EXCEPTION 'the ssp library loaded by this server is older than version 0.3'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = pg_catalog.format('The server has loaded version %s.',
+                                             coalesce(pg_catalog.current_setting('ssp.library_version', true), '0.1')),
+                  HINT = 'Restart PostgreSQL after installing the new version of ssp.';
+    END IF;
+END
+$$;
+
+-- The readers of this database, from shared memory: one row per reader
+-- (a stream, or the two streams of a join, for one owner, part and batch
+-- settings).  What a role may not see of a reader of another owner's
+-- views is null, unless it is a member of pg_read_all_stats.
+CREATE FUNCTION reader_status(
+    OUT pid int, OUT streams regclass[], OUT part int, OUT parallelism int,
+    OUT views int, OUT partitions int, OUT "position" bigint, OUT lag bigint,
+    OUT rate double precision, OUT memory bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'ssp_reader_status'
+LANGUAGE C STRICT VOLATILE;
+
+-- rate: messages read a second, lately; memory: the resident memory of
+-- the reader's process, in bytes (its prefetch buffer is ssp.reader_buffer).
+CREATE VIEW readers WITH (security_invoker) AS
+SELECT r.pid, r.streams, r.part, r.parallelism, r.views, r.partitions,
+       r."position", r.lag, pg_catalog.round(r.rate)::bigint AS rate, r.memory
+FROM reader_status() r;
+GRANT SELECT ON readers TO PUBLIC;
+
+-- attached: the view is applied by its streams' reader together with
+-- other views (false: by a worker of its own, while it catches up, or
+-- because no other view reads its streams the same way).
+CREATE OR REPLACE VIEW views WITH (security_invoker) AS
+SELECT c.view,
+       CASE WHEN c.paused THEN 'paused'
+            WHEN w.status IN ('running', 'catching up') AND w.blocked THEN 'waiting for a lock'
+            WHEN w.status IS NOT NULL THEN w.status
+            ELSE 'starting' END AS status,
+       w.pid AS worker_pid,
+       w.lag,
+       pg_catalog.round(w.rate)::bigint AS rate,
+       pg_catalog.round(100 * c.processed::numeric
+                        / NULLIF(c.processed + w.lag, 0), 1) AS progress,
+       CASE WHEN w.lag = 0 THEN interval '0'
+            WHEN w.rate >= 1 THEN pg_catalog.make_interval(secs => pg_catalog.ceil(w.lag / w.rate))
+       END AS time_left,
+       c.processed,
+       c.late_events,
+       c.dead_letters,
+       c.watermark,
+       w.last_error,
+       c.last_commit,
+       c.streams,
+       c.topics,
+       c.mrel,
+       coalesce(w.attached, false) AS attached
+FROM continuous_views c
+LEFT JOIN (
+  SELECT s.view,
+         pg_catalog.min(s.pid) FILTER (WHERE s.part = 0) AS pid,
+         CASE WHEN pg_catalog.bool_or(s.status = 'failed') THEN 'failed'
+              WHEN pg_catalog.bool_or(s.status = 'waiting for broker') THEN 'waiting for broker'
+              WHEN pg_catalog.bool_or(s.status = 'starting') THEN 'starting'
+              WHEN pg_catalog.bool_or(s.status = 'catching up') THEN 'catching up'
+              ELSE pg_catalog.min(s.status) END AS status,
+         pg_catalog.sum(s.lag)::bigint AS lag,
+         pg_catalog.sum(s.rate) AS rate,
+         pg_catalog.min(s.last_error) AS last_error,
+         pg_catalog.bool_or(s.pid IS NOT NULL AND
+                            pg_catalog.cardinality(pg_catalog.pg_blocking_pids(s.pid)) > 0) AS blocked,
+         pg_catalog.bool_and(s.pid IN (SELECT r.pid FROM reader_status() r WHERE r.views > 1)) AS attached
+  FROM worker_status() s
+  GROUP BY s.view) w ON w.view = c.view::oid;

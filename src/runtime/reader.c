@@ -1,0 +1,690 @@
+/*-------------------------------------------------------------------------
+ *
+ * reader.c
+ *	  One reader per stream: the views a worker process applies, and how
+ *	  the views of the same streams come to share one process, with one
+ *	  consumer and one decoding of each message.
+ *
+ * A worker starts for one view (worker.c).  If no reader applies the views
+ * of its key (owner, streams, part, batch settings) it becomes that
+ * reader; otherwise, once it has applied a batch and is near the reader's
+ * position, it hands its view over: the reader names itself in the view's
+ * slot, the worker exits, the reader takes the view's process lock and
+ * loads it.  A view leaves the reader alone: dropped, paused, reset,
+ * failed, or waiting for a lock, while the reader goes on with the others.
+ * Each view's batches stay its own transactions, fenced by its offsets
+ * (batch.c): sharing a reader changes who reads, not what commits.
+ * doc/internals.md, One reader per stream, tells the whole of it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <unistd.h>
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "storage/lock.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "ssp.h"
+#include "stream/stream.h"
+#include "kafka/kafka.h"
+#include "runtime/outbox.h"
+#include "runtime/reader.h"
+#include "runtime/supervisor.h"
+
+/*
+ * ssp_error_text: an error as ssp.views.last_error shows it, its detail
+ * included (the cause of a broker error is there; ssp's details never show
+ * a secret).
+ */
+const char *
+ssp_error_text(ErrorData *edata)
+{
+	return edata->detail ? psprintf("%s: %s", edata->message, edata->detail) : edata->message;
+}
+
+/* check_stream_acl: may the view's owner read the stream? */
+static void
+check_stream_acl(SspView *view, SspStream *stream)
+{
+	if (pg_class_aclcheck(stream->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for stream \"%s\"", stream->relname),
+				 errdetail("The worker of continuous view \"%s\" runs as its owner, who cannot read the stream.",
+						   view->name)));
+}
+
+/* open_view_stream: a stream of the view, decoding what the view reads. */
+static SspStream *
+open_view_stream(SspView *view, int i)
+{
+	SspStream  *stream = ssp_stream_open(view->streams[i]);
+
+	if (view->some_columns)
+	{
+		int			c;
+
+		stream->needed = palloc0(sizeof(bool) * Max(stream->ncolumns, 1));
+		for (c = 0; c < stream->ncolumns; c++)
+			stream->needed[c] = list_member_int(view->columns, stream->columns[c].attnum);
+	}
+	check_stream_acl(view, stream);
+	return stream;
+}
+
+/* view_owner: the owner of a relation. */
+static Oid
+view_owner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/*
+ * ssp_served_load: a view, its streams and its stored offsets, in a transaction,
+ * into memory of its own; NULL if the view no longer wants this part's
+ * worker (dropped, paused, fewer parts).  Sets key to the views a reader
+ * of it may apply.
+ */
+SspServed *
+ssp_served_load(Oid viewoid, int part, SspWorkerSlot *slot, SspReaderKey *key)
+{
+	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "ssp view",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old;
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(viewoid)};
+	SspServed	   *s = MemoryContextAllocZero(cxt, sizeof(SspServed));
+	uint64		r;
+	int			i;
+
+	s->cxt = cxt;
+	s->part = part;
+	s->slot = slot;
+	s->rate = -1;
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	old = MemoryContextSwitchTo(cxt);
+	s->view = ssp_view_load(viewoid, true);
+	if (s->view == NULL || s->view->paused || part >= s->view->parallelism)
+	{
+		MemoryContextSwitchTo(old);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		MemoryContextDelete(cxt);
+		return NULL;
+	}
+	s->view->part = part;
+	ssp_view_repair_dependencies(s->view);
+	ssp_view_generate(s->view);
+	s->src.n = s->view->nsources;
+	s->src.streams = palloc0(sizeof(SspStream *) * s->src.n);
+	for (i = 0; i < s->src.n; i++)
+		s->src.streams[i] = open_view_stream(s->view, i);
+
+	memset(key, 0, sizeof(SspReaderKey));
+	key->dboid = MyDatabaseId;
+	key->owner = view_owner(viewoid);
+	key->nsources = Min(s->view->nsources, SSP_READER_MAX_SOURCES);
+	for (i = 0; i < key->nsources; i++)
+		key->streams[i] = s->view->streams[i];
+	key->parallelism = s->view->parallelism;
+	key->part = part;
+	key->batch_size = s->view->batch_size;
+	key->commit_interval_ms = s->view->commit_interval_ms;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (SPI_execute_with_args("SELECT topic, partition, next_offset, max_event_time, last_event_at "
+							  "FROM ssp.offsets WHERE view = $1::regclass",
+							  1, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.offsets");
+	for (r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		char	   *topic = SPI_getvalue(tup, desc, 1);
+		StoredOffset *so = palloc(sizeof(StoredOffset));
+		bool		isnull;
+		Datum		d;
+
+		so->source = -1;
+		for (i = 0; i < s->src.n; i++)
+			if (strcmp(topic, s->view->topics[i]) == 0)
+				so->source = i;
+		if (so->source < 0)
+			continue;			/* a topic the view no longer reads */
+		so->partition = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		so->next = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		d = SPI_getbinval(tup, desc, 4, &isnull);
+		so->maxev = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
+		d = SPI_getbinval(tup, desc, 5, &isnull);
+		so->seen_at = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
+		s->stored = lappend(s->stored, so);
+	}
+	s->et.watermark = s->view->watermark;
+	SPI_finish();
+	MemoryContextSwitchTo(old);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	return s;
+}
+
+/*
+ * ssp_reader_union_streams: the process's own stream objects, decoding every column
+ * that any of its views reads (and the event time), opened again whenever
+ * its views change.
+ */
+void
+ssp_reader_union_streams(SspWorker *w)
+{
+	MemoryContext old;
+	ListCell   *lc;
+	int			i;
+
+	if (w->streams_cxt)
+		MemoryContextDelete(w->streams_cxt);
+	w->streams_cxt = AllocSetContextCreate(TopMemoryContext, "ssp reader streams",
+										   ALLOCSET_DEFAULT_SIZES);
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	old = MemoryContextSwitchTo(w->streams_cxt);
+	w->src.streams = palloc0(sizeof(SspStream *) * w->src.n);
+	for (i = 0; i < w->src.n; i++)
+	{
+		SspStream  *stream = ssp_stream_open(((SspServed *) linitial(w->served))->view->streams[i]);
+		bool		all = false;
+		int			c;
+
+		stream->needed = palloc0(sizeof(bool) * Max(stream->ncolumns, 1));
+		foreach(lc, w->served)
+		{
+			SspStream  *vs = ((SspServed *) lfirst(lc))->src.streams[i];
+
+			if (vs->needed == NULL)
+				all = true;
+			else
+				for (c = 0; c < stream->ncolumns && c < vs->ncolumns; c++)
+					stream->needed[c] |= vs->needed[c];
+		}
+		for (c = 0; c < stream->ncolumns; c++)
+			if (stream->columns[c].attnum == stream->timestamp_attnum)
+				stream->needed[c] = true;
+		if (all)
+			stream->needed = NULL;
+		w->src.streams[i] = stream;
+	}
+	MemoryContextSwitchTo(old);
+	CommitTransactionCommand();
+}
+
+/*
+ * ssp_served_set_offsets: a view's per-slot state from its stored offsets; false if
+ * it stored offsets for partitions this process does not read.
+ */
+bool
+ssp_served_set_offsets(SspWorker *w, SspServed *s)
+{
+	SspSources *src = &w->src;
+	int			n = Max(src->nslots, 1);
+	ListCell   *lc;
+	int			p;
+
+	s->src.base = src->base;
+	s->src.nparts = src->nparts;
+	s->src.nslots = src->nslots;
+	s->committed = MemoryContextAlloc(s->cxt, sizeof(int64) * n);
+	s->et.maxev = MemoryContextAlloc(s->cxt, sizeof(TimestampTz) * n);
+	s->et.seen_at = MemoryContextAlloc(s->cxt, sizeof(TimestampTz) * n);
+	s->et.lagging = w->lagging;
+	s->et.nparts = src->nslots;
+	for (p = 0; p < src->nslots; p++)
+	{
+		s->committed[p] = -1;
+		s->et.maxev[p] = DT_NOBEGIN;
+		s->et.seen_at[p] = DT_NOBEGIN;
+	}
+	foreach(lc, s->stored)
+	{
+		StoredOffset *so = lfirst(lc);
+
+		if (so->partition >= src->nparts[so->source])
+			return false;
+		p = src->base[so->source] + so->partition;
+		s->committed[p] = so->next;
+		s->et.maxev[p] = so->maxev;
+		s->et.seen_at[p] = so->seen_at;
+	}
+	/* a partition with nothing applied yet is watched from now on */
+	for (p = 0; p < src->nslots; p++)
+		if (s->et.seen_at[p] == DT_NOBEGIN)
+			s->et.seen_at[p] = GetCurrentTimestamp();
+	return true;
+}
+
+/*
+ * ssp_worker_reads: does this process read the slot (ssp.parallelism gives
+ * it the partitions p with p % N == part)?
+ */
+bool
+ssp_worker_reads(SspWorker *w, int slot)
+{
+	int			i = 0;
+
+	while (slot >= w->src.base[i] + w->src.nparts[i])
+		i++;
+	return w->key.parallelism <= 1 || (slot - w->src.base[i]) % w->key.parallelism == w->key.part;
+}
+
+/* resident_memory: the resident memory of this process, in bytes; -1: unknown */
+static int64
+resident_memory(void)
+{
+	FILE	   *f = fopen("/proc/self/statm", "r");
+	long		size,
+				resident = -1;
+
+	if (f == NULL)
+		return -1;
+	if (fscanf(f, "%ld %ld", &size, &resident) != 2)
+		resident = -1;
+	fclose(f);
+	return resident < 0 ? -1 : (int64) resident * sysconf(_SC_PAGESIZE);
+}
+
+/* position: the sum of the next offsets of the slots it reads (-1 as 0). */
+static int64
+position(SspWorker *w, const int64 *next)
+{
+	int64		sum = 0;
+	int			p;
+
+	for (p = 0; p < w->src.nslots; p++)
+		if (ssp_worker_reads(w, p) && next[p] > 0)
+			sum += next[p];
+	return sum;
+}
+
+/*
+ * stored_position: position() of a view from the offsets it was loaded
+ * with, before the worker has a consumer (-1 as 0).
+ */
+static int64
+stored_position(SspWorker *w, SspServed *s)
+{
+	int64		sum = 0;
+	ListCell   *lc;
+
+	foreach(lc, s->stored)
+	{
+		StoredOffset *so = lfirst(lc);
+
+		if ((w->key.parallelism <= 1 || so->partition % w->key.parallelism == w->key.part) &&
+			so->next > 0)
+			sum += so->next;
+	}
+	return sum;
+}
+
+/* ssp_reader_report: what ssp.readers shows of this process, if a reader */
+void
+ssp_reader_report(SspWorker *w, int64 lag)
+{
+	int			p;
+	int			nparts = 0;
+
+	if (w->reader == NULL)
+		return;
+	for (p = 0; p < w->src.nslots; p++)
+		if (ssp_worker_reads(w, p))
+			nparts++;
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	if (w->reader->pid == MyProcPid)
+	{
+		w->reader->nviews = list_length(w->served);
+		w->reader->npartitions = nparts;
+		w->reader->position = position(w, w->next);
+		w->reader->lag = lag;
+		w->reader->rate = Max(w->rate, 0);
+		w->reader->rate_at = w->rate_at;
+		w->reader->memory = resident_memory();
+	}
+	LWLockRelease(ssp_shared->lock);
+}
+
+/* ssp_reader_requests_waiting: has a view asked to join this reader, or to leave? */
+bool
+ssp_reader_requests_waiting(SspWorker *w)
+{
+	bool		found = false;
+	int			i;
+
+	if (w->reader == NULL)
+		return false;
+	LWLockAcquire(ssp_shared->lock, LW_SHARED);
+	for (i = 0; i < ssp_shared->nworkers && !found; i++)
+	{
+		SspWorkerSlot *s = &ssp_shared->workers[i];
+
+		found = s->in_use && ((s->handover_to == MyProcPid) ||
+							  (s->pid == MyProcPid && s->detach));
+	}
+	LWLockRelease(ssp_shared->lock);
+	return found;
+}
+
+/* unlock_view: release the process lock of a view part (ssp_lock_process) */
+static void
+unlock_view(SspServed *s)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, s->view->view, (uint32) s->part, SSP_LOCK_WORKER);
+	(void) LockRelease(&tag, ExclusiveLock, true);
+}
+
+/*
+ * set_lock_timeout: a reader applying several views waits at most
+ * ssp.attached_lock_timeout for a lock, so that a view whose table is
+ * locked leaves the reader (to wait on its own) instead of holding up the
+ * others; alone, a view waits as long as it takes.
+ */
+static void
+set_lock_timeout(SspWorker *w)
+{
+	char		buf[32];
+
+	snprintf(buf, sizeof(buf), "%d", list_length(w->served) > 1 ? ssp_attached_lock_timeout : 0);
+	SetConfigOption("lock_timeout", buf, PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+/*
+ * ssp_served_leave: a view leaves this process: dropped, paused or reset (failure
+ * NULL), or failed.  Its process lock and its slot are free, and the
+ * scheduler starts a worker of its own for it where it still wants one
+ * (after a backoff if it failed).  Its offsets stay as its last batch
+ * committed them.
+ */
+void
+ssp_served_leave(SspWorker *w, SspServed *s, ErrorData *failure)
+{
+	/* a lock it could not get soon is waited for alone: not a failure */
+	bool		lock_wait = failure && failure->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
+
+	if (lock_wait)
+	{
+		ereport(LOG,
+				(errmsg("ssp: continuous view \"%s\" leaves the reader of its streams to wait for a lock alone",
+						s->view->name),
+				 errdetail("%s", ssp_error_text(failure))));
+		failure = NULL;
+	}
+	else if (failure)
+		ereport(LOG,
+				(errmsg("ssp: continuous view \"%s\" failed in the reader of its streams and leaves it: %s",
+						s->view->name, ssp_error_text(failure))));
+	unlock_view(s);
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	if (s->slot->pid == MyProcPid)
+	{
+		s->slot->pid = 0;
+		s->slot->attached = false;
+		s->slot->detach = false;
+		s->slot->lock_wait = lock_wait;
+		if (failure)
+		{
+			s->slot->failed = true;
+			s->slot->reader_failures++;
+			strlcpy(s->slot->status, "failed", SSP_STATUS_LEN);
+			strlcpy(s->slot->last_error, ssp_error_text(failure), SSP_ERROR_LEN);
+		}
+	}
+	LWLockRelease(ssp_shared->lock);
+	w->served = list_delete_ptr(w->served, s);
+	if (s->own)
+		w->own_left = true;
+	ssp_view_unwatch(s->view);
+	MemoryContextDelete(s->cxt);
+	if (w->served)
+	{
+		ssp_reader_union_streams(w);
+		set_lock_timeout(w);
+	}
+}
+
+/* mark_attached: the slots of the process's views say they share its reader */
+static void
+mark_attached(SspWorker *w)
+{
+	ListCell   *lc;
+	bool		shared = list_length(w->served) > 1;
+
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	foreach(lc, w->served)
+	{
+		SspServed	   *s = lfirst(lc);
+
+		if (s->slot->pid == MyProcPid)
+			s->slot->attached = shared;
+	}
+	LWLockRelease(ssp_shared->lock);
+}
+
+/*
+ * adopt: take over a view whose worker asked this reader to (its slot's
+ * handover_to is this process).  The slot names this process at once, so
+ * the scheduler starts nothing; the worker exits on seeing it, and this
+ * process takes its lock, loads it, and reads from the smaller of its
+ * offsets and the view's on each partition (the views already there skip
+ * what they have applied).  Refused (the slot free again) when the view
+ * is not one this reader may apply.
+ */
+static void
+adopt(SspWorker *w, SspWorkerSlot *slot)
+{
+	SspServed	   *s = NULL;
+	SspReaderKey key;
+	int			tries;
+	bool		locked = false;
+	bool		moved = false;
+	int			p;
+
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	if (slot->handover_to != MyProcPid)
+	{
+		LWLockRelease(ssp_shared->lock);
+		return;
+	}
+	slot->handover_to = 0;
+	slot->pid = MyProcPid;
+	slot->attached = true;
+	LWLockRelease(ssp_shared->lock);
+
+	/* its worker leaves as soon as it sees the slot is ours */
+	for (tries = 0; tries < 1000 && !locked; tries++)
+	{
+		locked = ssp_lock_process(SSP_LOCK_WORKER, slot->view, slot->part);
+		if (!locked)
+		{
+			(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	if (locked)
+		s = ssp_served_load(slot->view, slot->part, slot, &key);
+	if (s == NULL || memcmp(&key, &w->key, sizeof(key)) != 0 || !ssp_served_set_offsets(w, s))
+	{
+		if (locked)
+		{
+			LOCKTAG		tag;
+
+			SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, slot->view, (uint32) slot->part, SSP_LOCK_WORKER);
+			(void) LockRelease(&tag, ExclusiveLock, true);
+		}
+		if (s)
+		{
+			ssp_view_unwatch(s->view);
+			MemoryContextDelete(s->cxt);
+		}
+		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+		if (slot->pid == MyProcPid)
+		{
+			slot->pid = 0;
+			slot->attached = false;
+		}
+		LWLockRelease(ssp_shared->lock);
+		return;
+	}
+	/* read again what the view has not applied yet */
+	for (p = 0; p < w->src.nslots; p++)
+		if (ssp_worker_reads(w, p) && s->committed[p] < w->next[p])
+		{
+			w->next[p] = s->committed[p];
+			w->eof[p] = -1;
+			moved = true;
+		}
+	if (moved)
+	{
+		int			i;
+
+		for (i = 0; i < w->src.n; i++)
+			ssp_kafka_assign_at(w->kafka[i], w->src.nparts[i], w->next + w->src.base[i]);
+	}
+	s->rate_at = GetCurrentTimestamp();
+	w->served = lappend(w->served, s);
+	ssp_reader_union_streams(w);
+	set_lock_timeout(w);
+	mark_attached(w);
+	ssp_slot_set_error(slot, "");
+	ssp_outbox_publish(s->view);
+	ereport(DEBUG1,
+			(errmsg("ssp: continuous view \"%s\" joins the reader of its streams (%d views)",
+					s->view->name, list_length(w->served))));
+}
+
+/* ssp_reader_answer_requests: views that asked to join this reader, or to leave. */
+void
+ssp_reader_answer_requests(SspWorker *w)
+{
+	int			i;
+
+	w->requests = false;
+	for (i = 0; i < ssp_shared->nworkers; i++)
+	{
+		SspWorkerSlot *slot = &ssp_shared->workers[i];
+		bool		join;
+
+		LWLockAcquire(ssp_shared->lock, LW_SHARED);
+		join = slot->in_use && slot->dboid == MyDatabaseId && slot->handover_to == MyProcPid;
+		LWLockRelease(ssp_shared->lock);
+		if (join)
+			adopt(w, slot);
+	}
+	for (;;)
+	{
+		ListCell   *lc;
+		SspServed	   *gone = NULL;
+
+		foreach(lc, w->served)
+			if (((SspServed *) lfirst(lc))->slot->detach)
+				gone = lfirst(lc);
+		if (gone == NULL)
+			break;
+		ssp_served_leave(w, gone, NULL);
+	}
+	mark_attached(w);
+}
+
+/*
+ * ssp_reader_hand_over: a worker applying its one view alone, near enough to its
+ * streams' reader, asks the reader to take the view over; true if it
+ * did (this worker then exits).  With no reader there, this worker
+ * becomes it.  Between batches only: nothing of the view is in flight.
+ */
+bool
+ssp_reader_hand_over(SspWorker *w)
+{
+	SspReaderSlot *reader;
+	SspServed	   *s = linitial(w->served);
+	int			pid;
+	Latch	   *latch;
+	int64		theirs;
+	int64		mine = w->src.nslots > 0 ? position(w, s->committed) : stored_position(w, s);
+	int			i;
+
+	if (w->reader || list_length(w->served) != 1 || !ssp_shared_readers)
+		return false;
+	reader = ssp_reader_find(&w->key);
+	if (reader == NULL)
+	{
+		w->reader = ssp_reader_register(&w->key);
+		ssp_reader_report(w, -1);
+		return false;
+	}
+	/*
+	 * A view that left a reader to wait for a lock joins again only once a
+	 * batch of its own went through, instead of holding the reader up again.
+	 */
+	if (w->slot->lock_wait && w->applied_batches == 0)
+		return false;
+	LWLockAcquire(ssp_shared->lock, LW_SHARED);
+	pid = reader->pid;
+	latch = reader->latch;
+	theirs = reader->position;
+	LWLockRelease(ssp_shared->lock);
+	/* far apart: the one behind would hold the other up */
+	if (pid == 0 || latch == NULL || Abs(theirs - mine) > Max(w->batch_size, SSP_CATCHING_UP))
+		return false;
+
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	w->slot->handover_to = pid;
+	LWLockRelease(ssp_shared->lock);
+	SetLatch(latch);
+	for (i = 0; i < 500; i++)
+	{
+		bool		taken;
+		bool		refused;
+
+		LWLockAcquire(ssp_shared->lock, LW_SHARED);
+		taken = w->slot->pid != MyProcPid;
+		refused = w->slot->handover_to == 0;
+		LWLockRelease(ssp_shared->lock);
+		if (taken)
+			return true;
+		if (refused)
+			return false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	/* no answer: go on alone, unless it took the view meanwhile */
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	w->slot->handover_to = 0;
+	i = w->slot->pid != MyProcPid;
+	LWLockRelease(ssp_shared->lock);
+	return i;
+}

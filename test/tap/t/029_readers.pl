@@ -1,0 +1,258 @@
+# One reader per stream: the views of one stream share one consumer and
+# one decoding of each message (doc/internals.md, One reader per stream).
+# Ten views of every kind on one stream (aggregates, windows, keyed,
+# append-only, a join with a table, an output topic, parallel), through the
+# reader terminated, SIGKILLed and an immediate stop, each equal to its
+# query; a view created, paused, reset and dropped while the others run;
+# a view whose table stays locked leaves the reader while the others keep
+# up; a view created while orders flow joins the reader.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use SspTest;
+
+my $broker = SspTest::start_any_broker(topics => ['orders:4', 'pub_changes:1']);
+my $node = SspTest::new_node('readers', conf => "ssp.broker_timeout = '5s'\n");
+my $brokers = $broker->{bootstrap};
+
+# every view of the reader has the same batch settings (they are part of
+# what a reader shares)
+my $with = "ssp.continuous, ssp.batch_size = 500, ssp.commit_interval = '20ms'";
+$node->safe_psql('postgres', qq{
+	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$brokers');
+	CREATE FOREIGN TABLE orders (order_id bigint, region text, amount numeric, ts timestamptz)
+	  SERVER kafka OPTIONS (topic 'orders', timestamp 'ts');
+	CREATE TABLE t (order_id bigint, region text, amount numeric, ts timestamptz);
+	CREATE TABLE regions (region text PRIMARY KEY, zone text);
+	INSERT INTO regions SELECT 'r' || g, 'z' || g % 3 FROM generate_series(0, 6) g;
+});
+
+# each view, and its query over the table t that holds every order produced
+my %query = (
+	agg => "SELECT region, count(*) AS n, sum(amount) AS total, avg(amount) AS mean FROM %s GROUP BY region",
+	tumble => "SELECT region, ssp.tumble(ts, '1 minute') AS w, count(*) AS n, sum(amount) AS total FROM %s GROUP BY region, w",
+	hop => "SELECT ssp.hop(ts, '10 minutes', '5 minutes') AS w, count(*) AS n FROM %s GROUP BY w",
+	keyed => "SELECT order_id %% 1000 AS k, count(*) AS n, max(amount) AS top FROM %s GROUP BY k",
+	append => "SELECT order_id, amount FROM %s WHERE amount > 80",
+	joined => "SELECT r.zone, count(*) AS n, sum(o.amount) AS total FROM %s o JOIN regions r ON r.region = o.region GROUP BY r.zone",
+	pub => "SELECT region, count(*) AS n, sum(amount) AS total FROM %s GROUP BY region",
+	spread => "SELECT region, min(amount) AS lo, max(amount) AS hi, stddev(amount) AS sd FROM %s GROUP BY region",
+	filtered => "SELECT region, count(*) FILTER (WHERE amount < 10) AS small, bool_or(amount > 98) AS big FROM %s GROUP BY region",
+	par => "SELECT region, count(*) AS n, sum(amount) AS total FROM %s GROUP BY region",
+);
+my %options = (
+	tumble => ", ssp.grace = '1000 days'",
+	hop => ", ssp.grace = '1000 days'",
+	pub => ", ssp.output_topic = 'pub_changes'",
+	par => ", ssp.parallelism = 2",
+);
+# the plain query where it is not the view's own over t
+my %truth = (
+	hop => "SELECT w, count(*) FROM t, ssp.hop_windows(t.ts, '10 minutes', '5 minutes') AS w GROUP BY w",
+);
+my @views = sort keys %query;
+# the views that share the reader of orders (par has its own, one per part)
+my @shared = grep { $_ ne 'par' } @views;
+
+for my $v (@views)
+{
+	$node->safe_psql('postgres',
+		sprintf("CREATE VIEW $v WITH ($with%s) AS $query{$v}", $options{$v} // '', 'orders'));
+}
+
+my $produced = 0;
+
+# produce($n): n more orders, in the stream and in the table t
+sub produce
+{
+	my ($n) = @_;
+	my $from = $produced + 1;
+	my $to = $produced + $n;
+	my $gen = "SELECT g, 'r' || g % 7, (g * 37) % 100, '2026-01-01'::timestamptz + g * interval '1 second' "
+	  . "FROM generate_series($from, $to) g";
+	$node->safe_psql('postgres', "INSERT INTO orders $gen; INSERT INTO t $gen");
+	$produced = $to;
+}
+
+# flow($rounds): a session that inserts 50 orders every 50 ms, for the
+# checks made while orders flow; finish it with finish_flow
+my ($flow, $flow_from, $flow_rounds);
+sub flow
+{
+	my ($rounds) = @_;
+	my $psql = $node->installed_command('psql');
+	my $connstr = $node->connstr('postgres');
+	$flow_from = $produced + 1;
+	$flow_rounds = $rounds;
+	$flow = IPC::Run::start([ 'bash', '-c', qq{
+		for i in \$(seq 0 @{[$rounds - 1]}); do
+			from=\$(($flow_from + \$i * 50)); to=\$((\$from + 49))
+			'$psql' -X -q -v ON_ERROR_STOP=1 -d "$connstr" -c "
+			  INSERT INTO orders SELECT g, 'r' || g % 7, (g * 37) % 100,
+			    '2026-01-01'::timestamptz + g * interval '1 second' FROM generate_series(\$from, \$to) g;
+			  INSERT INTO t SELECT g, 'r' || g % 7, (g * 37) % 100,
+			    '2026-01-01'::timestamptz + g * interval '1 second' FROM generate_series(\$from, \$to) g" || exit 1
+			sleep 0.05
+		done} ]);
+}
+
+sub finish_flow
+{
+	ok($flow->finish, 'the orders flowed meanwhile');
+	$produced = $flow_from + $flow_rounds * 50 - 1;
+}
+
+# attached(@views): wait until these views share one reader of orders
+sub attached
+{
+	my ($label, @v) = @_;
+	my $list = join(', ', map { "'$_'::regclass" } @v);
+	ok($node->poll_query_until('postgres', qq{
+			SELECT count(*) = @{[scalar @v]} AND bool_and(attached)
+			   AND count(DISTINCT worker_pid) = 1
+			FROM ssp.views WHERE view IN ($list)}),
+		"$label: the views share one reader")
+	  or diag($node->safe_psql('postgres', 'SELECT view, status, worker_pid, attached, last_error FROM ssp.views'));
+}
+
+sub reader_pid
+{
+	return $node->safe_psql('postgres',
+		"SELECT pid FROM ssp.readers WHERE streams = ARRAY['orders'::regclass] AND views > 1");
+}
+
+sub check_all
+{
+	my ($label) = @_;
+	SspTest::wait_views($node, 'postgres', @views);
+	my ($lost, $twice) = (0, 0);
+	for my $v (@views)
+	{
+		my ($l, $t) = SspTest::lost_and_twice($node, 'postgres', "SELECT * FROM $v",
+			$truth{$v} // sprintf($query{$v}, 't'));
+		is("$l $t", '0 0', "$label: $v equals its query");
+		$lost += $l;
+		$twice += $t;
+	}
+	return ($lost, $twice);
+}
+
+produce(5000);
+attached('created together', @shared);
+ok($node->poll_query_until('postgres', q{
+		SELECT views = } . scalar(@shared) . q{ AND partitions = 4 AND parallelism = 1 FROM ssp.readers
+		WHERE streams = ARRAY['orders'::regclass] AND views > 1}),
+	'ssp.readers: one reader of the 4 partitions of orders applies 9 views');
+ok($node->poll_query_until('postgres', q{
+		SELECT count(*) = 2 AND sum(views) = 2 AND sum(partitions) = 4 FROM ssp.readers
+		WHERE streams = ARRAY['orders'::regclass] AND parallelism = 2}),
+	'the parallel view reads in two parts, each with its reader');
+ok($node->poll_query_until('postgres', q{
+		SELECT count(*) = 3 FROM pg_stat_activity WHERE backend_type = 'ssp worker'}),
+	'three processes read orders for the ten views');
+ok($node->poll_query_until('postgres', q{
+		SELECT memory > 0 AND "position" = 5000 AND lag = 0 FROM ssp.readers WHERE views > 1 AND parallelism = 1}),
+	'ssp.readers shows the position, lag and memory of the reader');
+check_all('running');
+
+# the reader's process ended in three ways while orders come
+my $faults = 0;
+for my $how ('pg_terminate_backend', 'SIGKILL', 'immediate stop')
+{
+	produce(2000);
+	my $pid = reader_pid();
+	if ($how eq 'pg_terminate_backend')
+	{
+		$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+	}
+	elsif ($how eq 'SIGKILL')
+	{
+		kill('KILL', $pid) or die "kill $pid: $!";
+		SspTest::wait_restarted($node);
+	}
+	else
+	{
+		$node->stop('immediate');
+		$node->start;
+	}
+	$faults++;
+	produce(2000);
+	attached("after $how of the reader", @shared);
+	check_all("after $how of the reader");
+}
+
+# a view created, paused, reset and dropped while the others run
+$node->safe_psql('postgres',
+	"CREATE VIEW extra WITH ($with) AS SELECT region, count(*) AS n FROM orders GROUP BY region");
+produce(1000);
+attached('a new view', @shared, 'extra');
+SspTest::wait_views($node, 'postgres', 'extra');
+is(SspTest::differences($node, 'postgres', 'SELECT * FROM extra',
+		'SELECT region, count(*) FROM t GROUP BY region'), '0', 'the new view caught up exactly');
+$node->safe_psql('postgres', "SELECT ssp.pause('extra')");
+produce(1000);
+SspTest::wait_views($node, 'postgres', 'agg');
+is($node->safe_psql('postgres', "SELECT sum(n) FROM agg"), $produced, 'a view paused: the others go on');
+ok($node->poll_query_until('postgres', "SELECT status = 'paused' AND NOT attached FROM ssp.views WHERE view = 'extra'::regclass"),
+	'the paused view left the reader');
+attached('with a view paused', @shared);
+$node->safe_psql('postgres', "SELECT ssp.resume('extra')");
+produce(1000);
+attached('a view resumed', @shared, 'extra');
+$node->safe_psql('postgres', "SELECT ssp.reset('extra')");
+produce(1000);
+SspTest::wait_views($node, 'postgres', 'extra', 'agg');
+is(SspTest::differences($node, 'postgres', 'SELECT * FROM extra',
+		'SELECT region, count(*) FROM t GROUP BY region'), '0', 'the view reset replayed the topic exactly');
+attached('a view reset', @shared, 'extra');
+$node->safe_psql('postgres', 'DROP VIEW extra');
+produce(1000);
+check_all('a view dropped');
+$faults += 4;
+
+# a view whose table stays locked leaves the reader; the others keep up
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('BEGIN; LOCK TABLE keyed_mrel IN ACCESS EXCLUSIVE MODE');
+produce(1000);
+SspTest::wait_views($node, 'postgres', grep { $_ ne 'keyed' } @views);
+is($node->safe_psql('postgres', "SELECT sum(n) FROM agg"), $produced,
+	'with the table of one view locked, the other views applied every order');
+ok($node->poll_query_until('postgres',
+		"SELECT status = 'waiting for a lock' AND NOT attached FROM ssp.views WHERE view = 'keyed'::regclass"),
+	'the locked view left the reader and waits for the lock alone');
+produce(1000);
+SspTest::wait_views($node, 'postgres', grep { $_ ne 'keyed' } @views);
+is($node->safe_psql('postgres', "SELECT sum(n) FROM agg"), $produced,
+	'and the others still keep up');
+$locker->query_safe('ROLLBACK');
+$locker->quit;
+produce(1000);
+attached('the lock released', @shared);
+check_all('after the lock');
+$faults++;
+
+# a view created while orders flow joins the reader
+flow(60);
+$node->safe_psql('postgres',
+	"CREATE VIEW live WITH ($with) AS SELECT region, count(*) AS n, sum(amount) AS total FROM orders GROUP BY region");
+attached('a view created while orders flow', @shared, 'live');
+finish_flow();
+SspTest::wait_views($node, 'postgres', 'live');
+is(SspTest::differences($node, 'postgres', 'SELECT * FROM live',
+		'SELECT region, count(*), sum(amount) FROM t GROUP BY region'), '0',
+	'the view that joined while orders flowed equals its query');
+my ($lost, $twice) = check_all('at the end');
+
+SspTest::read_published($node, 'postgres', 'pub_changes');
+SspTest::check_published($node, 'pub', 'the output topic: ');
+
+my $applied = $node->safe_psql('postgres', 'SELECT sum(n) FROM agg');
+is($applied, $produced, "$produced orders, each counted once by each view");
+SspTest::report(faults => $faults, produced => $produced, applied => $applied,
+	lost => $lost, twice => $twice, broker => $broker->{kind});
+
+$node->stop;
+done_testing();

@@ -398,10 +398,13 @@ claim_view(SspView *view)
  * lock the view's row; false if the view was dropped, paused or reset.
  */
 static bool
-begin_view_xact(SspView *view)
+begin_view_xact(SspView *view, bool nested)
 {
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
+	if (!nested)
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+	}
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
@@ -419,12 +422,17 @@ begin_view_xact(SspView *view)
 	return true;
 }
 
-/* end_view_xact: commit what begin_view_xact started, or roll it back. */
+/*
+ * end_view_xact: commit what begin_view_xact started, or roll it back;
+ * nested, the caller's (sub)transaction does.
+ */
 static void
-end_view_xact(bool commit)
+end_view_xact(bool commit, bool nested)
 {
 	SPI_finish();
 	PopActiveSnapshot();
+	if (nested)
+		return;
 	if (commit)
 		CommitTransactionCommand();
 	else
@@ -571,14 +579,16 @@ store_progress(BatchState *bs, const int64 *from, const int64 *next,
  * offset to read, or -1 to leave it) in one transaction, if ssp.offsets
  * still holds from (per slot: the offsets the batch began from, -1: none
  * stored), else fail.  shared, if not NULL, is msgs[0, n) decoded by
- * ssp_decode_batch with every column the view reads.  Returns false,
+ * ssp_decode_batch with every column the view reads.  nested: inside the
+ * caller's transaction (a subtransaction of a reader's group), which
+ * commits or rolls back; else in a transaction of its own.  Returns false,
  * committing nothing, if the view was dropped, paused or reset since the
  * worker loaded it.  Must be called outside a transaction.
  */
 bool
 ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
 				const int64 *from, const int64 *next, SspEventTime *et,
-				SspDecoded *shared)
+				SspDecoded *shared, bool nested)
 {
 	BatchState	bs;
 	bool		ok;
@@ -588,7 +598,24 @@ ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
 	int			p;
 	int			i;
 
-	ok = begin_view_xact(view);
+	/*
+	 * Every message past the offset the batch begins from, and before the
+	 * one it moves to: the compare-and-set fences other processes, this
+	 * fences the caller (a reader giving a view what it already has).
+	 */
+	for (i = 0; i < n; i++)
+	{
+		if (msgs[i].partition >= src->nparts[msgs[i].source])
+			continue;
+		p = SSP_SLOT(src, &msgs[i]);
+		if ((from[p] >= 0 && msgs[i].offset < from[p]) || (next[p] >= 0 && msgs[i].offset >= next[p]) ||
+			next[p] < 0)
+			elog(ERROR, "ssp: a batch of continuous view \"%s\" holds offset %lld of partition %d of topic \"%s\", outside what it moves (%lld to %lld)",
+				 view->name, (long long) msgs[i].offset, msgs[i].partition,
+				 view->topics[msgs[i].source], (long long) from[p], (long long) next[p]);
+	}
+
+	ok = begin_view_xact(view, nested);
 	if (ok)
 	{
 		memset(&bs, 0, sizeof(bs));
@@ -641,7 +668,7 @@ ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
 			et->watermark = watermark;
 	}
 
-	end_view_xact(ok);
+	end_view_xact(ok, nested);
 	return ok;
 }
 
@@ -662,7 +689,7 @@ ssp_record_lost(SspView *view, int source, int32 partition, int64 stored,
 	char		nulls[6] = "      ";
 	bool		ok;
 
-	ok = begin_view_xact(view);
+	ok = begin_view_xact(view, false);
 	if (ok)
 	{
 		args[0] = ObjectIdGetDatum(view->view);
@@ -697,7 +724,7 @@ ssp_record_lost(SspView *view, int source, int32 partition, int64 stored,
 				 errdetail("The broker deleted them (retention) before the view read them."),
 				 errhint("They are recorded in ssp.dead_letters.  Keep the view running, or raise the topic's retention.")));
 	}
-	end_view_xact(ok);
+	end_view_xact(ok, false);
 	return ok;
 }
 

@@ -50,7 +50,7 @@ typedef struct SspDecoded
 
 extern bool ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs,
 							int n, const int64 *from, const int64 *next,
-							SspEventTime *et, SspDecoded *shared);
+							SspEventTime *et, SspDecoded *shared, bool nested);
 extern SspDecoded *ssp_decode_batch(SspSources *src, SspMessage *msgs, int n,
 									bool event_times, MemoryContext cxt);
 extern void ssp_decoded_free(SspDecoded *d);

@@ -116,7 +116,7 @@ ssp_served_load(Oid viewoid, int part, SspWorkerSlot *slot, SspReaderKey *key)
 	MemoryContext old;
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(viewoid)};
-	SspServed	   *s = MemoryContextAllocZero(cxt, sizeof(SspServed));
+	SspServed  *s = MemoryContextAllocZero(cxt, sizeof(SspServed));
 	uint64		r;
 	int			i;
 
@@ -485,12 +485,47 @@ mark_attached(SspWorker *w)
 	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 	foreach(lc, w->served)
 	{
-		SspServed	   *s = lfirst(lc);
+		SspServed  *s = lfirst(lc);
 
 		if (s->slot->pid == MyProcPid)
 			s->slot->attached = shared;
 	}
 	LWLockRelease(ssp_shared->lock);
+}
+
+/*
+ * try_load: ssp_served_load for a view handed over; NULL if it cannot be
+ * loaded (its error goes to its slot, and the scheduler starts a worker of
+ * its own for it after a backoff): the reader goes on with its views.
+ */
+static SspServed *
+try_load(SspWorkerSlot *slot, SspReaderKey *key)
+{
+	MemoryContext old = CurrentMemoryContext;
+	SspServed  *volatile s = NULL;
+
+	PG_TRY();
+	{
+		s = ssp_served_load(slot->view, slot->part, slot, key);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(old);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+		slot->failed = true;
+		slot->reader_failures++;
+		strlcpy(slot->status, "failed", SSP_STATUS_LEN);
+		strlcpy(slot->last_error, ssp_error_text(edata), SSP_ERROR_LEN);
+		LWLockRelease(ssp_shared->lock);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return s;
 }
 
 /*
@@ -505,7 +540,7 @@ mark_attached(SspWorker *w)
 static void
 adopt(SspWorker *w, SspWorkerSlot *slot)
 {
-	SspServed	   *s = NULL;
+	SspServed  *s = NULL;
 	SspReaderKey key;
 	int			tries;
 	bool		locked = false;
@@ -534,7 +569,7 @@ adopt(SspWorker *w, SspWorkerSlot *slot)
 		}
 	}
 	if (locked)
-		s = ssp_served_load(slot->view, slot->part, slot, &key);
+		s = try_load(slot, &key);
 	if (s == NULL || memcmp(&key, &w->key, sizeof(key)) != 0 || !ssp_served_set_offsets(w, s))
 	{
 		if (locked)
@@ -606,7 +641,7 @@ ssp_reader_answer_requests(SspWorker *w)
 	for (;;)
 	{
 		ListCell   *lc;
-		SspServed	   *gone = NULL;
+		SspServed  *gone = NULL;
 
 		foreach(lc, w->served)
 			if (((SspServed *) lfirst(lc))->slot->detach)
@@ -628,7 +663,7 @@ bool
 ssp_reader_hand_over(SspWorker *w)
 {
 	SspReaderSlot *reader;
-	SspServed	   *s = linitial(w->served);
+	SspServed  *s = linitial(w->served);
 	int			pid;
 	Latch	   *latch;
 	int64		theirs;

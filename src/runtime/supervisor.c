@@ -512,7 +512,7 @@ start_view_worker(SchedView *sv)
 	if (!RegisterDynamicBackgroundWorker(&w, &sv->handle))
 	{
 		sv->handle = NULL;
-		sv->next_start = TimestampTzPlusMilliseconds(sv->started, 5000);
+		sv->next_start = TimestampTzPlusMilliseconds(sv->started, 1000);
 		if (slot)
 		{
 			ssp_slot_set_status(slot, "failed", -1);

@@ -43,6 +43,7 @@
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -399,7 +400,7 @@ watermark_moves(SspWorker *w)
 
 	foreach(lc, w->served)
 	{
-		SspServed	   *s = lfirst(lc);
+		SspServed  *s = lfirst(lc);
 
 		if (s->view->late_sql &&
 			ssp_watermark(s->et.maxev, s->et.seen_at, w->lagging, w->src.nslots,
@@ -523,6 +524,7 @@ recover_lost(SspWorker *w)
 						high,
 						from = Max(w->next[slot], 0);
 			ListCell   *lc;
+			List	   *views;
 
 			if (!w->lost[slot])
 				continue;
@@ -538,9 +540,10 @@ recover_lost(SspWorker *w)
 								((SspServed *) linitial(w->served))->view->topics[i],
 								(long long) high, (long long) low),
 						 errdetail("The topic may have been deleted and created again.")));
-			foreach(lc, w->served)
+			views = list_copy(w->served);	/* a view may leave meanwhile */
+			foreach(lc, views)
 			{
-				SspServed	   *s = lfirst(lc);
+				SspServed  *s = lfirst(lc);
 				int64		vfrom = Max(s->committed[slot], 0);
 
 				if (vfrom < low)
@@ -554,6 +557,7 @@ recover_lost(SspWorker *w)
 				}
 				s->committed[slot] = low;
 			}
+			list_free(views);
 			w->next[slot] = low;
 			w->eof[slot] = -1;	/* the end seen was the old topic's */
 			reassign = true;
@@ -574,60 +578,84 @@ release_messages(SspWorker *w)
 }
 
 /*
- * try_apply: ssp_apply_batch for one view; if it fails, the transaction is
- * rolled back and *failure says why, unless alone: a worker with one view
- * fails with it, as it always did.
+ * try_apply: ssp_apply_batch for one view.  Alone, in a transaction of its
+ * own, and a failure is the worker's, as it always was.  In a group, in a
+ * subtransaction of the group's transaction: if it fails, only it is
+ * rolled back, and *failure says why.
  */
 static bool
 try_apply(SspServed *s, SspMessage *msgs, int n, const int64 *next,
-		  SspDecoded *decoded, bool alone, ErrorData **failure)
+		  SspDecoded *decoded, bool grouped, ErrorData **failure, MemoryContext keep)
 {
 	MemoryContext old = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
 	volatile bool ok = false;
 
 	*failure = NULL;
+	if (!grouped)
+		return ssp_apply_batch(s->view, &s->src, msgs, n, s->committed, next, &s->et,
+							   decoded, false);
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(old);
 	PG_TRY();
 	{
-		ok = ssp_apply_batch(s->view, &s->src, msgs, n, s->committed, next, &s->et, decoded);
+		ok = ssp_apply_batch(s->view, &s->src, msgs, n, s->committed, next, &s->et,
+							 decoded, true);
+		if (ok)
+			ReleaseCurrentSubTransaction();
+		else
+			RollbackAndReleaseCurrentSubTransaction();
 	}
 	PG_CATCH();
 	{
-		if (alone)
-			PG_RE_THROW();
-		MemoryContextSwitchTo(old);
+		/* kept past the group's commit */
+		MemoryContextSwitchTo(keep);
 		*failure = CopyErrorData();
 		FlushErrorState();
-		AbortCurrentTransaction();
+		RollbackAndReleaseCurrentSubTransaction();
 	}
 	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	CurrentResourceOwner = owner;
 	return ok;
 }
 
-/*
- * apply_view: apply a batch to one view, in its own transaction, from the
- * offsets it has on each partition (the messages it has applied already
- * are left out).  A view that fails leaves this process, and the others go
- * on.  Returns the messages applied.
- */
-static int
-apply_view(SspWorker *w, SspServed *s, int n, const int64 *next, SspDecoded *decoded)
+/* What a view's part of a batch came to. */
+typedef struct Applied
 {
-	int64	   *vnext = palloc(sizeof(int64) * Max(w->src.nslots, 1));
+	SspServed  *s;
+	int			n;				/* messages applied */
+	int64	   *next;			/* per slot: its offsets now, -1: unchanged */
+	bool		left;			/* dropped, paused, reset or failed */
+	ErrorData  *failure;
+} Applied;
+
+/*
+ * apply_view: apply a batch to one view, from the offsets it has on each
+ * partition (the messages it has applied already are left out), alone or
+ * in a group's transaction.  What it came to goes into *a; its offsets
+ * move once the transaction has committed (done_view).
+ */
+static void
+apply_view(SspWorker *w, Applied *a, int n, const int64 *next, SspDecoded *decoded,
+		   bool grouped, MemoryContext keep)
+{
+	SspServed  *s = a->s;
 	SspMessage *msgs = w->msgs;
 	bool		same = true;
 	bool		any = false;
-	bool		ok;
-	ErrorData  *failure = NULL;
 	int			vn = n;
 	int			p;
 	int			i;
 
+	a->next = MemoryContextAlloc(keep, sizeof(int64) * Max(w->src.nslots, 1));
+	a->n = 0;
 	for (p = 0; p < w->src.nslots; p++)
 	{
 		if (s->committed[p] != w->next[p] && ssp_worker_reads(w, p))
 			same = false;
-		vnext[p] = next[p] >= 0 && next[p] > s->committed[p] ? next[p] : -1;
-		any |= vnext[p] >= 0;
+		a->next[p] = next[p] >= 0 && next[p] > s->committed[p] ? next[p] : -1;
+		any |= a->next[p] >= 0;
 	}
 	if (!same)
 	{
@@ -652,33 +680,90 @@ apply_view(SspWorker *w, SspServed *s, int n, const int64 *next, SspDecoded *dec
 										   s->et.watermark, s->view->idle_ms,
 										   s->view->grace) != s->et.watermark))
 	{
-		pfree(vnext);
-		return 0;				/* nothing for it */
+		for (p = 0; p < w->src.nslots; p++)
+			a->next[p] = -1;
+		return;					/* nothing for it */
 	}
+	a->left = !try_apply(s, msgs, vn, a->next, decoded, grouped, &a->failure, keep);
+	if (!a->left)
+		a->n = vn;
+}
 
-	ok = try_apply(s, msgs, vn, vnext, decoded, list_length(w->served) == 1, &failure);
-	if (failure)
+/*
+ * done_view: after the transaction of a view's batch committed, its
+ * offsets move; a view that failed, or was dropped, paused or reset,
+ * leaves this process (not before: leaving runs transactions of its own).
+ */
+static void
+done_view(SspWorker *w, Applied *a)
+{
+	SspServed  *s = a->s;
+	int			p;
+
+	if (a->left)
 	{
-		ssp_served_leave(w, s, failure);
-		FreeErrorData(failure);
-		pfree(vnext);
-		return 0;
-	}
-	if (!ok)
-	{
-		ssp_served_leave(w, s, NULL);		/* dropped, paused or reset */
-		pfree(vnext);
-		return 0;
+		ssp_served_leave(w, s, a->failure);
+		if (a->failure)
+			FreeErrorData(a->failure);
+		return;
 	}
 	for (p = 0; p < w->src.nslots; p++)
-		if (vnext[p] >= 0)
-			s->committed[p] = vnext[p];
-	pfree(vnext);
-	if (vn > 0)
+		if (a->next[p] >= 0)
+			s->committed[p] = a->next[p];
+	if (a->n > 0)
 		w->applied_batches++;
 	/* a batch went through: the last worker's error is over */
 	ssp_slot_set_error(s->slot, "");
-	return vn;
+	smooth_rate(&s->rate, &s->rate_at, a->n, GetCurrentTimestamp());
+	ssp_slot_set_rate(s->slot, Max(s->rate, 0), s->rate_at);
+}
+
+/*
+ * The views of a reader commit a batch in groups: one transaction for up
+ * to this many views, each in a subtransaction of its own (a failing view
+ * rolls back alone).  One commit, one WAL flush, for the group rather than
+ * one per view; few enough subtransactions (a view's batch takes two or
+ * three) to stay within what a backend caches (PGPROC_MAX_CACHED_SUBXIDS),
+ * past which every snapshot of the server gets slower.
+ */
+#define SSP_GROUP_VIEWS 16
+
+/*
+ * apply_all: apply a batch to every view of the process; alone, in its
+ * own transaction, else in groups (SSP_GROUP_VIEWS).
+ */
+static void
+apply_all(SspWorker *w, int n, const int64 *next, SspDecoded *decoded)
+{
+	MemoryContext keep = CurrentMemoryContext;	/* outlives the transactions */
+	int			nviews = list_length(w->served);
+	Applied    *applied = palloc0(sizeof(Applied) * Max(nviews, 1));
+	bool		grouped = nviews > 1;
+	int			first;
+	int			i;
+
+	for (i = 0; i < nviews; i++)
+		applied[i].s = list_nth(w->served, i);
+	for (first = 0; first < nviews; first += SSP_GROUP_VIEWS)
+	{
+		int			last = Min(nviews, first + SSP_GROUP_VIEWS);
+
+		if (grouped)
+		{
+			SetCurrentStatementStartTimestamp();
+			StartTransactionCommand();
+		}
+		for (i = first; i < last; i++)
+			apply_view(w, &applied[i], n, next, decoded, grouped, keep);
+		if (grouped)
+			CommitTransactionCommand();
+	}
+	for (i = 0; i < nviews; i++)
+	{
+		done_view(w, &applied[i]);
+		pfree(applied[i].next);
+	}
+	pfree(applied);
 }
 
 /* run: the worker's life; returns when no view wants it. */
@@ -734,7 +819,6 @@ run(SspWorker *w, Oid viewoid, int part)
 		ListCell   *lc;
 		SspDecoded *decoded = NULL;
 		bool		event_times = false;
-		List	   *views;
 		TimestampTz now;
 
 		/* alone, near its streams' reader: the reader takes the view over */
@@ -785,21 +869,7 @@ run(SspWorker *w, Oid viewoid, int part)
 			event_times |= ((SspServed *) lfirst(lc))->view->late_sql != NULL;
 		if (n > 0 && list_length(w->served) > 1)
 			decoded = ssp_decode_batch(&w->src, w->msgs, n, event_times, batch_cxt);
-		views = list_copy(w->served);
-		foreach(lc, views)
-		{
-			SspServed	   *s = lfirst(lc);
-			int			applied;
-
-			if (!list_member_ptr(w->served, s))
-				continue;
-			applied = apply_view(w, s, n, next, decoded);
-			if (!list_member_ptr(w->served, s))
-				continue;		/* it left */
-			smooth_rate(&s->rate, &s->rate_at, applied, GetCurrentTimestamp());
-			ssp_slot_set_rate(s->slot, Max(s->rate, 0), s->rate_at);
-		}
-		list_free(views);
+		apply_all(w, n, next, decoded);
 		ssp_decoded_free(decoded);
 		MemoryContextReset(batch_cxt);
 		pgstat_report_activity(STATE_IDLE, NULL);
@@ -823,7 +893,7 @@ run(SspWorker *w, Oid viewoid, int part)
 		smooth_rate(&w->rate, &w->rate_at, n, now);
 		foreach(lc, w->served)
 		{
-			SspServed	   *s = lfirst(lc);
+			SspServed  *s = lfirst(lc);
 
 			report_status(w, s, s->committed == NULL ? batch_lag : view_lag(w, s));
 			ssp_outbox_publish(s->view);

@@ -12,8 +12,11 @@
 #   aggregates     built-in aggregates on their fast path and through their
 #                  own functions (the generic path), and hll and tdigest
 #   output         a view catching up with and without ssp.output_topic
-#   views          1, 5 and 20 views catching up on the same stream
-#   freshness      latency from produce to view under 20,000 events/s
+#   views          1 to 50 views catching up on the same stream: the time and
+#                  the ssp workers' peak memory, with one reader per stream
+#                  (ssp.shared_readers = on) and with one consumer per view
+#   freshness      latency from produce to view under 20,000 events/s, with
+#                  the view alone and with 19 other views on the stream
 #   memory         the worker's memory over 10,000,000 events
 #   streams        a view catching up on 1,000,000 orders against Kafka
 #                  Streams computing the same aggregate (test/kafka/
@@ -465,47 +468,215 @@ bench_output_run() {
                  printf "RESULT output none1k_s=%s topic1k_s=%s none100k_s=%s topic100k_s=%s\n", a, b, c, d }'
 }
 
-# bench_views: workload 4: 1, 5 and 20 views (the same aggregate) created
-# at once on the same stream; the time until all have caught up.
+# bench_views: workload 4: k views of the same aggregate created at once on
+# the same stream, for k = 1 to 50: the time until all have caught up and
+# the peak resident memory of the ssp worker processes meanwhile, with one
+# reader per stream (ssp.shared_readers = on, the default) and, for k = 1,
+# 5 and 20, with a worker and a consumer per view (off: 50 views would need
+# more than max_worker_processes).
+BENCH_VIEWS_ON=(1 2 5 10 20 50)
+BENCH_VIEWS_OFF=(1 5 20)
 bench_views() {
     local n=${SSP_BENCH_MESSAGES:-1000000} r=${SSP_BENCH_RUNS:-5}
     bench_produce_orders "$n"
     bench_report views bench_views_run "$n" "$r"
 }
 
+# bench_views_mode on|off|DEFAULT: ssp.shared_readers through ALTER SYSTEM,
+# once a new session has it (a session and the workers started from now on
+# take the postmaster's settings).
+bench_views_mode() {
+    local want=$1 i
+    [ "$want" = DEFAULT ] && want=on
+    psql -X -q -v ON_ERROR_STOP=1 -c "ALTER SYSTEM SET ssp.shared_readers = $1" -c "SELECT pg_reload_conf()" >/dev/null
+    for i in $(seq 100); do
+        [ "$(psql -X -At -c 'SHOW ssp.shared_readers')" = "$want" ] && return 0
+        sleep 0.1
+    done
+    ssp_die "ssp.shared_readers is not $want 10 s after pg_reload_conf()"
+}
+
+# bench_views_workers: the pids of the ssp worker processes, one a line.
+bench_views_workers() {
+    psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'ssp worker'"
+}
+
+# bench_views_sample OUT STOP PID: every 0.2 s, a line into OUT: the number
+# of ssp worker processes and the sums of their VmRSS and RssAnon in kB;
+# until the file STOP exists (one more line then) or process PID is gone.
+bench_views_sample() {
+    local out=$1 stop=$2 parent=$3 last='' pids p
+    while kill -0 "$parent" 2>/dev/null; do
+        [ -e "$stop" ] && last=1
+        pids=$(bench_views_workers 2>/dev/null) || pids=
+        for p in $pids; do
+            cat "/proc/$p/status" 2>/dev/null || true
+        done | awk '/^VmRSS:/ {n++; rss += $2} /^RssAnon:/ {anon += $2}
+                    END {printf "%d %d %d\n", n, rss, anon}' >>"$out"
+        [ -z "$last" ] || return 0
+        sleep 0.2
+    done
+}
+
+# bench_views_once K N: K views created in one transaction, each to take N
+# orders; sets BENCH_VIEWS_ONCE (not a command substitution: set -e holds,
+# and the sampler is this shell's child) to "SECONDS PEAK_RSS_MB
+# PEAK_ANON_MB PEAK_WORKERS END_WORKERS ATTACHED READERS": the time from
+# the commit until ssp.wait has returned for all, the peaks of the workers'
+# summed memory and of their number while they caught up, then the workers
+# left, the views attached (ssp.views) and the readers (ssp.readers).  Then
+# drops the views and waits, up to 30 s, until their workers are gone.
+bench_views_once() {
+    local k=$1 n=$2 v out=$SSP_WORK/views-sample stop=$SSP_WORK/views-stop sampler res t peak after i
+    local names
+    names=$(seq -f 'bench_v%g' -s ', ' 1 "$k")
+    rm -f "$out" "$stop"
+    bench_views_sample "$out" "$stop" "$BASHPID" &
+    sampler=$!
+    res=$({
+        echo "BEGIN;"
+        for v in $(seq "$k"); do
+            echo "CREATE VIEW bench_v$v WITH (ssp.continuous) AS SELECT region, count(*), sum(amount), avg(amount) FROM bench_catchup GROUP BY region;"
+        done
+        echo "COMMIT;"
+        echo "SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset"
+        for v in $(seq "$k"); do
+            echo "SELECT ssp.wait('bench_v$v', '900 s');"
+        done
+        echo "SELECT round((extract(epoch FROM clock_timestamp()) - :t0)::numeric, 3);"
+    } | psql -X -q -At -v ON_ERROR_STOP=1) || res=
+    touch "$stop"
+    wait "$sampler" || true
+    [ -n "$res" ] || ssp_die "$k views: creating them or waiting for them failed"
+    [ "$(grep -c '^t$' <<<"$res")" = "$k" ] || ssp_die "$k views: not all caught up within 900 s"
+    t=$(tail -n 1 <<<"$res")
+    peak=$(awk '$1 > w {w = $1} $2 > rss {rss = $2} $3 > anon {anon = $3} {last = $1}
+                END {printf "%.1f %.1f %d %d", rss / 1024, anon / 1024, w, last}' "$out")
+    after=$(psql -X -At -F ' ' -v ON_ERROR_STOP=1 -c "SELECT count(*) FILTER (WHERE processed = $n), count(*) FILTER (WHERE attached),
+            (SELECT count(*) FROM ssp.readers) FROM ssp.views WHERE view::text ~ '^bench_v[0-9]+\$'")
+    [ "${after%% *}" = "$k" ] ||
+        ssp_die "$k views: only ${after%% *} processed $n messages: $(psql -X -At -c "SELECT string_agg(view || ' ' || processed, ', ') FROM ssp.views")"
+    psql -X -q -v ON_ERROR_STOP=1 -c "DROP VIEW $names" || ssp_die "$k views: DROP VIEW failed"
+    for i in $(seq 300); do
+        [ -n "$(bench_views_workers)" ] || break
+        sleep 0.1
+    done
+    [ -z "$(bench_views_workers)" ] ||
+        echo "  (ssp worker processes still there 30 s after the views were dropped: $(bench_views_workers | tr '\n' ' '))" >&2
+    BENCH_VIEWS_ONCE="$t $peak ${after#* }"
+}
+
+# bench_views_mmm VALUE...: "median (min - max)".
+bench_views_mmm() {
+    printf '%s (%s - %s)' "$(printf '%s\n' "$@" | bench_median)" \
+        "$(printf '%s\n' "$@" | sort -n | head -n 1)" "$(printf '%s\n' "$@" | sort -n | tail -n 1)"
+}
+
 bench_views_run() {
-    local n=$1 r=$2 i k v t t0
-    local -A times=()
+    local n=$1 r=$2 i k mode t rss anon wpeak wend attached readers label
+    local -A times=() mems=() anons=() peaks=() med_t=() med_m=()
+    local -a ks
     echo "workload: $n JSON orders in 64 partitions, already produced; k views of"
     echo "  SELECT region, count(*), sum(amount), avg(amount) FROM bench_catchup GROUP BY region"
-    echo "  created in one transaction, for k = 1, 5 and 20; the time until ssp.wait returns for all"
+    echo "  created in one transaction; the time from its commit until ssp.wait has returned for all k,"
+    echo "  and the peak of the summed resident memory (VmRSS; \"private\": RssAnon) of the 'ssp worker'"
+    echo "  processes (pg_stat_activity), sampled every 0.2 s until then (VmRSS counts the shared buffers a"
+    echo "  process has touched, so the sum counts them once a process); the views dropped after each"
+    echo "  measurement, and the next one once their workers are gone"
+    echo "on:  ssp.shared_readers = on (the default): one reader per stream; k = ${BENCH_VIEWS_ON[*]}"
+    echo "off: ssp.shared_readers = off: a worker and a Kafka consumer per view; k = ${BENCH_VIEWS_OFF[*]}"
+    echo "     (50 views would need more than max_worker_processes = 32)"
+    echo "after the catch-up: the worker processes left, the views with attached = true (ssp.views), the"
+    echo "  rows of ssp.readers"
     echo
     for i in $(seq "$r"); do
-        for k in 1 5 20; do
+        for mode in on off; do
+            bench_views_mode "$mode"
+            if [ "$mode" = on ]; then ks=("${BENCH_VIEWS_ON[@]}"); else ks=("${BENCH_VIEWS_OFF[@]}"); fi
+            for k in "${ks[@]}"; do
+                bench_views_once "$k" "$n"
+                read -r t rss anon wpeak wend attached readers <<<"$BENCH_VIEWS_ONCE"
+                times[$mode$k]="${times[$mode$k]:-} $t"
+                mems[$mode$k]="${mems[$mode$k]:-} $rss"
+                anons[$mode$k]="${anons[$mode$k]:-} $anon"
+                peaks[$mode$k]="${peaks[$mode$k]:-} $wpeak"
+                printf '  run %s: %-3s %2s views %8s s (%d view-messages/s), peak memory %s MB (private %s MB),' \
+                    "$i" "$mode" "$k" "$t" "$(awk -v n="$n" -v k="$k" -v t="$t" 'BEGIN {printf "%d", n * k / t}')" "$rss" "$anon"
+                echo " up to $wpeak workers; after: $wend workers, $attached attached, $readers readers"
+            done
+        done
+    done
+    bench_views_mode DEFAULT
+    echo
+    echo "median (min - max) of $r runs:"
+    printf '%-4s %5s  %-26s %15s  %-26s %-24s %s\n' mode views "time s" "view-messages/s" "peak memory MB" "private MB" "workers at peak"
+    for mode in on off; do
+        if [ "$mode" = on ]; then ks=("${BENCH_VIEWS_ON[@]}"); else ks=("${BENCH_VIEWS_OFF[@]}"); fi
+        for k in "${ks[@]}"; do
+            # shellcheck disable=SC2086
             {
-                echo "BEGIN;"
-                for v in $(seq "$k"); do
-                    echo "CREATE VIEW bench_v$v WITH (ssp.continuous) AS SELECT region, count(*), sum(amount), avg(amount) FROM bench_catchup GROUP BY region;"
-                done
-                echo "COMMIT;"
-            } | psql -X -q -v ON_ERROR_STOP=1
-            t0=$(bench_now)
-            for v in $(seq "$k"); do
-                psql -X -q -At -c "SELECT ssp.wait('bench_v$v', '900 s')" >/dev/null
-            done
-            t=$(awk -v a="$t0" -v b="$(bench_now)" 'BEGIN {printf "%.3f", b - a}')
-            for v in $(seq "$k"); do
-                psql -X -q -c "DROP VIEW bench_v$v"
-            done
-            times[$k]="${times[$k]:-} $t"
-            echo "  run $i: $k views $t s ($(awk -v n="$n" -v k="$k" -v t="$t" 'BEGIN {printf "%d", n * k / t}') view-messages/s)"
+                med_t[$mode$k]=$(printf '%s\n' ${times[$mode$k]} | bench_median)
+                med_m[$mode$k]=$(printf '%s\n' ${mems[$mode$k]} | bench_median)
+                printf '%-4s %5s  %-26s %15d  %-26s %-24s %s\n' "$mode" "$k" "$(bench_views_mmm ${times[$mode$k]})" \
+                    "$(awk -v n="$n" -v k="$k" -v t="${med_t[$mode$k]}" 'BEGIN {printf "%d", n * k / t}')" \
+                    "$(bench_views_mmm ${mems[$mode$k]})" "$(bench_views_mmm ${anons[$mode$k]})" \
+                    "$(bench_views_mmm ${peaks[$mode$k]})"
+            }
         done
     done
     echo
-    for k in 1 5 20; do
-        # shellcheck disable=SC2086
-        bench_stats "$k views" "$n" ${times[$k]}
+    awk -v t1="${med_t[on1]}" -v t20="${med_t[on20]}" -v m1="${med_m[on1]}" -v m20="${med_m[on20]}" 'BEGIN {
+        printf "shared readers (on):    20 views / 1 view: time %.2f (target at most 3: %s), memory %.2f (target at most 3: %s)\n",
+            t20 / t1, (t20 / t1 <= 3 ? "met" : "MISSED"), m20 / m1, (m20 / m1 <= 3 ? "met" : "MISSED") }'
+    awk -v t1="${med_t[off1]}" -v t20="${med_t[off20]}" -v m1="${med_m[off1]}" -v m20="${med_m[off20]}" 'BEGIN {
+        printf "one consumer per view:  20 views / 1 view: time %.2f, memory %.2f (for comparison)\n", t20 / t1, m20 / m1 }'
+    awk -v a="${med_t[on20]}" -v b="${med_t[off20]}" -v c="${med_m[on20]}" -v d="${med_m[off20]}" 'BEGIN {
+        printf "20 views, on / off:     time %.2f, memory %.2f\n", a / b, c / d }'
+    label="RESULT views"
+    for mode in on off; do
+        if [ "$mode" = on ]; then ks=("${BENCH_VIEWS_ON[@]}"); else ks=("${BENCH_VIEWS_OFF[@]}"); fi
+        for k in "${ks[@]}"; do
+            label+=" ${mode}${k}_s=${med_t[$mode$k]} ${mode}${k}_mb=${med_m[$mode$k]}"
+        done
+        for k in "${ks[@]}"; do
+            echo "$k ${med_t[$mode$k]} ${med_m[$mode$k]}"
+        done >"$SSP_WORK/views-$mode.dat"
     done
+    echo "$label"
+    bench_views_plot "$n" "$r"
+}
+
+# bench_views_plot N RUNS: results/views.png from views-on.dat and
+# views-off.dat (views, median seconds, median MB), if gnuplot is there.
+bench_views_plot() {
+    local png=$BENCH_RESULTS/views${BENCH_SUFFIX:-}.png
+    command -v gnuplot >/dev/null || { echo "(no gnuplot: no plot)"; return 0; }
+    gnuplot <<GP
+set terminal pngcairo size 1000,460 font "sans,10" noenhanced
+set output "$png"
+set multiplot layout 1,2 title "k views of one stream catching up on $1 orders (median of $2 runs)"
+set logscale x
+set xrange [0.8:60]
+set xtics ("1" 1, "2" 2, "5" 5, "10" 10, "20" 20, "50" 50)
+set xlabel "views"
+set yrange [0:*]
+set grid
+set key below
+set title "catch-up time"
+set ylabel "seconds until ssp.wait returns for all"
+plot "$SSP_WORK/views-on.dat" using 1:2 with linespoints linewidth 2 pointtype 7 linecolor rgb "#3b6ea5" \
+         title "one reader per stream (shared_readers on)", \
+     "$SSP_WORK/views-off.dat" using 1:2 with points pointtype 9 pointsize 1.6 linecolor rgb "#c0504d" \
+         title "one consumer per view (off)"
+set title "peak memory of the ssp worker processes"
+set ylabel "MB (sum of VmRSS)"
+plot "$SSP_WORK/views-on.dat" using 1:3 with linespoints linewidth 2 pointtype 7 linecolor rgb "#3b6ea5" \
+         title "one reader per stream (shared_readers on)", \
+     "$SSP_WORK/views-off.dat" using 1:3 with points pointtype 9 pointsize 1.6 linecolor rgb "#c0504d" \
+         title "one consumer per view (off)"
+unset multiplot
+GP
+    echo "plot: $png"
 }
 
 bench_catchup_run() {
@@ -598,36 +769,108 @@ GP
 # bench_freshness: workload 2: a producer sends 20,000 events a second
 # for SSP_BENCH_SECONDS (default 60) while an append-only view keeps each
 # event with the time its batch's transaction applied it; the latency from
-# produce to apply, p50, p99 and max, at ssp.commit_interval's default and
-# at 50 ms.
+# produce to apply, p50, p99 and max, at ssp.commit_interval's default, at
+# 50 ms, and at 50 ms with 19 other views of the stream created with it
+# (bench_fresh_views), which share its reader: measured once all 20 are
+# attached (ssp.views), against the target p99 under 150 ms.
 bench_freshness() {
     bench_start_postgres
     bench_report freshness bench_freshness_run "${SSP_BENCH_SECONDS:-60}"
 }
 
+# bench_fresh_view KIND M: the definition of a view of the stream
+# bench_fresh of kind KIND (0 to 4) with modulus M (a number, or a name for
+# the report): an aggregate by key, by second, a filtered aggregate without
+# groups, an append-only filter, an aggregate by key and second.
+bench_fresh_view() {
+    case $1 in
+        0) echo "SELECT seq % (100 * $2) AS k, count(*), max(produced_at) FROM bench_fresh GROUP BY k" ;;
+        1) echo "SELECT date_trunc('second', produced_at) AS s, count(*), sum(seq) FROM bench_fresh WHERE seq % $2 <> 0 GROUP BY s" ;;
+        2) echo "SELECT count(*), min(seq), max(produced_at) FROM bench_fresh WHERE seq % $2 = 0" ;;
+        3) echo "SELECT seq, produced_at FROM bench_fresh WHERE seq % (10 * $2) = 0" ;;
+        4) echo "SELECT seq % $2 AS k, date_trunc('second', produced_at) AS s, count(*), avg(seq) FROM bench_fresh GROUP BY k, s" ;;
+    esac
+}
+
+# bench_fresh_views OPTIONS N: the statements creating N continuous views
+# bench_fresh_w1 .. wN with these view options: view i of kind (i - 1) % 5
+# with modulus i + 2.
+bench_fresh_views() {
+    local i
+    for i in $(seq "$2"); do
+        echo "CREATE VIEW bench_fresh_w$i WITH ($1) AS $(bench_fresh_view $(((i - 1) % 5)) $((i + 2)));"
+    done
+}
+
+# bench_fresh_attached K: waits, up to 30 s, until the K views bench_fresh_v
+# and bench_fresh_w* show attached = true in ssp.views; prints "ATTACHED
+# SECONDS WORKERS READERS": the views attached, the seconds waited, the
+# 'ssp worker' processes (pg_stat_activity) and the rows of ssp.readers.
+bench_fresh_attached() {
+    local k=$1 t0 a i
+    t0=$(bench_now)
+    for i in $(seq 300); do
+        a=$(psql -X -At -v ON_ERROR_STOP=1 -c "SELECT count(*) FILTER (WHERE attached) FROM ssp.views
+                WHERE view::text ~ '^bench_fresh_(v|w[0-9]+)\$'")
+        [ "$a" -lt "$k" ] || break
+        sleep 0.1
+    done
+    echo "$a $(awk -v a="$t0" -v b="$(bench_now)" 'BEGIN {printf "%.1f", b - a}')" \
+        "$(psql -X -At -F ' ' -v ON_ERROR_STOP=1 -c "SELECT (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'ssp worker'),
+                (SELECT count(*) FROM ssp.readers)")"
+}
+
 bench_freshness_run() {
-    local secs=$1 ci ticks
+    local secs=$1 ticks c ci label k opts create drop att t workers readers p99 i
+    local others=19
     ticks=$((secs * 20))
     echo "workload: 20,000 events/s for $secs s (1,000 every 50 ms, from one INSERT each) into 16 partitions"
     echo "view:     SELECT seq, produced_at, now() AS applied_at FROM bench_fresh (append-only)"
     echo "latency:  applied_at (the start of the transaction that applies the event; it commits"
     echo "          right after) - produced_at (clock_timestamp() when the row was made)"
+    echo "50ms, 20 views: the view at ssp.commit_interval = '50ms' and $others other views of bench_fresh, created"
+    echo "          in the same transaction with the same options: view i of kind (i - 1) % 5, m = i + 2:"
+    for i in 0 1 2 3 4; do
+        echo "            $(bench_fresh_view "$i" m)"
+    done
+    echo "          the latency measured on the view once all 20 are attached = true (ssp.views, polled up"
+    echo "          to 30 s), then all 20 dropped"
     echo
-    for ci in default 50ms; do
+    for c in default 50ms 50ms-20; do
+        ci=${c%-20} label=${c%-20} k=1 drop=
+        [ "$c" = 50ms-20 ] && label="50ms, 20 views" k=$((others + 1)) drop=$(seq -f ', bench_fresh_w%g' -s '' 1 "$others")
+        opts="ssp.continuous$([ "$ci" = default ] || echo ", ssp.commit_interval = '$ci'"), ssp.start = 'latest'"
+        create="CREATE VIEW bench_fresh_v WITH ($opts)
+  AS SELECT seq, produced_at, now() AS applied_at FROM bench_fresh;"
+        if [ "$k" -gt 1 ]; then
+            # all of them at once, and their reader running before the producer
+            { echo "BEGIN;"; echo "$create"; bench_fresh_views "$opts" "$others"; echo "COMMIT;"; } |
+                psql -X -q -v ON_ERROR_STOP=1
+            create=
+            read -r att t workers readers <<<"$(bench_fresh_attached "$k")"
+            echo "$label: $att of $k views attached after $t s (ssp.views); ssp worker processes" \
+                "(pg_stat_activity): $workers; readers (ssp.readers): $readers"
+            [ "$att" = "$k" ] || echo "$label: NOT ALL ATTACHED within 30 s: measured anyway"
+        fi
         psql -X -q -v ON_ERROR_STOP=1 <<SQL
-CREATE VIEW bench_fresh_v WITH (ssp.continuous$([ "$ci" = default ] || echo ", ssp.commit_interval = '$ci'"), ssp.start = 'latest')
-  AS SELECT seq, produced_at, now() AS applied_at FROM bench_fresh;
+$create
 $(bench_fresh_produce bench_fresh "$ticks")
 SELECT ssp.wait('bench_fresh_v', '120 s') \g /dev/null
 \pset tuples_only on
 \pset format unaligned
 \pset fieldsep ' '
 SELECT format('commit_interval %s: %s events in %s s; latency p50 %s ms, p99 %s ms, max %s ms',
-              '$ci', count(*), round(extract(epoch FROM max(produced_at) - min(produced_at))::numeric, 1),
+              '$label', count(*), round(extract(epoch FROM max(produced_at) - min(produced_at))::numeric, 1),
               round(percentile_cont(0.5) WITHIN GROUP (ORDER BY l)::numeric, 1),
               round(percentile_cont(0.99) WITHIN GROUP (ORDER BY l)::numeric, 1), round(max(l)::numeric, 1))
   FROM (SELECT produced_at, extract(epoch FROM applied_at - produced_at) * 1000 AS l FROM bench_fresh_v) x \g
-\o $SSP_WORK/freshness-$ci.dat
+$([ "$k" -eq 1 ] || echo "SELECT format('$label, after: %s of $k views attached (ssp.views); ssp worker processes (pg_stat_activity): %s',
+              count(*) FILTER (WHERE attached), (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'ssp worker'))
+  FROM ssp.views WHERE view::text ~ '^bench_fresh_(v|w[0-9]+)\$' \g")
+\o $SSP_WORK/freshness-$c.p99
+SELECT round(percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM applied_at - produced_at) * 1000)::numeric, 1)
+  FROM bench_fresh_v;
+\o $SSP_WORK/freshness-$c.dat
 SELECT s, round(percentile_cont(0.99) WITHIN GROUP (ORDER BY l)::numeric, 1)
   FROM (SELECT floor(extract(epoch FROM produced_at - (SELECT min(produced_at) FROM bench_fresh_v))) AS s,
                extract(epoch FROM applied_at - produced_at) * 1000 AS l FROM bench_fresh_v) x
@@ -635,9 +878,13 @@ SELECT s, round(percentile_cont(0.99) WITHIN GROUP (ORDER BY l)::numeric, 1)
 \o
 \pset tuples_only off
 \pset format aligned
-DROP VIEW bench_fresh_v;
+DROP VIEW bench_fresh_v$drop;
 SQL
     done
+    p99=$(cat "$SSP_WORK/freshness-50ms-20.p99")
+    awk -v p="$p99" -v a="$att" -v k="$((others + 1))" 'BEGIN {
+        printf "target: p99 under 150 ms with 20 views at 50 ms: %s (p99 %s ms%s)\n", (p != "" && p + 0 < 150 ? "met" : "MISSED"), p,
+            (a == k ? "" : sprintf("; only %d of %d views attached", a, k)) }'
     command -v gnuplot >/dev/null || return 0
     gnuplot <<GP
 set terminal pngcairo size 640,400 font "sans,10"
@@ -648,7 +895,8 @@ set ylabel "ms from produce to apply"
 set yrange [0:*]
 set grid
 plot "$SSP_WORK/freshness-default.dat" using 1:2 with lines title "commit interval 100 ms", \
-     "$SSP_WORK/freshness-50ms.dat" using 1:2 with lines title "commit interval 50 ms"
+     "$SSP_WORK/freshness-50ms.dat" using 1:2 with lines title "commit interval 50 ms", \
+     "$SSP_WORK/freshness-50ms-20.dat" using 1:2 with lines title "commit interval 50 ms, 20 views"
 GP
     echo "plot: $BENCH_RESULTS/freshness${BENCH_SUFFIX:-}.png"
 }

@@ -37,6 +37,7 @@ OBJS = \
 	src/compile/viewsql.o \
 	src/compile/view.o \
 	src/compile/rebuild.o \
+	src/compile/replace.o \
 	src/compile/rollup.o \
 	src/runtime/shmem.o \
 	src/runtime/supervisor.o \

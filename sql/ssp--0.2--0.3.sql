@@ -17,6 +17,11 @@ BEGIN
 END
 $$;
 
+-- CREATE OR REPLACE VIEW ... WITH (ssp.continuous): the new definition is
+-- a continuous view of its own until it has caught up, then takes the
+-- place of the one it replaces.
+ALTER TABLE continuous_views ADD COLUMN replaces regclass;
+
 -- The readers of this database, from shared memory: one row per reader
 -- (a stream, or the two streams of a join, for one owner, part and batch
 -- settings).  What a role may not see of a reader of another owner's

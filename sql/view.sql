@@ -26,7 +26,7 @@ CREATE VIEW r WITH (ssp.continuous) AS SELECT json_agg(region) FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT generate_series(1, qty) FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT c.segment, count(*) FROM customers c LEFT JOIN orders o ON c.id = o.customer_id GROUP BY 1;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT segment FROM customers;
-CREATE OR REPLACE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders;
+CREATE OR REPLACE VIEW orders WITH (ssp.continuous) AS SELECT region FROM orders;
 CREATE TEMP VIEW r WITH (ssp.continuous) AS SELECT region FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders WITH CHECK OPTION;
 -- refused: options

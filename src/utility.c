@@ -146,9 +146,32 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 					 errmsg("a view cannot be both ssp.continuous and ssp.rollup"),
 					 errdetail("A continuous view reads a stream; a rollup reads a continuous view.")));
 		ssp_check_extension_version();
+		if (((ViewStmt *) parsetree)->replace)
+		{
+			ViewStmt   *stmt = (ViewStmt *) parsetree;
+			Oid			relid = RangeVarGetRelid(stmt->view, NoLock, true);
+
+			if (ssp_is_continuous_view(relid))
+			{
+				ssp_replace_continuous_view(stmt, queryString, relid);
+				return;
+			}
+			if (OidIsValid(relid))
+				ereport(ERROR,
+						(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+						 errmsg("\"%s\" is not a continuous view", stmt->view->relname),
+						 errhint("Drop it first, or give the continuous view another name.")));
+		}
 		ssp_create_continuous_view((ViewStmt *) parsetree, queryString);
 		return;
 	}
+	/* a continuous view is replaced only as one */
+	if (IsA(parsetree, ViewStmt) && ((ViewStmt *) parsetree)->replace &&
+		ssp_is_continuous_view(RangeVarGetRelid(((ViewStmt *) parsetree)->view, NoLock, true)))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a continuous view", ((ViewStmt *) parsetree)->view->relname),
+				 errhint("Replace it with CREATE OR REPLACE VIEW ... WITH (ssp.continuous) AS ...")));
 	if (IsA(parsetree, ViewStmt) && ssp_view_flag((ViewStmt *) parsetree, "rollup"))
 	{
 		ssp_check_extension_version();

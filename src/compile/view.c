@@ -828,11 +828,6 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	Oid			viewoid;
 	ListCell   *lc;
 
-	if (stmt->replace)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("CREATE OR REPLACE is not supported for continuous views"),
-				 errhint("Create a new continuous view (and ssp.reset it to replay the stream), then drop the old one.")));
 	if (stmt->view->relpersistence != RELPERSISTENCE_PERMANENT)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -95,6 +95,11 @@ extern void ssp_view_generate(SspView *v);
 extern void ssp_view_unwatch(SspView *v);
 extern void ssp_view_refresh(SspView *v);
 
+/* replace.c */
+extern bool ssp_is_continuous_view(Oid relid);
+extern void ssp_replace_continuous_view(ViewStmt *stmt, const char *queryString, Oid viewoid);
+extern bool ssp_replace_swap(Oid shadow, Oid view);
+
 /* outbox.c */
 /* rollup.c */
 extern void ssp_create_rollup(ViewStmt *stmt, const char *queryString);

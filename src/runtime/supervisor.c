@@ -49,6 +49,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -401,6 +402,108 @@ version_waits(const char *version)
 					SSP_VERSION, version);
 }
 
+/*
+ * caught_up: does every part of a view run, with few messages left?  From
+ * its worker slots (a view being replaced is swapped once its new
+ * definition has caught up).
+ */
+static bool
+caught_up(Oid view, int parallelism)
+{
+	int			running = 0;
+	int			i;
+
+	LWLockAcquire(ssp_shared->lock, LW_SHARED);
+	for (i = 0; i < ssp_shared->nworkers; i++)
+	{
+		SspWorkerSlot *s = &ssp_shared->workers[i];
+
+		if (s->in_use && s->dboid == MyDatabaseId && s->view == view && s->pid != 0 &&
+			strcmp(s->status, "running") == 0 && s->lag >= 0 && s->lag <= 20000)
+			running++;
+	}
+	LWLockRelease(ssp_shared->lock);
+	return running >= parallelism;
+}
+
+/* try_swap: ssp_replace_swap in a subtransaction; false if it failed. */
+static bool
+try_swap(Oid shadow, Oid view)
+{
+	MemoryContext old = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool ok = true;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(old);
+	PG_TRY();
+	{
+		(void) ssp_replace_swap(shadow, view);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		SspWorkerSlot *slot;
+
+		MemoryContextSwitchTo(old);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		ereport(WARNING,
+				(errmsg("ssp: continuous view %u could not take its new definition: %s",
+						view, edata->message),
+				 edata->detail ? errdetail("%s", edata->detail) : 0));
+		slot = ssp_worker_slot(MyDatabaseId, view, 0, false);
+		if (slot)
+			ssp_slot_set_error(slot, psprintf("could not take the new definition: %s", edata->message));
+		FreeErrorData(edata);
+		ok = false;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	CurrentResourceOwner = owner;
+	return ok;
+}
+
+/*
+ * swap_replacements: the views whose new definition (CREATE OR REPLACE
+ * VIEW) has caught up take it, each in a subtransaction of the caller's
+ * transaction (replace.c); one that cannot says why in its slot, and is
+ * tried again 10 s later.  Needs SPI.
+ */
+static void
+swap_replacements(void)
+{
+	static TimestampTz failed_at = 0;
+	List	   *shadows = NIL;
+	List	   *views = NIL;
+	ListCell   *lc,
+			   *lc2;
+	uint64		i;
+
+	if (failed_at != 0 &&
+		!TimestampDifferenceExceeds(failed_at, GetCurrentTimestamp(), 10000))
+		return;
+	if (SPI_execute("SELECT view::oid, replaces::oid, parallelism FROM ssp.continuous_views "
+					"WHERE replaces IS NOT NULL AND NOT paused", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.continuous_views");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		Oid			shadow = DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+
+		if (!caught_up(shadow, DatumGetInt32(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull))))
+			continue;
+		shadows = lappend_oid(shadows, shadow);
+		views = lappend_oid(views, DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull)));
+	}
+	forboth(lc, shadows, lc2, views)
+		if (!try_swap(lfirst_oid(lc), lfirst_oid(lc2)))
+			failed_at = GetCurrentTimestamp();
+}
+
 /* read_views: update the scheduler's list from the catalog; false if ssp is gone. */
 static bool
 read_views(List **views)
@@ -478,6 +581,8 @@ read_views(List **views)
 				stop_view_worker(sv);
 			sv->generation = generation;
 		}
+		if (why == NULL)
+			swap_replacements();
 		SPI_finish();
 	}
 	PopActiveSnapshot();

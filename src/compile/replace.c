@@ -1,0 +1,540 @@
+/*-------------------------------------------------------------------------
+ *
+ * replace.c
+ *	  CREATE OR REPLACE VIEW ... WITH (ssp.continuous): a continuous view's
+ *	  query changed without a gap.
+ *
+ * The new definition is built beside the old one, as a continuous view of
+ * its own named NAME_next, which catches up from the log (ssp.start,
+ * earliest by default) while the old one keeps serving.  Once it has caught
+ * up, the scheduler swaps them in one transaction (ssp_replace_swap): the
+ * view NAME reads the new definition's table, the new definition's catalog
+ * row, offsets and parts become NAME's, and the old definition's parts are
+ * dropped.  Readers of NAME see the old rows until that transaction
+ * commits and the new ones after: never a missing relation or an empty
+ * view.  doc/views.md, Changing a view's query, tells the user's side.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/relation.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "ssp.h"
+#include "stream/stream.h"
+#include "kafka/kafka.h"
+#include "compile/view.h"
+#include "compile/build.h"
+
+/*
+ * ssp_is_continuous_view: is the relation a continuous view?  Read from
+ * the catalog table itself, whoever asks (its row-level security would
+ * hide the views of others).  Needs a transaction.
+ */
+bool
+ssp_is_continuous_view(Oid relid)
+{
+	Oid			nspid;
+	Oid			cv;
+	Relation	rel;
+	TableScanDesc scan;
+	ScanKeyData key;
+	Snapshot	snapshot;
+	bool		found;
+
+	if (!OidIsValid(relid) || !OidIsValid(get_extension_oid("ssp", true)))
+		return false;
+	nspid = get_namespace_oid("ssp", true);
+	cv = OidIsValid(nspid) ? get_relname_relid("continuous_views", nspid) : InvalidOid;
+	if (!OidIsValid(cv))
+		return false;
+	/* the column view (regclass, stored as an oid) is the first */
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	rel = table_open(cv, AccessShareLock);
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	scan = table_beginscan(rel, snapshot, 1, &key);
+	found = heap_getnext(scan, ForwardScanDirection) != NULL;
+	table_endscan(scan);
+	UnregisterSnapshot(snapshot);
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
+ * check_columns: the new definition's columns must be the old one's, with
+ * more only at the end, as CREATE OR REPLACE VIEW asks of any view (other
+ * views and users' queries may depend on them).
+ */
+static void
+check_columns(Oid oldrel, Oid newrel)
+{
+	Relation	o = relation_open(oldrel, AccessShareLock);
+	Relation	n = relation_open(newrel, AccessShareLock);
+	TupleDesc	od = RelationGetDescr(o);
+	TupleDesc	nd = RelationGetDescr(n);
+	int			i;
+
+	if (nd->natts < od->natts)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("cannot drop columns from continuous view \"%s\"", RelationGetRelationName(o)),
+				 errhint("A continuous view replaced keeps its columns, and may add new ones at the end; or drop it and create it again.")));
+	for (i = 0; i < od->natts; i++)
+	{
+		Form_pg_attribute oa = TupleDescAttr(od, i);
+		Form_pg_attribute na = TupleDescAttr(nd, i);
+
+		if (strcmp(NameStr(oa->attname), NameStr(na->attname)) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("cannot change name of column \"%s\" of continuous view \"%s\" to \"%s\"",
+							NameStr(oa->attname), RelationGetRelationName(o), NameStr(na->attname)),
+					 errhint("A continuous view replaced keeps its columns, and may add new ones at the end; or drop it and create it again.")));
+		if (oa->atttypid != na->atttypid || oa->atttypmod != na->atttypmod)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("cannot change data type of column \"%s\" of continuous view \"%s\" from %s to %s",
+							NameStr(oa->attname), RelationGetRelationName(o),
+							format_type_with_typemod(oa->atttypid, oa->atttypmod),
+							format_type_with_typemod(na->atttypid, na->atttypmod)),
+					 errhint("A continuous view replaced keeps its columns, and may add new ones at the end; or drop it and create it again.")));
+	}
+	relation_close(n, AccessShareLock);
+	relation_close(o, AccessShareLock);
+}
+
+/*
+ * check_replaceable: what a replacement cannot carry over.  An output
+ * topic would get the changes of both definitions while the new one
+ * catches up, numbered apart; and a view that reads the old definition's
+ * table itself (a rollup) would lose it at the swap.
+ */
+static void
+check_replaceable(Oid viewoid, Oid shadowoid, const char *name)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2] = {ObjectIdGetDatum(viewoid), ObjectIdGetDatum(shadowoid)};
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (SPI_execute_with_args("SELECT 1 FROM ssp.continuous_views WHERE view IN ($1::regclass, $2::regclass) "
+							  "AND output_topic IS NOT NULL",
+							  2, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.continuous_views");
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot replace continuous view \"%s\": it has ssp.output_topic", name),
+				 errdetail("Both definitions would publish their changes to the topic while the new one catches up."),
+				 errhint("Create the new definition as a view of its own, with an output topic of its own.")));
+	if (SPI_execute_with_args("SELECT r.ev_class::regclass::text FROM pg_catalog.pg_depend d "
+							  "JOIN pg_catalog.pg_rewrite r ON d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass "
+							  "AND d.objid = r.oid "
+							  "JOIN ssp.continuous_views c ON c.view = $1::regclass AND d.refobjid = c.mrel "
+							  "WHERE d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND r.ev_class <> $1",
+							  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read pg_depend");
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot replace continuous view \"%s\": view %s reads its table",
+						name, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+				 errhint("Drop that view (a rollup, say) first, and create it again after the replacement.")));
+	SPI_finish();
+}
+
+/* start_given: did CREATE VIEW say ssp.start? */
+static bool
+start_given(List *options)
+{
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (def->defnamespace && strcmp(def->defnamespace, "ssp") == 0 &&
+			strcmp(def->defname, "start") == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * check_log_holds: the new definition starts from the log's beginning
+ * without the user saying so: refuse if the broker has deleted messages
+ * of a topic it reads (retention), which the old definition may have
+ * counted and the new one never could.
+ */
+static void
+check_log_holds(Oid shadow, const char *name)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(shadow)};
+	Datum	   *streams;
+	int			nstreams;
+	bool		isnull;
+	int			i;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (SPI_execute_with_args("SELECT streams::oid[] FROM ssp.continuous_views WHERE view = $1::regclass",
+							  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "ssp: could not read ssp.continuous_views");
+	deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)),
+					  OIDOID, sizeof(Oid), true, TYPALIGN_INT, &streams, NULL, &nstreams);
+	SPI_finish();
+	for (i = 0; i < nstreams; i++)
+	{
+		SspStream  *s = ssp_stream_open(DatumGetObjectId(streams[i]));
+		SspKafka   *kafka = ssp_kafka_consumer(s->serverid, GetUserId(), s->topic, NULL);
+		int			nparts = ssp_kafka_partition_count(kafka);
+		int			p;
+
+		for (p = 0; p < nparts; p++)
+		{
+			int64		low,
+						high;
+
+			ssp_kafka_watermarks(kafka, p, &low, &high);
+			if (low > 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("cannot replace continuous view \"%s\": topic \"%s\" no longer holds all its messages",
+								name, s->topic),
+						 errdetail("Partition %d starts at offset %lld: the broker has deleted the messages before it, which the old definition may have counted and the new one could not.",
+								   p, (long long) low),
+						 errhint("Say where the new definition starts: ssp.start = 'earliest' takes what the log holds, or give a timestamp or 'latest'.")));
+		}
+		ssp_kafka_close(kafka);
+	}
+}
+
+/*
+ * ssp_replace_continuous_view: CREATE OR REPLACE VIEW of the continuous
+ * view viewoid.  Builds the new definition as the continuous view
+ * NAME_next (replacing one still pending), which the old one keeps
+ * serving until it has caught up; the scheduler then swaps them.
+ */
+void
+ssp_replace_continuous_view(ViewStmt *stmt, const char *queryString, Oid viewoid)
+{
+	Oid			nspid = get_rel_namespace(viewoid);
+	char	   *nspname = get_namespace_name(nspid);
+	char	   *name = get_rel_name(viewoid);
+	char	   *shadowname;
+	ViewStmt   *shadow;
+	Oid			shadowoid;
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2];
+	ObjectAddress shadowaddr,
+				viewaddr;
+	uint64		i;
+
+	if (!pg_class_ownercheck(viewoid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_VIEW, name);
+	/* one replacement at a time; the view keeps serving meanwhile */
+	LockRelationOid(viewoid, ShareUpdateExclusiveLock);
+
+	/* a replacement still catching up is replaced in turn */
+	args[0] = ObjectIdGetDatum(viewoid);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (SPI_execute_with_args("SELECT view::oid FROM ssp.continuous_views WHERE replaces = $1::regclass",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.continuous_views");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			pending = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+															 SPI_tuptable->tupdesc, 1, &isnull));
+
+		ssp_spi_exec(psprintf("DROP VIEW %s",
+							  quote_qualified_identifier(get_namespace_name(get_rel_namespace(pending)),
+														 get_rel_name(pending))));
+	}
+	SPI_finish();
+	CommandCounterIncrement();
+
+	/* the new definition, as a continuous view of its own */
+	shadowname = ChooseRelationName(name, NULL, "next", nspid, false);
+	shadow = copyObject(stmt);
+	shadow->view = makeRangeVar(nspname, shadowname, -1);
+	shadow->replace = false;
+	ssp_create_continuous_view(shadow, queryString);
+	CommandCounterIncrement();
+	shadowoid = get_relname_relid(shadowname, nspid);
+	check_columns(viewoid, shadowoid);
+	check_replaceable(viewoid, shadowoid, name);
+	if (!start_given(stmt->options))
+		check_log_holds(shadowoid, name);
+
+	/* it goes with the view it replaces, if that is dropped first */
+	ObjectAddressSet(shadowaddr, RelationRelationId, shadowoid);
+	ObjectAddressSet(viewaddr, RelationRelationId, viewoid);
+	recordDependencyOn(&shadowaddr, &viewaddr, DEPENDENCY_AUTO);
+	args[0] = ObjectIdGetDatum(shadowoid);
+	args[1] = ObjectIdGetDatum(viewoid);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET replaces = $2::regclass WHERE view = $1::regclass",
+							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "ssp: could not record the replacement of continuous view \"%s\"", name);
+	SPI_finish();
+	ereport(NOTICE,
+			(errmsg("continuous view \"%s\" keeps its definition until its new one, \"%s\", has caught up",
+					name, shadowname),
+			 errdetail("Then the new definition takes its place in one transaction.")));
+}
+
+/* internals: the relations (and function) that are parts of a view */
+typedef struct Parts
+{
+	Oid			view;
+	Oid			mrel;
+	Oid			changes;		/* the outbox's trigger function, or InvalidOid */
+	List	   *rels;			/* Oid: mrel, query, outbox, buffers */
+	int			generation;
+} Parts;
+
+static void
+read_parts(Oid view, Parts *parts)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(view)};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+
+	memset(parts, 0, sizeof(*parts));
+	parts->view = view;
+	if (SPI_execute_with_args("SELECT mrel::oid, query::oid, outbox::oid, buffers::oid[], generation "
+							  "FROM ssp.continuous_views WHERE view = $1::regclass",
+							  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "ssp: continuous view %u is gone", view);
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	parts->mrel = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	parts->rels = lappend_oid(parts->rels, parts->mrel);
+	d = SPI_getbinval(tup, desc, 2, &isnull);
+	if (!isnull)
+		parts->rels = lappend_oid(parts->rels, DatumGetObjectId(d));
+	d = SPI_getbinval(tup, desc, 3, &isnull);
+	if (!isnull)
+		parts->rels = lappend_oid(parts->rels, DatumGetObjectId(d));
+	d = SPI_getbinval(tup, desc, 4, &isnull);
+	if (!isnull)
+	{
+		Datum	   *elems;
+		int			n;
+		int			i;
+
+		deconstruct_array(DatumGetArrayTypeP(d), OIDOID, sizeof(Oid), true, TYPALIGN_INT,
+						  &elems, NULL, &n);
+		for (i = 0; i < n; i++)
+			parts->rels = lappend_oid(parts->rels, DatumGetObjectId(elems[i]));
+	}
+	parts->generation = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
+	args[0] = ObjectIdGetDatum(parts->mrel);
+	if (SPI_execute_with_args("SELECT tgfoid FROM pg_catalog.pg_trigger WHERE tgrelid = $1 "
+							  "AND tgname = 'ssp_changes_insert'",
+							  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read pg_trigger");
+	if (SPI_processed == 1)
+		parts->changes = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+														SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/* oid_array: an oid[] of a list */
+static Datum
+oid_array(List *oids)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(oids), 1));
+	ListCell   *lc;
+
+	foreach(lc, oids)
+		elems[foreach_current_index(lc)] = ObjectIdGetDatum(lfirst_oid(lc));
+	return PointerGetDatum(construct_array(elems, list_length(oids), OIDOID, sizeof(Oid),
+										   true, TYPALIGN_INT));
+}
+
+/* move_parts: make a view's parts (its relations and function) parts of another */
+static void
+move_parts(Parts *parts, Oid to)
+{
+	Oid			argtypes[4] = {OIDOID, OIDOID, OIDARRAYOID, OIDOID};
+	Datum		args[4];
+	char		nulls[4] = "    ";
+
+	args[0] = ObjectIdGetDatum(parts->view);
+	args[1] = ObjectIdGetDatum(to);
+	args[2] = oid_array(parts->rels);
+	args[3] = ObjectIdGetDatum(parts->changes);
+	if (SPI_execute_with_args("UPDATE pg_catalog.pg_depend SET refobjid = $2 "
+							  "WHERE refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND refobjid = $1 "
+							  "AND deptype IN ('i', 'a') AND ((classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+							  "AND objid = ANY ($3)) OR (classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND objid = $4))",
+							  4, argtypes, args, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "ssp: could not move the parts of a continuous view");
+}
+
+/* rename_part: give a part of the view shadowname the name it would have as name's */
+static void
+rename_part(Oid relid, const char *shadowname, const char *name, Oid nspid)
+{
+	char	   *relname = get_rel_name(relid);
+	size_t		len = strlen(shadowname);
+	char	   *newname;
+	char		relkind = get_rel_relkind(relid);
+
+	if (relname == NULL || strncmp(relname, shadowname, len) != 0 || relname[len] != '_')
+		return;					/* named otherwise (clipped): left as it is */
+	newname = ChooseRelationName(name, NULL, relname + len + 1, nspid, false);
+	ssp_spi_exec(psprintf("ALTER %s %s RENAME TO %s",
+						  relkind == RELKIND_VIEW ? "VIEW" : "TABLE",
+						  quote_qualified_identifier(get_namespace_name(nspid), relname),
+						  quote_identifier(newname)));
+}
+
+/*
+ * ssp_replace_swap: the new definition shadow has caught up: make it the
+ * view's, in the caller's transaction.  False, doing nothing, when either
+ * view is locked by someone else (a batch, a user's query: the scheduler
+ * tries again), or when the new definition has not yet applied every
+ * message the old one has (readers would see the view go back).  Runs as
+ * a superuser (the scheduler).
+ */
+bool
+ssp_replace_swap(Oid shadow, Oid view)
+{
+	Oid			nspid = get_rel_namespace(view);
+	char	   *nspname = get_namespace_name(nspid);
+	char	   *name = get_rel_name(view);
+	char	   *shadowname = get_rel_name(shadow);
+	Parts		old,
+				new;
+	Oid			argtypes[3] = {OIDOID, OIDOID, INT4OID};
+	Datum		args[3];
+	char	   *def;
+	bool		isnull;
+	ListCell   *lc;
+	int			save_nestlevel;
+
+	if (name == NULL || shadowname == NULL)
+		return false;
+	if (!ConditionalLockRelationOid(view, AccessExclusiveLock))
+		return false;
+	if (!ConditionalLockRelationOid(shadow, AccessExclusiveLock))
+		return false;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	args[0] = ObjectIdGetDatum(view);
+	args[1] = ObjectIdGetDatum(shadow);
+	/* behind the old definition on some partition: not yet */
+	if (SPI_execute_with_args("SELECT 1 FROM ssp.offsets o LEFT JOIN ssp.offsets n "
+							  "ON n.view = $2::regclass AND n.topic = o.topic AND n.partition = o.partition "
+							  "WHERE o.view = $1::regclass AND (n.next_offset IS NULL OR n.next_offset < o.next_offset)",
+							  2, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.offsets");
+	if (SPI_processed > 0)
+	{
+		SPI_finish();
+		return false;
+	}
+	read_parts(view, &old);
+	read_parts(shadow, &new);
+
+	/* the parts change hands; the view reads what its new query reads */
+	move_parts(&old, shadow);
+	move_parts(&new, view);
+	if (SPI_execute_with_args("DELETE FROM pg_catalog.pg_depend WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+							  "AND objid = $1 AND refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND deptype = 'n'",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE ||
+		SPI_execute_with_args("UPDATE pg_catalog.pg_depend SET objid = $1 WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+							  "AND objid = $2 AND refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND deptype = 'n' "
+							  "AND refobjid <> $1",
+							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "ssp: could not move the dependencies of continuous view \"%s\"", name);
+	CommandCounterIncrement();
+
+	/*
+	 * The old definition's catalog row, offsets and dead letters go; first,
+	 * as utility.c keeps a continuous view from being replaced as a plain one.
+	 */
+	args[2] = Int32GetDatum(Max(old.generation, new.generation) + 1);
+	if (SPI_execute_with_args("DELETE FROM ssp.continuous_views WHERE view = $1::regclass",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE ||
+		SPI_execute_with_args("DELETE FROM ssp.offsets WHERE view = $1::regclass",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE ||
+		SPI_execute_with_args("DELETE FROM ssp.dead_letters WHERE view = $1::regclass",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "ssp: could not delete the catalog rows of continuous view \"%s\"", name);
+
+	/* the view shows the new definition's table */
+	save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	if (SPI_execute_with_args("SELECT pg_catalog.pg_get_viewdef($2)", 2, argtypes, args, NULL,
+							  false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "ssp: could not read the definition of \"%s\"", shadowname);
+	def = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	ssp_spi_exec(psprintf("CREATE OR REPLACE VIEW %s AS %s",
+						  quote_qualified_identifier(nspname, name), def));
+	AtEOXact_GUC(true, save_nestlevel);
+
+	/* the new definition's become the view's */
+	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET view = $1::regclass, replaces = NULL, "
+							  "generation = $3 WHERE view = $2::regclass",
+							  3, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE ||
+		SPI_execute_with_args("UPDATE ssp.offsets SET view = $1::regclass WHERE view = $2::regclass",
+							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE ||
+		SPI_execute_with_args("UPDATE ssp.dead_letters SET view = $1::regclass WHERE view = $2::regclass",
+							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "ssp: could not move the catalog rows of continuous view \"%s\"", name);
+
+	/* the old definition goes, with its parts */
+	ssp_spi_exec(psprintf("DROP VIEW %s", quote_qualified_identifier(nspname, shadowname)));
+	CommandCounterIncrement();
+	/* and the new one's parts take the old names */
+	foreach(lc, new.rels)
+		rename_part(lfirst_oid(lc), shadowname, name, nspid);
+	if (OidIsValid(new.changes))
+	{
+		char	   *fname = get_func_name(new.changes);
+		size_t		len = strlen(shadowname);
+
+		if (fname && strncmp(fname, shadowname, len) == 0 && fname[len] == '_')
+			ssp_spi_exec(psprintf("ALTER FUNCTION %s() RENAME TO %s",
+								  quote_qualified_identifier(nspname, fname),
+								  quote_identifier(ssp_choose_function_name(name, fname + len + 1, nspid))));
+	}
+	SPI_finish();
+	ereport(LOG,
+			(errmsg("ssp: continuous view \"%s\" now shows its new definition", name)));
+	return true;
+}

@@ -101,6 +101,21 @@ batch_tupdesc(SspStream *stream)
 	return desc;
 }
 
+/*
+ * ssp_check_stream_acl: may the view's owner (the current user, in its
+ * worker) read the stream?
+ */
+void
+ssp_check_stream_acl(SspView *view, SspStream *stream)
+{
+	if (pg_class_aclcheck(stream->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for stream \"%s\"", stream->relname),
+				 errdetail("The worker of continuous view \"%s\" runs as its owner, who cannot read the stream.",
+						   view->name)));
+}
+
 /* Is this error about a message's data, rather than about the system? */
 static bool
 is_data_error(int sqlerrcode)
@@ -625,12 +640,7 @@ ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
 			SspStream  *stream = src->streams[i];
 
 			/* the owner may have lost the right to read the stream */
-			if (pg_class_aclcheck(stream->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-				ereport(ERROR,
-						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						 errmsg("permission denied for stream \"%s\"", stream->relname),
-						 errdetail("The worker of continuous view \"%s\" runs as its owner, who cannot read the stream.",
-								   view->name)));
+			ssp_check_stream_acl(view, stream);
 			bs.tupdescs[i] = batch_tupdesc(stream);
 			maxatts = Max(maxatts, stream->natts);
 		}

@@ -54,6 +54,7 @@ extern bool ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs,
 extern SspDecoded *ssp_decode_batch(SspSources *src, SspMessage *msgs, int n,
 									bool event_times, MemoryContext cxt);
 extern void ssp_decoded_free(SspDecoded *d);
+extern void ssp_check_stream_acl(SspView *view, SspStream *stream);
 extern bool ssp_record_lost(SspView *view, int source, int32 partition,
 							int64 stored, int64 from, int64 to);
 

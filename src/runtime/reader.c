@@ -32,7 +32,6 @@
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "storage/lock.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -58,18 +57,6 @@ ssp_error_text(ErrorData *edata)
 	return edata->detail ? psprintf("%s: %s", edata->message, edata->detail) : edata->message;
 }
 
-/* check_stream_acl: may the view's owner read the stream? */
-static void
-check_stream_acl(SspView *view, SspStream *stream)
-{
-	if (pg_class_aclcheck(stream->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for stream \"%s\"", stream->relname),
-				 errdetail("The worker of continuous view \"%s\" runs as its owner, who cannot read the stream.",
-						   view->name)));
-}
-
 /* open_view_stream: a stream of the view, decoding what the view reads. */
 static SspStream *
 open_view_stream(SspView *view, int i)
@@ -84,7 +71,7 @@ open_view_stream(SspView *view, int i)
 		for (c = 0; c < stream->ncolumns; c++)
 			stream->needed[c] = list_member_int(view->columns, stream->columns[c].attnum);
 	}
-	check_stream_acl(view, stream);
+	ssp_check_stream_acl(view, stream);
 	return stream;
 }
 

@@ -380,6 +380,39 @@ apply_range(BatchState *bs, int lo, int hi)
 }
 
 /*
+ * The fixed statements of every batch (its claim, its offsets, its
+ * counters) are planned once in the process and kept (the plan cache
+ * plans them again if what they read changes); a reader runs them for
+ * each of its views at every batch.
+ */
+typedef enum KeptPlan
+{
+	PLAN_LOCK_SHARED,
+	PLAN_CLAIM,
+	PLAN_CLAIM_SHARED,
+	PLAN_STORE_OFFSETS,
+	PLAN_COUNTERS,
+	NUM_KEPT_PLANS
+} KeptPlan;
+
+static SPIPlanPtr kept_plans[NUM_KEPT_PLANS];
+
+/* kept_plan: the kept plan of a fixed statement, prepared the first time */
+static SPIPlanPtr
+kept_plan(KeptPlan which, const char *sql, int nargs, Oid *argtypes)
+{
+	if (kept_plans[which] == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "ssp: could not prepare a statement: %s", SPI_result_code_string(SPI_result));
+		kept_plans[which] = plan;
+	}
+	return kept_plans[which];
+}
+
+/*
  * claim_view: hold off ssp.reset until the batch ends; false if the view
  * was dropped, paused or reset.  One worker locks the view's row; the
  * workers of a view with ssp.parallelism share an advisory lock, which
@@ -395,15 +428,18 @@ claim_view(SspView *view)
 	Datum		key = Int64GetDatum(ssp_view_lock_key(view->view));
 
 	if (view->parallelism > 1 &&
-		SPI_execute_with_args("SELECT pg_catalog.pg_advisory_xact_lock_shared($1)",
-							  1, &keytype, &key, NULL, false, 0) != SPI_OK_SELECT)
+		SPI_execute_plan(kept_plan(PLAN_LOCK_SHARED, "SELECT pg_catalog.pg_advisory_xact_lock_shared($1)",
+								   1, &keytype),
+						 &key, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not lock continuous view \"%s\"", view->name);
-	if (SPI_execute_with_args(view->parallelism > 1 ?
-							  "SELECT 1 FROM ssp.continuous_views WHERE view = $1::regclass "
-							  "AND generation = $2 AND NOT paused" :
-							  "SELECT 1 FROM ssp.continuous_views WHERE view = $1::regclass "
-							  "AND generation = $2 AND NOT paused FOR NO KEY UPDATE",
-							  2, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+	if (SPI_execute_plan(view->parallelism > 1 ?
+						 kept_plan(PLAN_CLAIM_SHARED,
+								   "SELECT 1 FROM ssp.continuous_views WHERE view = $1::regclass "
+								   "AND generation = $2 AND NOT paused", 2, argtypes) :
+						 kept_plan(PLAN_CLAIM,
+								   "SELECT 1 FROM ssp.continuous_views WHERE view = $1::regclass "
+								   "AND generation = $2 AND NOT paused FOR NO KEY UPDATE", 2, argtypes),
+						 args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
 	return SPI_processed == 1;
 }
@@ -545,8 +581,8 @@ store_progress(BatchState *bs, const int64 *from, const int64 *next,
 	{
 		bool		isnull;
 
-		if (SPI_execute_with_args(STORE_OFFSETS_SQL, 7, argtypes, args, nulls,
-								  false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		if (SPI_execute_plan(kept_plan(PLAN_STORE_OFFSETS, STORE_OFFSETS_SQL, 7, argtypes),
+							 args, nulls, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "ssp: could not store offsets");
 		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 										1, &isnull)) != n)
@@ -560,11 +596,12 @@ store_progress(BatchState *bs, const int64 *from, const int64 *next,
 	args[2] = TimestampTzGetDatum(watermark);
 	argtypes[2] = TIMESTAMPTZOID;
 	nulls[2] = watermark == DT_NOBEGIN ? 'n' : ' ';
-	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET processed = processed + $7, "
-							  "dead_letters = dead_letters + $8, late_events = late_events + $2, "
-							  "watermark = $3, last_commit = pg_catalog.now() "
-							  "WHERE view = $1::regclass",
-							  8, argtypes, args, nulls, false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute_plan(kept_plan(PLAN_COUNTERS,
+								   "UPDATE ssp.continuous_views SET processed = processed + $7, "
+								   "dead_letters = dead_letters + $8, late_events = late_events + $2, "
+								   "watermark = $3, last_commit = pg_catalog.now() "
+								   "WHERE view = $1::regclass", 8, argtypes),
+						 args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not update ssp.continuous_views");
 	/* ssp.emit = 'final' with ssp.output_topic: the windows this batch closes */
 	if (bs->view->outbox_final_sql)
@@ -687,7 +724,9 @@ ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
  * were deleted by the broker before the view read them.  Say so in
  * ssp.dead_letters (one row for the range, without key or payload), count
  * them, and move the partition's offset to "to" if it still is stored (-1:
- * none stored), in one transaction.  Returns false if the view was
+ * none stored), in one transaction; with from == to, only move it (the
+ * topic was created again, and is read from its start).  Returns false if
+ * the view was
  * dropped, paused or reset.  Must be called outside a transaction.
  */
 bool
@@ -720,19 +759,22 @@ ssp_record_lost(SspView *view, int source, int32 partition, int64 stored,
 			elog(ERROR, "ssp: could not store offsets");
 		if (SPI_processed != 1)
 			fenced(view);
-		if (SPI_execute_with_args("INSERT INTO ssp.dead_letters (view, topic, partition, \"offset\", error) "
+		/* from == to: nothing lost, the offset only moves */
+		if (from < to &&
+			(SPI_execute_with_args("INSERT INTO ssp.dead_letters (view, topic, partition, \"offset\", error) "
 								  "VALUES ($1::regclass, $2, $3, $4, pg_catalog.format("
 								  "'messages at offsets %s to %s were deleted by the broker before the view read them', $4, $5 - 1))",
 								  5, argtypes, args, NULL, false, 0) != SPI_OK_INSERT ||
-			SPI_execute_with_args("UPDATE ssp.continuous_views SET dead_letters = dead_letters + ($5 - $4) "
+			 SPI_execute_with_args("UPDATE ssp.continuous_views SET dead_letters = dead_letters + ($5 - $4) "
 								  "WHERE view = $1::regclass",
-								  5, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+								  5, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE))
 			elog(ERROR, "ssp: could not record lost messages");
-		ereport(WARNING,
-				(errmsg("continuous view \"%s\" lost messages %lld to %lld of partition %d of topic \"%s\"",
-						view->name, (long long) from, (long long) to - 1, partition, view->topics[source]),
-				 errdetail("The broker deleted them (retention) before the view read them."),
-				 errhint("They are recorded in ssp.dead_letters.  Keep the view running, or raise the topic's retention.")));
+		if (from < to)
+			ereport(WARNING,
+					(errmsg("continuous view \"%s\" lost messages %lld to %lld of partition %d of topic \"%s\"",
+							view->name, (long long) from, (long long) to - 1, partition, view->topics[source]),
+					 errdetail("The broker deleted them (retention) before the view read them."),
+					 errhint("They are recorded in ssp.dead_letters.  Keep the view running, or raise the topic's retention.")));
 	}
 	end_view_xact(ok, false);
 	return ok;

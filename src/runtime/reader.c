@@ -20,6 +20,7 @@
  */
 #include "postgres.h"
 
+#include <math.h>
 #include <unistd.h>
 
 #include "access/htup_details.h"
@@ -35,12 +36,14 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "ssp.h"
 #include "stream/stream.h"
+#include "compile/window.h"
 #include "kafka/kafka.h"
 #include "runtime/outbox.h"
 #include "runtime/reader.h"
@@ -709,4 +712,213 @@ ssp_reader_hand_over(SspWorker *w)
 	i = w->slot->pid != MyProcPid;
 	LWLockRelease(ssp_shared->lock);
 	return i;
+}
+
+/*
+ * ssp_smooth_rate: a rate of messages a second, smoothed over about the last
+ * SSP_RATE_SECONDS (an exponential average of each batch's rate, weighted
+ * by the time since the last one): with the lag, ssp.views tells how long
+ * a catch-up has left.  While no batch comes, ssp.worker_status() decays
+ * it the same way.
+ */
+void
+ssp_smooth_rate(double *rate, TimestampTz *at, int n, TimestampTz now)
+{
+	double		dt = (double) (now - *at) / USECS_PER_SEC;
+	double		r;
+
+	if (dt <= 0)
+		return;
+	r = n / dt;
+	*rate = *rate < 0 ? r : *rate + (r - *rate) * (1 - exp(-dt / SSP_RATE_SECONDS));
+	*at = now;
+}
+
+/*
+ * try_apply: ssp_apply_batch for one view.  Alone, in a transaction of its
+ * own, and a failure is the worker's, as it always was.  In a group, in a
+ * subtransaction of the group's transaction: if it fails, only it is
+ * rolled back, and *failure says why.
+ */
+static bool
+try_apply(SspServed *s, SspMessage *msgs, int n, const int64 *next,
+		  SspDecoded *decoded, bool grouped, ErrorData **failure, MemoryContext keep)
+{
+	MemoryContext old = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool ok = false;
+
+	*failure = NULL;
+	if (!grouped)
+		return ssp_apply_batch(s->view, &s->src, msgs, n, s->committed, next, &s->et,
+							   decoded, false);
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(old);
+	PG_TRY();
+	{
+		ok = ssp_apply_batch(s->view, &s->src, msgs, n, s->committed, next, &s->et,
+							 decoded, true);
+		if (ok)
+			ReleaseCurrentSubTransaction();
+		else
+			RollbackAndReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		/* kept past the group's commit */
+		MemoryContextSwitchTo(keep);
+		*failure = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	CurrentResourceOwner = owner;
+	return ok;
+}
+
+/* What a view's part of a batch came to. */
+typedef struct Applied
+{
+	SspServed  *s;
+	int			n;				/* messages applied */
+	int64	   *next;			/* per slot: its offsets now, -1: unchanged */
+	bool		left;			/* dropped, paused, reset or failed */
+	ErrorData  *failure;
+} Applied;
+
+/*
+ * apply_view: apply a batch to one view, from the offsets it has on each
+ * partition (the messages it has applied already are left out), alone or
+ * in a group's transaction.  What it came to goes into *a; its offsets
+ * move once the transaction has committed (done_view).
+ */
+static void
+apply_view(SspWorker *w, Applied *a, int n, const int64 *next, SspDecoded *decoded,
+		   bool grouped, MemoryContext keep)
+{
+	SspServed  *s = a->s;
+	SspMessage *msgs = w->msgs;
+	bool		same = true;
+	bool		any = false;
+	int			vn = n;
+	int			p;
+	int			i;
+
+	a->next = MemoryContextAlloc(keep, sizeof(int64) * Max(w->src.nslots, 1));
+	a->n = 0;
+	for (p = 0; p < w->src.nslots; p++)
+	{
+		if (s->committed[p] != w->next[p] && ssp_worker_reads(w, p))
+			same = false;
+		a->next[p] = next[p] >= 0 && next[p] > s->committed[p] ? next[p] : -1;
+		any |= a->next[p] >= 0;
+	}
+	if (!same)
+	{
+		/* the messages past the view's own offsets */
+		if (w->vmsgs == NULL)
+			w->vmsgs = MemoryContextAlloc(TopMemoryContext, sizeof(SspMessage) * w->batch_size);
+		vn = 0;
+		for (i = 0; i < n; i++)
+		{
+			SspMessage *m = &w->msgs[i];
+
+			if (m->partition < w->src.nparts[m->source] &&
+				m->offset < s->committed[SSP_SLOT(&w->src, m)])
+				continue;
+			w->vmsgs[vn++] = *m;
+		}
+		msgs = w->vmsgs;
+		decoded = NULL;
+	}
+	if (vn == 0 && !any && !(s->view->late_sql &&
+							 ssp_watermark(s->et.maxev, s->et.seen_at, w->lagging, w->src.nslots,
+										   s->et.watermark, s->view->idle_ms,
+										   s->view->grace) != s->et.watermark))
+	{
+		for (p = 0; p < w->src.nslots; p++)
+			a->next[p] = -1;
+		return;					/* nothing for it */
+	}
+	a->left = !try_apply(s, msgs, vn, a->next, decoded, grouped, &a->failure, keep);
+	if (!a->left)
+		a->n = vn;
+}
+
+/*
+ * done_view: after the transaction of a view's batch committed, its
+ * offsets move; a view that failed, or was dropped, paused or reset,
+ * leaves this process (not before: leaving runs transactions of its own).
+ */
+static void
+done_view(SspWorker *w, Applied *a)
+{
+	SspServed  *s = a->s;
+	int			p;
+
+	if (a->left)
+	{
+		ssp_served_leave(w, s, a->failure);
+		if (a->failure)
+			FreeErrorData(a->failure);
+		return;
+	}
+	for (p = 0; p < w->src.nslots; p++)
+		if (a->next[p] >= 0)
+			s->committed[p] = a->next[p];
+	if (a->n > 0)
+		w->applied_batches++;
+	/* a batch went through: the last worker's error is over */
+	ssp_slot_set_error(s->slot, "");
+	ssp_smooth_rate(&s->rate, &s->rate_at, a->n, GetCurrentTimestamp());
+	ssp_slot_set_rate(s->slot, Max(s->rate, 0), s->rate_at);
+}
+
+/*
+ * The views of a reader commit a batch in groups: one transaction for up
+ * to this many views, each in a subtransaction of its own (a failing view
+ * rolls back alone).  One commit, one WAL flush, for the group rather than
+ * one per view; few enough subtransactions (a view's batch takes two or
+ * three) to stay within what a backend caches (PGPROC_MAX_CACHED_SUBXIDS),
+ * past which every snapshot of the server gets slower.
+ */
+#define SSP_GROUP_VIEWS 16
+
+/*
+ * ssp_reader_apply: apply a batch to every view of the process; alone, in its
+ * own transaction, else in groups (SSP_GROUP_VIEWS).
+ */
+void
+ssp_reader_apply(SspWorker *w, int n, const int64 *next, SspDecoded *decoded)
+{
+	MemoryContext keep = CurrentMemoryContext;	/* outlives the transactions */
+	int			nviews = list_length(w->served);
+	Applied    *applied = palloc0(sizeof(Applied) * Max(nviews, 1));
+	bool		grouped = nviews > 1;
+	int			first;
+	int			i;
+
+	for (i = 0; i < nviews; i++)
+		applied[i].s = list_nth(w->served, i);
+	for (first = 0; first < nviews; first += SSP_GROUP_VIEWS)
+	{
+		int			last = Min(nviews, first + SSP_GROUP_VIEWS);
+
+		if (grouped)
+		{
+			SetCurrentStatementStartTimestamp();
+			StartTransactionCommand();
+		}
+		for (i = first; i < last; i++)
+			apply_view(w, &applied[i], n, next, decoded, grouped, keep);
+		if (grouped)
+			CommitTransactionCommand();
+	}
+	for (i = 0; i < nviews; i++)
+	{
+		done_view(w, &applied[i]);
+		pfree(applied[i].next);
+	}
+	pfree(applied);
 }

@@ -2,7 +2,8 @@
  *
  * supervisor.h
  *	  The launcher and the per-database schedulers (supervisor.c) that keep
- *	  one worker (worker.c) running per continuous view.
+ *	  every continuous view applied: by a worker of its own (worker.c), or
+ *	  by its streams' reader (reader.c).
  *
  *-------------------------------------------------------------------------
  */

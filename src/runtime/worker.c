@@ -1,27 +1,28 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *	  The background worker of one continuous view: consume its streams'
- *	  topics (one, or two for a join of streams) from the offsets stored in
- *	  Postgres, and apply them batch by batch (batch.c), each batch one
- *	  transaction with its offsets.
+ *	  A worker process: started for one continuous view, it consumes the
+ *	  view's streams' topics (one, or two for a join of streams) from the
+ *	  offsets stored in Postgres and applies them batch by batch (batch.c),
+ *	  each view's batch with its offsets; as its streams' reader it applies
+ *	  the other views of those streams too (reader.c).
  *
- * The worker runs as the view's owner.  It waits on its latch and on the
+ * The worker runs as its views' owner.  It waits on its latch and on the
  * pipes that librdkafka writes when messages arrive; it never sleeps.  A
  * batch closes at ssp.batch_size messages or ssp.commit_interval after its
  * first message.  On an error it records it in shared memory (ssp.views)
- * and exits; the scheduler restarts it with backoff.  It exits cleanly
- * when its view is dropped, paused or reset, and the scheduler starts a
- * fresh one where needed.  It also exits, to be started again at once,
- * when the Kafka properties of its streams' servers (the server's options,
- * the owner's user mapping, whether their writers are superusers) change:
- * a new broker list or a rotated password takes effect within seconds.
+ * and exits; the scheduler restarts it with backoff.  A view dropped,
+ * paused or reset leaves it, and it exits when it has no view left; the
+ * scheduler starts a fresh one where needed.  It also exits, to be started
+ * again at once, when the Kafka properties of its streams' servers (the
+ * server's options, the owner's user mapping, whether their writers are
+ * superusers) change: a new broker list or a rotated password takes effect
+ * within seconds.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <math.h>
 #include <unistd.h>
 
 #include "access/htup_details.h"
@@ -43,7 +44,6 @@
 #include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -314,27 +314,6 @@ view_lag(SspWorker *w, SspServed *s)
 	return l;
 }
 
-/*
- * smooth_rate: a rate of messages a second, smoothed over about the last
- * SSP_RATE_SECONDS (an exponential average of each batch's rate, weighted
- * by the time since the last one): with the lag, ssp.views tells how long
- * a catch-up has left.  While no batch comes, ssp.worker_status() decays
- * it the same way.
- */
-static void
-smooth_rate(double *rate, TimestampTz *at, int n, TimestampTz now)
-{
-	double		dt = (double) (now - *at) / USECS_PER_SEC;
-	double		r;
-
-	if (dt <= 0)
-		return;
-	r = n / dt;
-	*rate = *rate < 0 ? r : *rate + (r - *rate) * (1 - exp(-dt / SSP_RATE_SECONDS));
-	*at = now;
-}
-
-
 /* report_status: a view's state and lag (messages not yet applied). */
 static void
 report_status(SspWorker *w, SspServed *s, int64 lag)
@@ -546,14 +525,16 @@ recover_lost(SspWorker *w)
 				SspServed  *s = lfirst(lc);
 				int64		vfrom = Max(s->committed[slot], 0);
 
-				if (vfrom < low)
+				/*
+				 * deleted by retention before the view read them; or a
+				 * topic created again, read from its start: either way
+				 * the view's offset moves to the oldest message there is
+				 */
+				if (!ssp_record_lost(s->view, i, p, s->committed[slot],
+									 vfrom < low ? vfrom : low, low))
 				{
-					/* deleted by retention before the view read them */
-					if (!ssp_record_lost(s->view, i, p, s->committed[slot], vfrom, low))
-					{
-						ssp_served_leave(w, s, NULL);
-						continue;
-					}
+					ssp_served_leave(w, s, NULL);
+					continue;
 				}
 				s->committed[slot] = low;
 			}
@@ -578,192 +559,82 @@ release_messages(SspWorker *w)
 }
 
 /*
- * try_apply: ssp_apply_batch for one view.  Alone, in a transaction of its
- * own, and a failure is the worker's, as it always was.  In a group, in a
- * subtransaction of the group's transaction: if it fails, only it is
- * rolled back, and *failure says why.
+ * batch_offsets: the offsets (per slot) a batch of n messages moves to, -1
+ * where it moves none; *batch_lag gets the messages left past them.
+ * Allocated in the current memory context.
  */
-static bool
-try_apply(SspServed *s, SspMessage *msgs, int n, const int64 *next,
-		  SspDecoded *decoded, bool grouped, ErrorData **failure, MemoryContext keep)
+static int64 *
+batch_offsets(SspWorker *w, int n, int64 *batch_lag)
 {
-	MemoryContext old = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile bool ok = false;
-
-	*failure = NULL;
-	if (!grouped)
-		return ssp_apply_batch(s->view, &s->src, msgs, n, s->committed, next, &s->et,
-							   decoded, false);
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(old);
-	PG_TRY();
-	{
-		ok = ssp_apply_batch(s->view, &s->src, msgs, n, s->committed, next, &s->et,
-							 decoded, true);
-		if (ok)
-			ReleaseCurrentSubTransaction();
-		else
-			RollbackAndReleaseCurrentSubTransaction();
-	}
-	PG_CATCH();
-	{
-		/* kept past the group's commit */
-		MemoryContextSwitchTo(keep);
-		*failure = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(old);
-	CurrentResourceOwner = owner;
-	return ok;
-}
-
-/* What a view's part of a batch came to. */
-typedef struct Applied
-{
-	SspServed  *s;
-	int			n;				/* messages applied */
-	int64	   *next;			/* per slot: its offsets now, -1: unchanged */
-	bool		left;			/* dropped, paused, reset or failed */
-	ErrorData  *failure;
-} Applied;
-
-/*
- * apply_view: apply a batch to one view, from the offsets it has on each
- * partition (the messages it has applied already are left out), alone or
- * in a group's transaction.  What it came to goes into *a; its offsets
- * move once the transaction has committed (done_view).
- */
-static void
-apply_view(SspWorker *w, Applied *a, int n, const int64 *next, SspDecoded *decoded,
-		   bool grouped, MemoryContext keep)
-{
-	SspServed  *s = a->s;
-	SspMessage *msgs = w->msgs;
-	bool		same = true;
-	bool		any = false;
-	int			vn = n;
+	int			nslots = w->src.nslots;
+	int64	   *next = palloc(sizeof(int64) * Max(nslots, 1));
+	int64	   *after = palloc(sizeof(int64) * Max(nslots, 1));
 	int			p;
 	int			i;
 
-	a->next = MemoryContextAlloc(keep, sizeof(int64) * Max(w->src.nslots, 1));
-	a->n = 0;
-	for (p = 0; p < w->src.nslots; p++)
+	/* a partition's end moved past its offset: offsets of markers, say */
+	for (p = 0; p < nslots; p++)
+		next[p] = w->eof[p] > w->next[p] ? w->eof[p] : -1;
+	for (i = 0; i < n; i++)
 	{
-		if (s->committed[p] != w->next[p] && ssp_worker_reads(w, p))
-			same = false;
-		a->next[p] = next[p] >= 0 && next[p] > s->committed[p] ? next[p] : -1;
-		any |= a->next[p] >= 0;
-	}
-	if (!same)
-	{
-		/* the messages past the view's own offsets */
-		if (w->vmsgs == NULL)
-			w->vmsgs = MemoryContextAlloc(TopMemoryContext, sizeof(SspMessage) * w->batch_size);
-		vn = 0;
-		for (i = 0; i < n; i++)
-		{
-			SspMessage *m = &w->msgs[i];
+		SspMessage *m = &w->msgs[i];
 
-			if (m->partition < w->src.nparts[m->source] &&
-				m->offset < s->committed[SSP_SLOT(&w->src, m)])
-				continue;
-			w->vmsgs[vn++] = *m;
+		if (m->partition < w->src.nparts[m->source])
+		{
+			p = SSP_SLOT(&w->src, m);
+			if (m->offset + 1 > Max(next[p], w->next[p]))
+				next[p] = m->offset + 1;
 		}
-		msgs = w->vmsgs;
-		decoded = NULL;
 	}
-	if (vn == 0 && !any && !(s->view->late_sql &&
-							 ssp_watermark(s->et.maxev, s->et.seen_at, w->lagging, w->src.nslots,
-										   s->et.watermark, s->view->idle_ms,
-										   s->view->grace) != s->et.watermark))
-	{
-		for (p = 0; p < w->src.nslots; p++)
-			a->next[p] = -1;
-		return;					/* nothing for it */
-	}
-	a->left = !try_apply(s, msgs, vn, a->next, decoded, grouped, &a->failure, keep);
-	if (!a->left)
-		a->n = vn;
+	/* which partitions still have messages beyond this batch */
+	for (p = 0; p < nslots; p++)
+		after[p] = next[p] >= 0 ? next[p] : w->next[p];
+	*batch_lag = lag(w, after, w->lagging);
+	pfree(after);
+	return next;
 }
 
 /*
- * done_view: after the transaction of a view's batch committed, its
- * offsets move; a view that failed, or was dropped, paused or reset,
- * leaves this process (not before: leaving runs transactions of its own).
+ * apply_batch: the batch, decoded once if several views read it, applied
+ * to every view of the process (reader.c); cxt holds the decoded batch.
  */
 static void
-done_view(SspWorker *w, Applied *a)
+apply_batch(SspWorker *w, int n, const int64 *next, MemoryContext cxt)
 {
-	SspServed  *s = a->s;
-	int			p;
+	SspDecoded *decoded = NULL;
+	bool		event_times = false;
+	ListCell   *lc;
 
-	if (a->left)
-	{
-		ssp_served_leave(w, s, a->failure);
-		if (a->failure)
-			FreeErrorData(a->failure);
-		return;
-	}
-	for (p = 0; p < w->src.nslots; p++)
-		if (a->next[p] >= 0)
-			s->committed[p] = a->next[p];
-	if (a->n > 0)
-		w->applied_batches++;
-	/* a batch went through: the last worker's error is over */
-	ssp_slot_set_error(s->slot, "");
-	smooth_rate(&s->rate, &s->rate_at, a->n, GetCurrentTimestamp());
-	ssp_slot_set_rate(s->slot, Max(s->rate, 0), s->rate_at);
+	foreach(lc, w->served)
+		event_times |= ((SspServed *) lfirst(lc))->view->late_sql != NULL;
+	if (n > 0 && list_length(w->served) > 1)
+		decoded = ssp_decode_batch(&w->src, w->msgs, n, event_times, cxt);
+	ssp_reader_apply(w, n, next, decoded);
+	ssp_decoded_free(decoded);
+	MemoryContextReset(cxt);
 }
 
 /*
- * The views of a reader commit a batch in groups: one transaction for up
- * to this many views, each in a subtransaction of its own (a failing view
- * rolls back alone).  One commit, one WAL flush, for the group rather than
- * one per view; few enough subtransactions (a view's batch takes two or
- * three) to stay within what a backend caches (PGPROC_MAX_CACHED_SUBXIDS),
- * past which every snapshot of the server gets slower.
- */
-#define SSP_GROUP_VIEWS 16
-
-/*
- * apply_all: apply a batch to every view of the process; alone, in its
- * own transaction, else in groups (SSP_GROUP_VIEWS).
+ * after_batch: what a batch's commit lets the process say and do: its rate,
+ * each view's status and lag, the outboxes published, ssp.readers, and the
+ * views that asked to join or leave.
  */
 static void
-apply_all(SspWorker *w, int n, const int64 *next, SspDecoded *decoded)
+after_batch(SspWorker *w, int n, int64 batch_lag)
 {
-	MemoryContext keep = CurrentMemoryContext;	/* outlives the transactions */
-	int			nviews = list_length(w->served);
-	Applied    *applied = palloc0(sizeof(Applied) * Max(nviews, 1));
-	bool		grouped = nviews > 1;
-	int			first;
-	int			i;
+	ListCell   *lc;
 
-	for (i = 0; i < nviews; i++)
-		applied[i].s = list_nth(w->served, i);
-	for (first = 0; first < nviews; first += SSP_GROUP_VIEWS)
+	ssp_smooth_rate(&w->rate, &w->rate_at, n, GetCurrentTimestamp());
+	foreach(lc, w->served)
 	{
-		int			last = Min(nviews, first + SSP_GROUP_VIEWS);
+		SspServed  *s = lfirst(lc);
 
-		if (grouped)
-		{
-			SetCurrentStatementStartTimestamp();
-			StartTransactionCommand();
-		}
-		for (i = first; i < last; i++)
-			apply_view(w, &applied[i], n, next, decoded, grouped, keep);
-		if (grouped)
-			CommitTransactionCommand();
+		report_status(w, s, view_lag(w, s));
+		ssp_outbox_publish(s->view);
 	}
-	for (i = 0; i < nviews; i++)
-	{
-		done_view(w, &applied[i]);
-		pfree(applied[i].next);
-	}
-	pfree(applied);
+	ssp_reader_report(w, batch_lag);
+	if (w->requests || ssp_reader_requests_waiting(w))
+		ssp_reader_answer_requests(w);
 }
 
 /* run: the worker's life; returns when no view wants it. */
@@ -816,10 +687,6 @@ run(SspWorker *w, Oid viewoid, int part)
 		int64	   *next;
 		int64		batch_lag;
 		int			p;
-		ListCell   *lc;
-		SspDecoded *decoded = NULL;
-		bool		event_times = false;
-		TimestampTz now;
 
 		/* alone, near its streams' reader: the reader takes the view over */
 		if (w->reader == NULL &&
@@ -837,41 +704,9 @@ run(SspWorker *w, Oid viewoid, int part)
 			release_messages(w);
 			return;				/* nothing applied: a fresh worker reads it */
 		}
-		next = palloc(sizeof(int64) * Max(nslots, 1));
-
-		/* the offsets this batch moves to */
-		for (p = 0; p < nslots; p++)
-			next[p] = w->eof[p] > w->next[p] ? w->eof[p] : -1;
-		for (i = 0; i < n; i++)
-		{
-			SspMessage *m = &w->msgs[i];
-
-			if (m->partition < w->src.nparts[m->source])
-			{
-				p = SSP_SLOT(&w->src, m);
-				if (m->offset + 1 > Max(next[p], w->next[p]))
-					next[p] = m->offset + 1;
-			}
-		}
-
-		/* which partitions still have messages beyond this batch */
-		{
-			int64	   *after = palloc(sizeof(int64) * Max(nslots, 1));
-
-			for (p = 0; p < nslots; p++)
-				after[p] = next[p] >= 0 ? next[p] : w->next[p];
-			batch_lag = lag(w, after, w->lagging);
-			pfree(after);
-		}
+		next = batch_offsets(w, n, &batch_lag);
 		pgstat_report_activity(STATE_RUNNING, "applying a batch");
-		/* decoded once for every view at the reader's offsets */
-		foreach(lc, w->served)
-			event_times |= ((SspServed *) lfirst(lc))->view->late_sql != NULL;
-		if (n > 0 && list_length(w->served) > 1)
-			decoded = ssp_decode_batch(&w->src, w->msgs, n, event_times, batch_cxt);
-		apply_all(w, n, next, decoded);
-		ssp_decoded_free(decoded);
-		MemoryContextReset(batch_cxt);
+		apply_batch(w, n, next, batch_cxt);
 		pgstat_report_activity(STATE_IDLE, NULL);
 		/* the batch's writes, for autovacuum and autoanalyze of the view's tables */
 		pgstat_report_stat(false);
@@ -889,18 +724,7 @@ run(SspWorker *w, Oid viewoid, int part)
 			ssp_kafka_commit(w->kafka[i], w->src.nparts[i], next + w->src.base[i]);
 		pfree(next);
 		recover_lost(w);
-		now = GetCurrentTimestamp();
-		smooth_rate(&w->rate, &w->rate_at, n, now);
-		foreach(lc, w->served)
-		{
-			SspServed  *s = lfirst(lc);
-
-			report_status(w, s, s->committed == NULL ? batch_lag : view_lag(w, s));
-			ssp_outbox_publish(s->view);
-		}
-		ssp_reader_report(w, batch_lag);
-		if (w->requests || ssp_reader_requests_waiting(w))
-			ssp_reader_answer_requests(w);
+		after_batch(w, n, batch_lag);
 		if (config_changed(w, false))
 			return;
 	}

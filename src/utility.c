@@ -165,13 +165,10 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 		ssp_create_continuous_view((ViewStmt *) parsetree, queryString);
 		return;
 	}
-	/* a continuous view is replaced only as one */
-	if (IsA(parsetree, ViewStmt) && ((ViewStmt *) parsetree)->replace &&
-		ssp_is_continuous_view(RangeVarGetRelid(((ViewStmt *) parsetree)->view, NoLock, true)))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is a continuous view", ((ViewStmt *) parsetree)->view->relname),
-				 errhint("Replace it with CREATE OR REPLACE VIEW ... WITH (ssp.continuous) AS ...")));
+	/*
+	 * A plain CREATE OR REPLACE VIEW of a continuous view stays Postgres's:
+	 * pg_dump's scripts restore a view's SELECT over its table that way.
+	 */
 	if (IsA(parsetree, ViewStmt) && ssp_view_flag((ViewStmt *) parsetree, "rollup"))
 	{
 		ssp_check_extension_version();

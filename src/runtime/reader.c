@@ -32,7 +32,6 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
-#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -386,16 +385,6 @@ ssp_reader_requests_waiting(SspWorker *w)
 	return found;
 }
 
-/* unlock_view: release the process lock of a view part (ssp_lock_process) */
-static void
-unlock_view(SspServed *s)
-{
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, s->view->view, (uint32) s->part, SSP_LOCK_WORKER);
-	(void) LockRelease(&tag, ExclusiveLock, true);
-}
-
 /*
  * set_lock_timeout: a reader applying several views waits at most
  * ssp.attached_lock_timeout for a lock, so that a view whose table is
@@ -436,7 +425,7 @@ ssp_served_leave(SspWorker *w, SspServed *s, ErrorData *failure)
 		ereport(LOG,
 				(errmsg("ssp: continuous view \"%s\" failed in the reader of its streams and leaves it: %s",
 						s->view->name, ssp_error_text(failure))));
-	unlock_view(s);
+	ssp_unlock_process(SSP_LOCK_WORKER, s->view->view, s->part);
 	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 	if (s->slot->pid == MyProcPid)
 	{
@@ -563,12 +552,7 @@ adopt(SspWorker *w, SspWorkerSlot *slot)
 	if (s == NULL || memcmp(&key, &w->key, sizeof(key)) != 0 || !ssp_served_set_offsets(w, s))
 	{
 		if (locked)
-		{
-			LOCKTAG		tag;
-
-			SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, slot->view, (uint32) slot->part, SSP_LOCK_WORKER);
-			(void) LockRelease(&tag, ExclusiveLock, true);
-		}
+			ssp_unlock_process(SSP_LOCK_WORKER, slot->view, slot->part);
 		if (s)
 		{
 			ssp_view_unwatch(s->view);

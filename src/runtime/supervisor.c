@@ -55,6 +55,7 @@
 
 #include "ssp.h"
 #include "compile/view.h"
+#include "runtime/reader.h"
 #include "runtime/shmem.h"
 #include "runtime/supervisor.h"
 
@@ -115,6 +116,16 @@ ssp_lock_process(uint16 kind, Oid id, int part)
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, id, (uint32) part, kind);
 	return LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/* ssp_unlock_process: give up a lock ssp_lock_process took (a view leaving a reader). */
+void
+ssp_unlock_process(uint16 kind, Oid id, int part)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, id, (uint32) part, kind);
+	(void) LockRelease(&tag, ExclusiveLock, true);
 }
 
 /* alive: is pid a live backend or background worker of this server? */
@@ -419,7 +430,7 @@ caught_up(Oid view, int parallelism)
 		SspWorkerSlot *s = &ssp_shared->workers[i];
 
 		if (s->in_use && s->dboid == MyDatabaseId && s->view == view && s->pid != 0 &&
-			strcmp(s->status, "running") == 0 && s->lag >= 0 && s->lag <= 20000)
+			strcmp(s->status, "running") == 0 && s->lag >= 0 && s->lag <= SSP_CATCHING_UP)
 			running++;
 	}
 	LWLockRelease(ssp_shared->lock);

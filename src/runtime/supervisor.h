@@ -24,6 +24,7 @@ typedef struct SspWorkerArgs
 
 extern void ssp_supervisor_init(void);
 extern bool ssp_lock_process(uint16 kind, Oid id, int part);
+extern void ssp_unlock_process(uint16 kind, Oid id, int part);
 extern void ssp_bgworker_session(void);
 
 #endif							/* SSP_SUPERVISOR_H */

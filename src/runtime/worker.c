@@ -171,7 +171,7 @@ config_changed(SspWorker *w, bool take_in)
 
 	if (take_in)
 		take_in_invalidations();
-	if (config_changes == seen)
+	if (config_changes == seen || w->served == NIL)
 		return false;
 	seen = config_changes;
 	SetCurrentStatementStartTimestamp();
@@ -725,7 +725,8 @@ run(SspWorker *w, Oid viewoid, int part)
 		pfree(next);
 		recover_lost(w);
 		after_batch(w, n, batch_lag);
-		if (config_changed(w, false))
+		/* the requests it answered may have taken its last view */
+		if (w->served == NIL || config_changed(w, false))
 			return;
 	}
 }

@@ -5,7 +5,8 @@
 # reader terminated, SIGKILLed and an immediate stop, each equal to its
 # query; a view created, paused, reset and dropped while the others run;
 # a view whose table stays locked leaves the reader while the others keep
-# up; a view created while orders flow joins the reader.
+# up; a view created while orders flow joins the reader; every view of a
+# reader dropped with a change of their server.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -244,6 +245,34 @@ SspTest::wait_views($node, 'postgres', 'live');
 is(SspTest::differences($node, 'postgres', 'SELECT * FROM live',
 		'SELECT region, count(*), sum(amount) FROM t GROUP BY region'), '0',
 	'the view that joined while orders flowed equals its query');
+# every view of a reader dropped in the transaction that changes their
+# server: the reader answers the drops and is left with no view just as it
+# sees the change (it once read its first view then, and crashed)
+$node->safe_psql('postgres', qq{
+	CREATE SERVER kafka2 FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$brokers');
+	CREATE FOREIGN TABLE orders2 (order_id bigint, region text, amount numeric, ts timestamptz)
+	  SERVER kafka2 OPTIONS (topic 'orders', timestamp 'ts');
+});
+my $log_from = -s $node->logfile;
+for my $round (1 .. 3)
+{
+	my @gone = map { "gone$_" } 1 .. 3;
+	$node->safe_psql('postgres',
+		"CREATE VIEW $_ WITH ($with) AS SELECT region, count(*) AS n FROM orders2 GROUP BY region")
+	  for @gone;
+	SspTest::wait_views($node, 'postgres', @gone);
+	attached("round $round: views of another server", @gone);
+	my $change = $round % 2 ? q{ADD "socket.timeout.ms" '5000'} : q{DROP "socket.timeout.ms"};
+	$node->safe_psql('postgres', "BEGIN; ALTER SERVER kafka2 OPTIONS ($change); DROP VIEW "
+		  . join(', ', @gone) . '; COMMIT');
+	ok($node->poll_query_until('postgres', q{
+			SELECT NOT EXISTS (SELECT FROM ssp.readers WHERE streams = ARRAY['orders2'::regclass])}),
+		"round $round: the reader of the dropped views is gone");
+}
+produce(500);
+unlike(slurp_file($node->logfile, $log_from), qr/terminated by signal/,
+	'no process crashed when a reader lost every view to a server change');
+$faults += 3;
 my ($lost, $twice) = check_all('at the end');
 
 SspTest::read_published($node, 'postgres', 'pub_changes');

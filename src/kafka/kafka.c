@@ -39,6 +39,22 @@
 
 #define SSP_POLL_MS 50
 
+/*
+ * The messages of one partition a worker's consumer took from librdkafka's
+ * queue and has not handed out yet (ssp_kafka_poll_batch): a FIFO.
+ */
+typedef struct SspHeld
+{
+	rd_kafka_message_t **m;
+	int64	   *ts;				/* their timestamps */
+	int			head;			/* the first one not handed out */
+	int			count;			/* how many from head on */
+	int			cap;
+	/* the partition's end, or its next offset gone, seen after them */
+	int64		eof;			/* -1 if none */
+	bool		lost;
+} SspHeld;
+
 struct SspKafka
 {
 	rd_kafka_t *rk;
@@ -66,6 +82,11 @@ struct SspKafka
 	rd_kafka_message_t **pending;
 	int			npending;
 	int			maxpending;
+	int			fetch_bytes;	/* max.partition.fetch.bytes, 0: librdkafka's */
+	/* taken from the queue, not yet handed out: per partition, in order */
+	SspHeld    *held;
+	int			nheldparts;
+	int			nheld;
 
 	/* producer */
 	bool		stale;			/* server or user mapping changed */
@@ -197,8 +218,10 @@ set_properties(SspKafka *kafka, rd_kafka_conf_t *conf, rd_kafka_type_t type)
 		 * quiet partitions wait long at the broker (doc/internals.md,
 		 * Consumer settings).
 		 */
-		conf_set(conf, "queued.min.messages", "200000");
+		conf_set(conf, "queued.min.messages", "10000000");
 		conf_set(conf, "fetch.wait.max.ms", "50");
+		if (kafka->fetch_bytes > 0)
+			conf_set(conf, "max.partition.fetch.bytes", psprintf("%d", kafka->fetch_bytes));
 		/* one buffer per reader, however many views read its stream */
 		if (kafka->group)
 			conf_set(conf, "queued.max.messages.kbytes", psprintf("%d", ssp_reader_buffer));
@@ -286,6 +309,27 @@ broker_error(SspKafka *kafka, const char *what, rd_kafka_resp_err_t err)
 			 err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED ? trouble_hint(kafka, err) : 0));
 }
 
+/* drop_held: forget the messages taken from the queue but not handed out. */
+static void
+drop_held(SspKafka *kafka)
+{
+	int			p;
+	int			i;
+
+	for (p = 0; p < kafka->nheldparts; p++)
+	{
+		SspHeld    *h = &kafka->held[p];
+
+		for (i = 0; i < h->count; i++)
+			rd_kafka_message_destroy(h->m[h->head + i]);
+		h->head = 0;
+		h->count = 0;
+		h->eof = -1;
+		h->lost = false;
+	}
+	kafka->nheld = 0;
+}
+
 /* consumer_cleanup: the reset callback of a consumer's memory context. */
 static void
 consumer_cleanup(void *arg)
@@ -296,6 +340,7 @@ consumer_cleanup(void *arg)
 		rd_kafka_message_destroy(kafka->current);
 	kafka->current = NULL;
 	ssp_kafka_release(kafka);
+	drop_held(kafka);
 	if (kafka->queue)
 	{
 		rd_kafka_queue_io_event_enable(kafka->queue, -1, NULL, 0);
@@ -893,6 +938,27 @@ ssp_kafka_commit(SspKafka *kafka, int nparts, const int64 *next)
 }
 
 /*
+ * ssp_kafka_fit_fetch: a worker's consumer that reads nparts partitions
+ * fetches at most 1/16 of its prefetch buffer (ssp.reader_buffer) per
+ * round of them, 16 KB to 1 MB (librdkafka's default) a partition: so that
+ * what its queue holds covers every partition, for hand_out to take them in
+ * step.  Makes the client again if the size changes; before assigning.
+ */
+void
+ssp_kafka_fit_fetch(SspKafka *kafka, int nparts)
+{
+	int64		bytes = (int64) ssp_reader_buffer * 1024 / 16 / Max(nparts, 1);
+
+	bytes = Max(16 * 1024, Min(1024 * 1024, bytes));
+	if (bytes == 1024 * 1024 || bytes == kafka->fetch_bytes || kafka->queue)
+		return;
+	kafka->fetch_bytes = (int) bytes;
+	rd_kafka_destroy_flags(kafka->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+	kafka->rk = NULL;
+	kafka->rk = new_client(kafka, RD_KAFKA_CONSUMER);
+}
+
+/*
  * ssp_kafka_assign_at: read every partition from its offset; -1 means the
  * oldest retained message, SSP_OFFSET_NOT_OURS not to read it.
  */
@@ -903,6 +969,8 @@ ssp_kafka_assign_at(SspKafka *kafka, int nparts, const int64 *offsets)
 	rd_kafka_resp_err_t err;
 	int			p;
 
+	/* what was taken from the old positions: librdkafka fetches it again */
+	drop_held(kafka);
 	for (p = 0; p < nparts; p++)
 		if (offsets[p] != SSP_OFFSET_NOT_OURS)
 			rd_kafka_topic_partition_list_add(list, kafka->topic, p)->offset =
@@ -914,29 +982,54 @@ ssp_kafka_assign_at(SspKafka *kafka, int nparts, const int64 *offsets)
 }
 
 /*
- * take_message: what the queue gave: a partition's end sets eof, a next
- * offset that no longer exists on the broker sets lost, an error is
- * remembered; a message is kept (pending) and described in out.  Returns
- * whether it was a message.
+ * hold_parts: the held FIFOs of partitions 0 to nparts - 1.
  */
-static bool
-take_message(SspKafka *kafka, rd_kafka_message_t *m, SspMessage *out,
-			 int64 *eof, bool *lost, int nparts)
+static void
+hold_parts(SspKafka *kafka, int nparts)
 {
-	if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+	int			p;
+
+	if (kafka->nheldparts >= nparts)
+		return;
+	kafka->held = kafka->held ?
+		repalloc(kafka->held, sizeof(SspHeld) * nparts) :
+		MemoryContextAlloc(GetMemoryChunkContext(kafka), sizeof(SspHeld) * nparts);
+	memset(kafka->held + kafka->nheldparts, 0, sizeof(SspHeld) * (nparts - kafka->nheldparts));
+	for (p = kafka->nheldparts; p < nparts; p++)
+		kafka->held[p].eof = -1;
+	kafka->nheldparts = nparts;
+}
+
+/*
+ * hold: what the queue gave: a message is held at the end of its
+ * partition's FIFO, for hand_out.  A partition's end (EOF) or its next
+ * offset gone (lost) is said (eof[], lost[]) once the messages before it
+ * are handed out: the caller moves past the end, or records what was lost,
+ * only after it applied them.  An error is remembered.
+ */
+static void
+hold(SspKafka *kafka, rd_kafka_message_t *m, int64 *eof, bool *lost, int nparts)
+{
+	SspHeld    *h = NULL;
+
+	if (m->partition >= 0 && m->partition < nparts)
+		h = &kafka->held[m->partition];
+	if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF ||
+		m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET)
 	{
-		if (m->partition >= 0 && m->partition < nparts)
+		/* the next offset is gone (retention): the caller decides */
+		bool		gone = m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET;
+
+		if (h && h->count > 0 && gone)
+			h->lost = true;
+		else if (h && h->count > 0)
+			h->eof = m->offset;
+		else if (h && gone)
+			lost[m->partition] = true;
+		else if (h)
 			eof[m->partition] = m->offset;
 		rd_kafka_message_destroy(m);
-		return false;
-	}
-	if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET)
-	{
-		/* the next offset is gone (retention); the caller decides */
-		if (m->partition >= 0 && m->partition < nparts)
-			lost[m->partition] = true;
-		rd_kafka_message_destroy(m);
-		return false;
+		return;
 	}
 	if (m->err)
 	{
@@ -945,31 +1038,147 @@ take_message(SspKafka *kafka, rd_kafka_message_t *m, SspMessage *out,
 		kafka->last_code = m->err;
 		kafka->trouble = true;
 		rd_kafka_message_destroy(m);
-		return false;
+		return;
 	}
 	kafka->trouble = false;
-	kafka->pending[kafka->npending++] = m;
-	describe_message(m, out);
-	return true;
+	if (h == NULL)
+	{
+		/* not assigned: cannot be */
+		rd_kafka_message_destroy(m);
+		return;
+	}
+	if (h->head + h->count == h->cap)
+	{
+		if (h->head > 0)
+		{
+			memmove(h->m, h->m + h->head, sizeof(rd_kafka_message_t *) * h->count);
+			memmove(h->ts, h->ts + h->head, sizeof(int64) * h->count);
+			h->head = 0;
+		}
+		else
+		{
+			MemoryContext cxt = GetMemoryChunkContext(kafka);
+
+			h->cap = Max(64, h->cap * 2);
+			h->m = h->m ? repalloc(h->m, sizeof(rd_kafka_message_t *) * h->cap) :
+				MemoryContextAlloc(cxt, sizeof(rd_kafka_message_t *) * h->cap);
+			h->ts = h->ts ? repalloc(h->ts, sizeof(int64) * h->cap) :
+				MemoryContextAlloc(cxt, sizeof(int64) * h->cap);
+		}
+	}
+	h->ts[h->head + h->count] = rd_kafka_message_timestamp(m, NULL);
+	h->m[h->head + h->count++] = m;
+	kafka->nheld++;
+}
+
+/* held_before: does partition a's first held message come before b's? */
+static bool
+held_before(SspKafka *kafka, int a, int b)
+{
+	int64		ta = kafka->held[a].ts[kafka->held[a].head];
+	int64		tb = kafka->held[b].ts[kafka->held[b].head];
+
+	return ta < tb || (ta == tb && a < b);
+}
+
+/* sift_down: restore the heap of partitions below position i. */
+static void
+sift_down(SspKafka *kafka, int *heap, int n, int i)
+{
+	for (;;)
+	{
+		int			least = i;
+		int			l = 2 * i + 1;
+		int			t;
+
+		if (l < n && held_before(kafka, heap[l], heap[least]))
+			least = l;
+		if (l + 1 < n && held_before(kafka, heap[l + 1], heap[least]))
+			least = l + 1;
+		if (least == i)
+			return;
+		t = heap[i];
+		heap[i] = heap[least];
+		heap[least] = t;
+		i = least;
+	}
+}
+
+/*
+ * hand_out: up to max held messages into out, the partitions in step: each
+ * time the first held message with the oldest timestamp (a merge, as Kafka
+ * Streams picks the partition to read next).  librdkafka's fetches run
+ * ahead on some partitions and behind on others, by as much as its queue
+ * holds; taken in its order, a batch would span that much more event time,
+ * touch that many more groups of a windowed view, and make the watermark
+ * run ahead of the partitions behind.  Within a partition the order stays
+ * the offsets'.  Handed out messages are pending until ssp_kafka_release.
+ */
+static int
+hand_out(SspKafka *kafka, SspMessage *out, int max, int64 *eof, bool *lost)
+{
+	int		   *heap;
+	int			nh = 0;
+	int			n = 0;
+	int			p;
+
+	if (kafka->nheld == 0)
+		return 0;
+	heap = palloc(sizeof(int) * kafka->nheldparts);
+	for (p = 0; p < kafka->nheldparts; p++)
+		if (kafka->held[p].count > 0)
+			heap[nh++] = p;
+	for (p = nh / 2 - 1; p >= 0; p--)
+		sift_down(kafka, heap, nh, p);
+	while (n < max && nh > 0)
+	{
+		SspHeld    *h = &kafka->held[heap[0]];
+		rd_kafka_message_t *m = h->m[h->head++];
+
+		h->count--;
+		kafka->nheld--;
+		kafka->pending[kafka->npending++] = m;
+		describe_message(m, &out[n++]);
+		if (h->count == 0)
+		{
+			/* what came after its last message may be said now */
+			if (h->lost)
+				lost[heap[0]] = true;
+			else if (h->eof >= 0)
+				eof[heap[0]] = h->eof;
+			h->head = 0;
+			h->eof = -1;
+			h->lost = false;
+			heap[0] = heap[--nh];
+		}
+		sift_down(kafka, heap, nh, 0);
+	}
+	pfree(heap);
+	return n;
 }
 
 /*
  * ssp_kafka_poll_batch: up to max waiting messages into out, without
  * blocking; they stay valid until ssp_kafka_release.  A partition's end
  * (EOF) sets eof[partition] to its next offset; a next offset that no
- * longer exists on the broker sets lost[partition].  It takes until the
- * queue is empty or max messages are taken: one call to librdkafka may
- * return fewer than there are, and librdkafka signals the pipe only when
- * an empty queue gets something, so a queue left non-empty would not wake
- * the caller again.
+ * longer exists on the broker sets lost[partition]; either only once the
+ * partition's messages before it are handed out.
+ *
+ * It takes from librdkafka's queue until it holds twice max messages, for
+ * hand_out to choose from, or the queue is empty.  One call to librdkafka
+ * may return fewer messages than there are, and librdkafka signals the pipe
+ * only when an empty queue gets something: so it returns fewer than max
+ * only when the queue is empty and it holds nothing more, and the caller
+ * may then wait for the pipe.  What it still holds is handed out first
+ * (the oldest) next time; ssp_kafka_assign_at forgets it.
  */
 int
 ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max, int64 *eof,
 					 bool *lost, int nparts)
 {
 	rd_kafka_message_t **msgs;
+	int			want;
 	ssize_t		got;
-	int			n = 0;
 	int			i;
 
 	if (max <= 0)
@@ -982,16 +1191,19 @@ ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max, int64 *eof,
 			MemoryContextAlloc(GetMemoryChunkContext(kafka),
 							   sizeof(rd_kafka_message_t *) * kafka->maxpending);
 	}
-	msgs = palloc(sizeof(rd_kafka_message_t *) * max);
-	do
+	hold_parts(kafka, nparts);
+	want = max * 2;
+	msgs = palloc(sizeof(rd_kafka_message_t *) * want);
+	while (kafka->nheld < want)
 	{
-		got = rd_kafka_consume_batch_queue(kafka->queue, 0, msgs, max - n);
+		got = rd_kafka_consume_batch_queue(kafka->queue, 0, msgs, want - kafka->nheld);
+		if (got <= 0)
+			break;
 		for (i = 0; i < got; i++)
-			if (take_message(kafka, msgs[i], &out[n], eof, lost, nparts))
-				n++;
-	} while (got > 0 && n < max);
+			hold(kafka, msgs[i], eof, lost, nparts);
+	}
 	pfree(msgs);
-	return n;
+	return hand_out(kafka, out, max, eof, lost);
 }
 
 /* ssp_kafka_release: free the messages ssp_kafka_poll_batch returned. */

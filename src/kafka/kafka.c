@@ -45,8 +45,7 @@
  */
 typedef struct SspHeld
 {
-	rd_kafka_message_t **m;
-	int64	   *ts;				/* their timestamps */
+	SspMessage *m;				/* described when taken (describe_message) */
 	int			head;			/* the first one not handed out */
 	int			count;			/* how many from head on */
 	int			cap;
@@ -82,7 +81,6 @@ struct SspKafka
 	rd_kafka_message_t **pending;
 	int			npending;
 	int			maxpending;
-	int			fetch_bytes;	/* max.partition.fetch.bytes, 0: librdkafka's */
 	/* taken from the queue, not yet handed out: per partition, in order */
 	SspHeld    *held;
 	int			nheldparts;
@@ -214,14 +212,13 @@ set_properties(SspKafka *kafka, rd_kafka_conf_t *conf, rd_kafka_type_t type)
 		 */
 		conf_set(conf, "auto.offset.reset", kafka->strict_offsets ? "error" : "earliest");
 		/*
-		 * Prefetch a whole batch per partition, and do not let a fetch of
-		 * quiet partitions wait long at the broker (doc/internals.md,
+		 * Prefetch up to the byte limit alone (librdkafka 2.0 stops
+		 * fetching for a second at either limit), and do not let a fetch
+		 * of quiet partitions wait long at the broker (doc/internals.md,
 		 * Consumer settings).
 		 */
 		conf_set(conf, "queued.min.messages", "10000000");
 		conf_set(conf, "fetch.wait.max.ms", "50");
-		if (kafka->fetch_bytes > 0)
-			conf_set(conf, "max.partition.fetch.bytes", psprintf("%d", kafka->fetch_bytes));
 		/* one buffer per reader, however many views read its stream */
 		if (kafka->group)
 			conf_set(conf, "queued.max.messages.kbytes", psprintf("%d", ssp_reader_buffer));
@@ -321,7 +318,7 @@ drop_held(SspKafka *kafka)
 		SspHeld    *h = &kafka->held[p];
 
 		for (i = 0; i < h->count; i++)
-			rd_kafka_message_destroy(h->m[h->head + i]);
+			rd_kafka_message_destroy(h->m[h->head + i].handle);
 		h->head = 0;
 		h->count = 0;
 		h->eof = -1;
@@ -938,27 +935,6 @@ ssp_kafka_commit(SspKafka *kafka, int nparts, const int64 *next)
 }
 
 /*
- * ssp_kafka_fit_fetch: a worker's consumer that reads nparts partitions
- * fetches at most 1/16 of its prefetch buffer (ssp.reader_buffer) per
- * round of them, 16 KB to 1 MB (librdkafka's default) a partition: so that
- * what its queue holds covers every partition, for hand_out to take them in
- * step.  Makes the client again if the size changes; before assigning.
- */
-void
-ssp_kafka_fit_fetch(SspKafka *kafka, int nparts)
-{
-	int64		bytes = (int64) ssp_reader_buffer * 1024 / 16 / Max(nparts, 1);
-
-	bytes = Max(16 * 1024, Min(1024 * 1024, bytes));
-	if (bytes == 1024 * 1024 || bytes == kafka->fetch_bytes || kafka->queue)
-		return;
-	kafka->fetch_bytes = (int) bytes;
-	rd_kafka_destroy_flags(kafka->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
-	kafka->rk = NULL;
-	kafka->rk = new_client(kafka, RD_KAFKA_CONSUMER);
-}
-
-/*
  * ssp_kafka_assign_at: read every partition from its offset; -1 means the
  * oldest retained message, SSP_OFFSET_NOT_OURS not to read it.
  */
@@ -1051,49 +1027,47 @@ hold(SspKafka *kafka, rd_kafka_message_t *m, int64 *eof, bool *lost, int nparts)
 	{
 		if (h->head > 0)
 		{
-			memmove(h->m, h->m + h->head, sizeof(rd_kafka_message_t *) * h->count);
-			memmove(h->ts, h->ts + h->head, sizeof(int64) * h->count);
+			memmove(h->m, h->m + h->head, sizeof(SspMessage) * h->count);
 			h->head = 0;
 		}
 		else
 		{
-			MemoryContext cxt = GetMemoryChunkContext(kafka);
-
 			h->cap = Max(64, h->cap * 2);
-			h->m = h->m ? repalloc(h->m, sizeof(rd_kafka_message_t *) * h->cap) :
-				MemoryContextAlloc(cxt, sizeof(rd_kafka_message_t *) * h->cap);
-			h->ts = h->ts ? repalloc(h->ts, sizeof(int64) * h->cap) :
-				MemoryContextAlloc(cxt, sizeof(int64) * h->cap);
+			h->m = h->m ? repalloc_huge(h->m, sizeof(SspMessage) * h->cap) :
+				MemoryContextAllocHuge(GetMemoryChunkContext(kafka), sizeof(SspMessage) * h->cap);
 		}
 	}
-	h->ts[h->head + h->count] = rd_kafka_message_timestamp(m, NULL);
-	h->m[h->head + h->count++] = m;
+	/* described now, while librdkafka's message is in the cache */
+	describe_message(m, &h->m[h->head + h->count++]);
 	kafka->nheld++;
 }
 
-/* held_before: does partition a's first held message come before b's? */
-static bool
-held_before(SspKafka *kafka, int a, int b)
+/* a partition in hand_out's heap, by the timestamp of its first held message */
+typedef struct HeldHead
 {
-	int64		ta = kafka->held[a].ts[kafka->held[a].head];
-	int64		tb = kafka->held[b].ts[kafka->held[b].head];
+	int64		ts;
+	int			p;
+} HeldHead;
 
-	return ta < tb || (ta == tb && a < b);
+static inline bool
+head_before(const HeldHead *a, const HeldHead *b)
+{
+	return a->ts < b->ts || (a->ts == b->ts && a->p < b->p);
 }
 
-/* sift_down: restore the heap of partitions below position i. */
+/* sift_down: restore the heap below position i. */
 static void
-sift_down(SspKafka *kafka, int *heap, int n, int i)
+sift_down(HeldHead *heap, int n, int i)
 {
 	for (;;)
 	{
 		int			least = i;
 		int			l = 2 * i + 1;
-		int			t;
+		HeldHead	t;
 
-		if (l < n && held_before(kafka, heap[l], heap[least]))
+		if (l < n && head_before(&heap[l], &heap[least]))
 			least = l;
-		if (l + 1 < n && held_before(kafka, heap[l + 1], heap[least]))
+		if (l + 1 < n && head_before(&heap[l + 1], &heap[least]))
 			least = l + 1;
 		if (least == i)
 			return;
@@ -1117,41 +1091,45 @@ sift_down(SspKafka *kafka, int *heap, int n, int i)
 static int
 hand_out(SspKafka *kafka, SspMessage *out, int max, int64 *eof, bool *lost)
 {
-	int		   *heap;
+	HeldHead   *heap;
 	int			nh = 0;
 	int			n = 0;
 	int			p;
 
 	if (kafka->nheld == 0)
 		return 0;
-	heap = palloc(sizeof(int) * kafka->nheldparts);
+	heap = palloc(sizeof(HeldHead) * kafka->nheldparts);
 	for (p = 0; p < kafka->nheldparts; p++)
 		if (kafka->held[p].count > 0)
-			heap[nh++] = p;
+		{
+			heap[nh].ts = kafka->held[p].m[kafka->held[p].head].timestamp_ms;
+			heap[nh++].p = p;
+		}
 	for (p = nh / 2 - 1; p >= 0; p--)
-		sift_down(kafka, heap, nh, p);
+		sift_down(heap, nh, p);
 	while (n < max && nh > 0)
 	{
-		SspHeld    *h = &kafka->held[heap[0]];
-		rd_kafka_message_t *m = h->m[h->head++];
+		SspHeld    *h = &kafka->held[heap[0].p];
 
+		out[n] = h->m[h->head++];
+		kafka->pending[kafka->npending++] = out[n++].handle;
 		h->count--;
 		kafka->nheld--;
-		kafka->pending[kafka->npending++] = m;
-		describe_message(m, &out[n++]);
-		if (h->count == 0)
+		if (h->count > 0)
+			heap[0].ts = h->m[h->head].timestamp_ms;
+		else
 		{
 			/* what came after its last message may be said now */
 			if (h->lost)
-				lost[heap[0]] = true;
+				lost[heap[0].p] = true;
 			else if (h->eof >= 0)
-				eof[heap[0]] = h->eof;
+				eof[heap[0].p] = h->eof;
 			h->head = 0;
 			h->eof = -1;
 			h->lost = false;
 			heap[0] = heap[--nh];
 		}
-		sift_down(kafka, heap, nh, 0);
+		sift_down(heap, nh, 0);
 	}
 	pfree(heap);
 	return n;

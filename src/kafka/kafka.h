@@ -57,7 +57,6 @@ extern int	ssp_kafka_event_fd(SspKafka *kafka);
 extern void ssp_kafka_drain_fd(SspKafka *kafka);
 /* an offset for ssp_kafka_assign_at and ssp_kafka_lag: a partition not to read */
 #define SSP_OFFSET_NOT_OURS (-2)
-extern void ssp_kafka_fit_fetch(SspKafka *kafka, int nparts);
 extern void ssp_kafka_assign_at(SspKafka *kafka, int nparts, const int64 *offsets);
 extern int	ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max,
 								 int64 *eof, bool *lost, int nparts);

@@ -275,18 +275,7 @@ connect_topics(SspWorker *w, SspServed *s, MemoryContext cxt)
 		w->next[p] = ssp_worker_reads(w, p) ? s->committed[p] : SSP_OFFSET_NOT_OURS;
 	}
 	for (i = 0; i < src->n; i++)
-	{
-		int			mine = 0;
-
-		for (p = 0; p < src->nparts[i]; p++)
-			mine += w->next[src->base[i] + p] != SSP_OFFSET_NOT_OURS;
-		/* the client may be made again, with the server's properties */
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		ssp_kafka_fit_fetch(w->kafka[i], mine);
-		CommitTransactionCommand();
 		ssp_kafka_assign_at(w->kafka[i], src->nparts[i], w->next + src->base[i]);
-	}
 }
 
 /*

@@ -38,6 +38,8 @@
 #include "kafka/kafka.h"
 
 #define SSP_POLL_MS 50
+/* how many messages ssp_kafka_poll_batch takes from librdkafka per call */
+#define SSP_TAKE_CHUNK 1024
 
 /*
  * The messages of one partition a worker's consumer took from librdkafka's
@@ -82,6 +84,7 @@ struct SspKafka
 	int			npending;
 	int			maxpending;
 	/* taken from the queue, not yet handed out: per partition, in order */
+	rd_kafka_message_t *taking[SSP_TAKE_CHUNK];
 	SspHeld    *held;
 	int			nheldparts;
 	int			nheld;
@@ -993,7 +996,7 @@ hold(SspKafka *kafka, rd_kafka_message_t *m, int64 *eof, bool *lost, int nparts)
 	if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF ||
 		m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET)
 	{
-		/* the next offset is gone (retention): the caller decides */
+		/* an end, or the next offset gone (retention): the caller decides */
 		bool		gone = m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET;
 
 		if (h && h->count > 0 && gone)
@@ -1083,10 +1086,9 @@ sift_down(HeldHead *heap, int n, int i)
  * time the first held message with the oldest timestamp (a merge, as Kafka
  * Streams picks the partition to read next).  librdkafka's fetches run
  * ahead on some partitions and behind on others, by as much as its queue
- * holds; taken in its order, a batch would span that much more event time,
- * touch that many more groups of a windowed view, and make the watermark
- * run ahead of the partitions behind.  Within a partition the order stays
- * the offsets'.  Handed out messages are pending until ssp_kafka_release.
+ * holds; taken in its order, a batch would span that much more event time
+ * and touch that many more groups of a windowed view.  Within a partition
+ * the order stays the offsets'.  Handed out messages are pending until ssp_kafka_release.
  */
 static int
 hand_out(SspKafka *kafka, SspMessage *out, int max, int64 *eof, bool *lost)
@@ -1154,7 +1156,6 @@ int
 ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max, int64 *eof,
 					 bool *lost, int nparts)
 {
-	rd_kafka_message_t **msgs;
 	int			want;
 	ssize_t		got;
 	int			i;
@@ -1171,16 +1172,15 @@ ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max, int64 *eof,
 	}
 	hold_parts(kafka, nparts);
 	want = max * 2;
-	msgs = palloc(sizeof(rd_kafka_message_t *) * want);
 	while (kafka->nheld < want)
 	{
-		got = rd_kafka_consume_batch_queue(kafka->queue, 0, msgs, want - kafka->nheld);
+		got = rd_kafka_consume_batch_queue(kafka->queue, 0, kafka->taking,
+										   Min(want - kafka->nheld, SSP_TAKE_CHUNK));
 		if (got <= 0)
 			break;
 		for (i = 0; i < got; i++)
-			hold(kafka, msgs[i], eof, lost, nparts);
+			hold(kafka, kafka->taking[i], eof, lost, nparts);
 	}
-	pfree(msgs);
 	return hand_out(kafka, out, max, eof, lost);
 }
 

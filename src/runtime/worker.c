@@ -171,6 +171,7 @@ config_changed(SspWorker *w, bool take_in)
 
 	if (take_in)
 		take_in_invalidations();
+	/* the requests a reader answered may have taken its last view */
 	if (config_changes == seen || w->served == NIL)
 		return false;
 	seen = config_changes;
@@ -725,8 +726,7 @@ run(SspWorker *w, Oid viewoid, int part)
 		pfree(next);
 		recover_lost(w);
 		after_batch(w, n, batch_lag);
-		/* the requests it answered may have taken its last view */
-		if (w->served == NIL || config_changed(w, false))
+		if (config_changed(w, false))
 			return;
 	}
 }

@@ -8,6 +8,7 @@
 
 # src/ by layer; each folder calls only those above it in this list:
 #   kafka/     librdkafka: properties and who may set them, clients
+#   registry/  a Confluent-compatible Schema Registry, over HTTP (libcurl)
 #   stream/    a stream's definition; messages decoded into rows and back
 #   fdw/       the foreign-data wrapper: options, scans, inserts
 #   compile/   CREATE VIEW: what a continuous view may be, the SQL it becomes
@@ -20,11 +21,16 @@ OBJS = \
 	src/utility.o \
 	src/kafka/property.o \
 	src/kafka/kafka.o \
+	src/registry/registry.o \
 	src/stream/stream.o \
 	src/stream/decode.o \
 	src/stream/jsonscan.o \
 	src/stream/isotime.o \
 	src/stream/encode.o \
+	src/stream/avro_schema.o \
+	src/stream/avro_read.o \
+	src/stream/avro.o \
+	src/stream/avro_write.o \
 	src/fdw/option.o \
 	src/fdw/fdw.o \
 	src/fdw/scan.o \
@@ -58,7 +64,7 @@ PGFILEDESC = "ssp - stateful stream processing over Kafka"
 # isolation specs (specs/) need the address of a Kafka without the tests'
 # topics in SSP_BROKERS; the TAP tests (test/tap/t/) start their own servers and
 # brokers (TAP_TESTS= leaves them out).  make test does all of it alone.
-REGRESS = extension option privileges names ddl roundtrip scan insert view aggregates window join streamjoin hostile
+REGRESS = extension option privileges names ddl roundtrip scan formats insert view aggregates window join streamjoin hostile
 REGRESS_OPTS = --inputdir=$(srcdir) --load-extension=ssp
 ISOLATION = batch_races
 ISOLATION_OPTS = --inputdir=$(srcdir) --load-extension=ssp
@@ -66,7 +72,7 @@ TAP_TESTS = 1
 PROVE_TESTS = test/tap/t/*.pl
 
 PG_CPPFLAGS = -I$(srcdir)/src
-SHLIB_LINK = -lrdkafka
+SHLIB_LINK = -lrdkafka -lcurl
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-missing-field-initializers -Wno-sign-compare
 

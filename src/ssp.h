@@ -44,7 +44,9 @@ typedef enum SspFormat
 	SSP_FORMAT_JSON,
 	SSP_FORMAT_CSV,
 	SSP_FORMAT_TEXT,
-	SSP_FORMAT_BYTEA
+	SSP_FORMAT_BYTEA,
+	SSP_FORMAT_AVRO,			/* Confluent's framing, or option "schema" */
+	SSP_FORMAT_JSONSCHEMA		/* JSON in Confluent's framing */
 } SspFormat;
 
 /* Where a column's value comes from. */
@@ -83,6 +85,13 @@ typedef struct SspStream
 	Oid			serverid;
 	char	   *topic;
 	SspFormat	format;
+	SspFormat	key_format;		/* json (the default: text for one column), text, avro, jsonschema */
+	void	   *registry;		/* SspRegistry, when a format reads one */
+	void	   *avro_writer;	/* option "schema", parsed: unframed Avro values */
+	List	   *avro_plans;		/* decode.c: SspAvroPlan per writer schema and source */
+	bool		auto_register;	/* option auto_register: INSERT may register a schema */
+	void	   *write_schema[2];	/* encode.c: value's [0] and key's [1] writer schema */
+	int32		write_id[2];	/* and its id (-1: unframed); 0: not looked up yet */
 	bool		on_error_null;	/* on_error 'null' rather than 'error' */
 	AttrNumber	timestamp_attnum;	/* event time column, or 0 */
 	int			natts;			/* attributes of the relation (incl. dropped) */

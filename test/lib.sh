@@ -16,7 +16,7 @@ set -euo pipefail
 SSP_PG_VERSION=15
 # the test clusters are UTF8 (tests use multibyte names and invalid UTF-8)
 export LANG=${LANG:-C.UTF-8}
-SSP_PACKAGES="postgresql-$SSP_PG_VERSION postgresql-server-dev-$SSP_PG_VERSION librdkafka-dev kcat libipc-run-perl make gcc"
+SSP_PACKAGES="postgresql-$SSP_PG_VERSION postgresql-server-dev-$SSP_PG_VERSION librdkafka-dev libcurl4-openssl-dev kcat libipc-run-perl make gcc"
 # Apache Kafka (test/kafka/kafka_ctl): Java 17 and Maven, which fetches it
 SSP_KAFKA_PACKAGES="default-jdk-headless maven"
 # the Debian package (test/check_package.sh: pg_buildext, dpkg-buildpackage;

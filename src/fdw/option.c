@@ -33,6 +33,8 @@
 #include "ssp.h"
 #include "stream/stream.h"
 #include "kafka/kafka.h"
+#include "registry/registry.h"
+#include "stream/avro.h"
 
 PG_FUNCTION_INFO_V1(ssp_kafka_fdw_validator);
 
@@ -53,9 +55,12 @@ check_kafka_property(DefElem *def, bool in_user_mapping)
 				 errhint("Use CREATE USER MAPPING ... SERVER ... OPTIONS (\"%s\" '...').",
 						 def->defname)));
 
-	ssp_kafka_validate_property(def->defname, defGetString(def),
-								in_user_mapping ||
-								ssp_option_is_secret(def->defname));
+	if (ssp_is_registry_option(def->defname))
+		ssp_registry_check_option(def->defname, defGetString(def));
+	else
+		ssp_kafka_validate_property(def->defname, defGetString(def),
+									in_user_mapping ||
+									ssp_option_is_secret(def->defname));
 }
 
 static void
@@ -73,13 +78,43 @@ check_table_option(DefElem *def)
 	}
 	else if (strcmp(def->defname, "format") == 0)
 	{
+		if (strcmp(val, "protobuf") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("format protobuf is not supported yet"),
+					 errhint("Formats avro and jsonschema read Confluent's framing with a schema registry.")));
 		if (strcmp(val, "json") != 0 && strcmp(val, "csv") != 0 &&
-			strcmp(val, "text") != 0 && strcmp(val, "bytea") != 0)
+			strcmp(val, "text") != 0 && strcmp(val, "bytea") != 0 &&
+			strcmp(val, "avro") != 0 && strcmp(val, "jsonschema") != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 					 errmsg("unrecognized format \"%s\"", val),
-					 errhint("Valid formats are json, csv, text and bytea.")));
+					 errhint("Valid formats are json, csv, text, bytea, avro and jsonschema.")));
 	}
+	else if (strcmp(def->defname, "key_format") == 0)
+	{
+		if (strcmp(val, "protobuf") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("key_format protobuf is not supported yet")));
+		if (strcmp(val, "json") != 0 && strcmp(val, "text") != 0 &&
+			strcmp(val, "avro") != 0 && strcmp(val, "jsonschema") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+					 errmsg("unrecognized key_format \"%s\"", val),
+					 errhint("Valid key formats are json, text, avro and jsonschema.")));
+	}
+	else if (strcmp(def->defname, "schema") == 0)
+	{
+		/* an Avro writer schema: errors say what is wrong with it */
+		(void) ssp_avro_parse(val);
+	}
+	else if (strcmp(def->defname, "auto_register") == 0)
+		(void) defGetBoolean(def);
+	else if (strcmp(def->defname, "message") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("option \"message\" applies to format protobuf, which is not supported yet")));
 	else if (strcmp(def->defname, "on_error") == 0)
 	{
 		if (strcmp(val, "error") != 0 && strcmp(val, "null") != 0)
@@ -101,7 +136,7 @@ check_table_option(DefElem *def)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 				 errmsg("unrecognized stream option \"%s\"", def->defname),
-				 errhint("Valid options are topic, format, timestamp, key and on_error.")));
+				 errhint("Valid options are topic, format, key_format, schema, auto_register, timestamp, key and on_error.")));
 }
 
 static void

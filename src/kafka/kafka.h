@@ -23,6 +23,8 @@ extern void ssp_check_server_properties(Oid serverid, bool server, bool mapping,
 										Oid umuser, bool all_mappings);
 extern List *ssp_server_kafka_options(Oid serverid, Oid userid);
 extern char *ssp_server_kafka_signature(Oid serverid, Oid userid);
+extern List *ssp_server_registry_options(Oid serverid, Oid userid);
+extern bool ssp_is_registry_option(const char *name);
 
 /* kafka.c: handles, errors, metadata, consuming and producing */
 typedef struct SspKafka SspKafka;

@@ -166,6 +166,20 @@ static const SspProperty properties[] = {
 	{"test.mock.num.brokers", PROP_SUPERUSER, WHY_MOCK},
 	{"test.mock.broker.rtt", PROP_SUPERUSER, WHY_MOCK},
 
+	/* a schema registry's (registry/registry.c): its files are the server's */
+	{"schema.registry.ssl.ca.location", PROP_SUPERUSER, WHY_FILE},
+	{"schema.registry.ssl.certificate.location", PROP_SUPERUSER, WHY_FILE},
+	{"schema.registry.ssl.key.location", PROP_SUPERUSER, WHY_FILE},
+	{"schema.registry.basic.auth.user.info", PROP_CREDENTIAL, NULL},
+	{"schema.registry.bearer.auth.token", PROP_CREDENTIAL, NULL},
+	{"schema.registry.ssl.ca.pem", PROP_CREDENTIAL, NULL},
+	{"schema.registry.ssl.certificate.pem", PROP_CREDENTIAL, NULL},
+	{"schema.registry.ssl.key.pem", PROP_CREDENTIAL, NULL},
+	{"schema.registry.ssl.key.password", PROP_CREDENTIAL, NULL},
+	{"schema.registry.url", PROP_ANYONE, NULL},
+	{"schema.registry.request.timeout.ms", PROP_ANYONE, NULL},
+	{"schema.registry.ssl.endpoint.identification.algorithm", PROP_ANYONE, NULL},
+
 	/* credentials: any user mapping */
 	{"security.protocol", PROP_CREDENTIAL, NULL},
 	{"sasl.mechanisms", PROP_CREDENTIAL, NULL},
@@ -318,7 +332,13 @@ void
 ssp_check_kafka_property(const char *name, bool in_user_mapping, bool trusted)
 {
 	const SspProperty *p = lookup(name);
+	const char *what = ssp_is_registry_option(name) ? "schema registry option" : "Kafka property";
 
+	if (p == &unknown_property && ssp_is_registry_option(name))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+				 errmsg("unrecognized schema registry option \"%s\"", name),
+				 errhint("Valid options are schema.registry.url, schema.registry.request.timeout.ms, schema.registry.basic.auth.user.info, schema.registry.bearer.auth.token and schema.registry.ssl.* (ca.location, certificate.location, key.location, key.password, ca.pem, certificate.pem, key.pem, endpoint.identification.algorithm).")));
 	if (p == &unknown_property && !ssp_kafka_property_known(name))
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
@@ -344,7 +364,7 @@ ssp_check_kafka_property(const char *name, bool in_user_mapping, bool trusted)
 			if (!trusted)
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						 errmsg("permission denied to set Kafka property \"%s\"", name),
+						 errmsg("permission denied to set %s \"%s\"", what, name),
 						 errdetail("%s Only superusers may set it, in a server owned by a superuser or in a user mapping of a superuser.",
 								   p->why)));
 			if (strcmp(name, "sasl.kerberos.kinit.cmd") == 0 && !ssp_allow_kinit_cmd)
@@ -358,7 +378,7 @@ ssp_check_kafka_property(const char *name, bool in_user_mapping, bool trusted)
 			if (in_user_mapping && !trusted)
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						 errmsg("permission denied to set Kafka property \"%s\" in a user mapping", name),
+						 errmsg("permission denied to set %s \"%s\" in a user mapping", what, name),
 						 errdetail("A user mapping may hold only credentials (%s) unless its role and the server's owner are superusers.",
 								   credential_list()),
 						 errhint("Set it on the server.")));
@@ -521,14 +541,16 @@ ssp_server_kafka_options(Oid serverid, Oid userid)
 			result = lappend(result,
 							 makeDefElem("bootstrap.servers",
 										 (Node *) makeString(defGetString(def)), -1));
-		else
+		else if (!ssp_is_registry_option(def->defname))
 			result = lappend(result, def);
 	}
 
 	if (user_mapping(serverid, userid, &mapping, &umuser))
 	{
 		check_options(mapping, serverid, true, umuser);
-		result = list_concat(result, mapping);
+		foreach(lc, mapping)
+			if (!ssp_is_registry_option(((DefElem *) lfirst(lc))->defname))
+				result = lappend(result, lfirst(lc));
 	}
 
 	/* no Kerberos ticket refresh, hence no kinit command, unless allowed */
@@ -540,10 +562,45 @@ ssp_server_kafka_options(Oid serverid, Oid userid)
 }
 
 /*
+ * ssp_server_registry_options: the schema registry options (schema.registry.*)
+ * of the server and of userid's user mapping, checked as
+ * ssp_server_kafka_options checks its own, as a List of DefElem.
+ */
+List *
+ssp_server_registry_options(Oid serverid, Oid userid)
+{
+	ForeignServer *server = GetForeignServer(serverid);
+	List	   *result = NIL;
+	List	   *mapping;
+	Oid			umuser;
+	ListCell   *lc;
+
+	check_options(server->options, serverid, false, InvalidOid);
+	foreach(lc, server->options)
+		if (ssp_is_registry_option(((DefElem *) lfirst(lc))->defname))
+			result = lappend(result, lfirst(lc));
+	if (user_mapping(serverid, userid, &mapping, &umuser))
+	{
+		check_options(mapping, serverid, true, umuser);
+		foreach(lc, mapping)
+			if (ssp_is_registry_option(((DefElem *) lfirst(lc))->defname))
+				result = lappend(result, lfirst(lc));
+	}
+	return result;
+}
+
+/* ssp_is_registry_option: is this a schema registry option, not librdkafka's? */
+bool
+ssp_is_registry_option(const char *name)
+{
+	return strncmp(name, "schema.registry.", 16) == 0;
+}
+
+/*
  * ssp_server_kafka_signature: the properties a client for the server as
- * userid is built with, as one string (secrets included: never show it),
- * so that a worker can tell when they change.  Checks them as
- * ssp_server_kafka_options does.
+ * userid is built with, and the schema registry's settings, as one string
+ * (secrets included: never show it), so that a worker can tell when they
+ * change.  Checks them as ssp_server_kafka_options does.
  */
 char *
 ssp_server_kafka_signature(Oid serverid, Oid userid)
@@ -552,7 +609,8 @@ ssp_server_kafka_signature(Oid serverid, Oid userid)
 	ListCell   *lc;
 
 	initStringInfo(&buf);
-	foreach(lc, ssp_server_kafka_options(serverid, userid))
+	foreach(lc, list_concat(ssp_server_kafka_options(serverid, userid),
+							ssp_server_registry_options(serverid, userid)))
 	{
 		DefElem    *def = lfirst(lc);
 
@@ -571,6 +629,9 @@ ssp_option_is_secret(const char *name)
 	return strstr(name, "password") != NULL ||
 		strstr(name, "secret") != NULL ||
 		strcmp(name, "ssl.key.pem") == 0 ||
+		strcmp(name, "schema.registry.ssl.key.pem") == 0 ||
+		strcmp(name, "schema.registry.basic.auth.user.info") == 0 ||
+		strcmp(name, "schema.registry.bearer.auth.token") == 0 ||
 		strcmp(name, "ssl_key") == 0 ||
 		strcmp(name, "sasl.oauthbearer.config") == 0;
 }

@@ -54,6 +54,7 @@
 #include "kafka/kafka.h"
 #include "runtime/outbox.h"
 #include "runtime/batch.h"
+#include "registry/registry.h"
 #include "runtime/reader.h"
 #include "runtime/shmem.h"
 #include "runtime/supervisor.h"
@@ -232,6 +233,90 @@ partition_count(SspWorker *w, int i)
 		MemoryContextSwitchTo(old);
 	}
 	return n;
+}
+
+/*
+ * fetch_schema: the schema a framed value or key names, into this process's
+ * cache (registry.c), in a transaction of its own.  While the registry
+ * cannot give it, every view of the process waits, with status "waiting for
+ * schema registry" and the registry's error, and tries again each second;
+ * a change of the server's options meanwhile starts a fresh worker.
+ */
+static void
+fetch_schema(SspWorker *w, SspRegistry *reg, const char *data, size_t len)
+{
+	volatile bool done = false;
+	int32		id;
+
+	if (!ssp_registry_framed(data, len, &id) || ssp_registry_cached(reg, id))
+		return;
+	while (!done)
+	{
+		MemoryContext old = CurrentMemoryContext;
+
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PG_TRY();
+		{
+			(void) ssp_registry_schema(reg, id);
+			CommitTransactionCommand();
+			done = true;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+			ListCell   *lc;
+
+			MemoryContextSwitchTo(old);
+			edata = CopyErrorData();
+			FlushErrorState();
+			AbortCurrentTransaction();
+			foreach(lc, w->served)
+			{
+				SspServed  *s = lfirst(lc);
+
+				ssp_slot_set_error(s->slot, ssp_error_text(edata));
+				ssp_slot_set_status(s->slot, "waiting for schema registry", -1);
+			}
+			FreeErrorData(edata);
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 1000, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+			if (config_changed(w, true))
+				proc_exit(0);
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(old);
+	}
+}
+
+/*
+ * fetch_schemas: every schema the batch's messages name, before the
+ * batch's transactions, so that decoding never waits on the registry: a
+ * registry down holds the views up, and never turns a message into a dead
+ * letter.  An id the registry does not know is cached as such; its
+ * messages go to the dead letters when decoded.
+ */
+static void
+fetch_schemas(SspWorker *w, int n)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		SspMessage *msg = &w->msgs[i];
+		SspStream  *stream = w->src.streams[msg->source];
+
+		if (stream->registry == NULL)
+			continue;
+		if ((stream->format == SSP_FORMAT_AVRO && stream->avro_writer == NULL) ||
+			stream->format == SSP_FORMAT_JSONSCHEMA)
+			fetch_schema(w, stream->registry, msg->value, msg->value_len);
+		if (stream->nkey > 0 &&
+			(stream->key_format == SSP_FORMAT_AVRO || stream->key_format == SSP_FORMAT_JSONSCHEMA))
+			fetch_schema(w, stream->registry, msg->key, msg->key_len);
+	}
 }
 
 /*
@@ -707,6 +792,7 @@ run(SspWorker *w, Oid viewoid, int part)
 		}
 		next = batch_offsets(w, n, &batch_lag);
 		pgstat_report_activity(STATE_RUNNING, "applying a batch");
+		fetch_schemas(w, n);
 		apply_batch(w, n, next, batch_cxt);
 		pgstat_report_activity(STATE_IDLE, NULL);
 		/* the batch's writes, for autovacuum and autoanalyze of the view's tables */

@@ -46,6 +46,8 @@
 #include "kafka/kafka.h"
 #include "stream/isotime.h"
 #include "stream/jsonscan.h"
+#include "stream/avro.h"
+#include "registry/registry.h"
 
 
 typedef struct JsonState
@@ -103,6 +105,9 @@ build_paths(SspStream *stream, SspSource source, MemoryContext cxt)
 
 	tree->root = palloc0(sizeof(PathNode));
 	tree->root->column = -1;
+	tree->same = palloc(sizeof(int) * Max(stream->ncolumns, 1));
+	for (i = 0; i < stream->ncolumns; i++)
+		tree->same[i] = -1;
 	for (i = 0; i < stream->ncolumns; i++)
 	{
 		SspColumn  *col = &stream->columns[i];
@@ -115,7 +120,10 @@ build_paths(SspStream *stream, SspSource source, MemoryContext cxt)
 		foreach(lc, path)
 			node = path_child(node, strVal(lfirst(lc)), true);
 		/* a column whose path is a prefix of another's still gets its value */
-		node->column = i;
+		if (node->column >= 0)
+			tree->same[i] = node->column;	/* and two of one path, both */
+		else
+			node->column = i;
 		tree->depth = Max(tree->depth, list_length(path));
 	}
 	MemoryContextSwitchTo(old);
@@ -214,6 +222,18 @@ js_scalar(void *state, char *token, JsonTokenType tokentype)
 		st->found[node->column].scalar = token;
 }
 
+/* share_found: what a column found, for the columns of the same path. */
+static JsonFound *
+share_found(SspStream *stream, PathTree *tree, JsonFound *found)
+{
+	int			i;
+
+	for (i = 0; i < stream->ncolumns; i++)
+		if (tree->same[i] >= 0)
+			found[i] = found[tree->same[i]];
+	return found;
+}
+
 /*
  * parse_json_fields: parse text as a JSON object and find the values of
  * the tree's columns.  Errors on invalid JSON or a value that is not an
@@ -235,7 +255,7 @@ parse_json_fields(SspStream *stream, PathTree *tree, const char *text, size_t le
 	/* the common case, fast; anything unusual goes to Postgres's parser */
 	found = palloc0(sizeof(JsonFound) * Max(stream->ncolumns, 1));
 	if (ssp_json_scan(text, len, tree->root, found))
-		return found;
+		return share_found(stream, tree, found);
 	memset(found, 0, sizeof(JsonFound) * Max(stream->ncolumns, 1));
 
 	memset(&st, 0, sizeof(st));
@@ -261,7 +281,7 @@ parse_json_fields(SspStream *stream, PathTree *tree, const char *text, size_t le
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("message is not a JSON object"),
 				 errdetail("It begins with \"%.*s\".", (int) Min(len, 20), text)));
-	return st.found;
+	return share_found(stream, tree, st.found);
 }
 
 /* Values ------------------------------------------------------------------ */
@@ -366,6 +386,13 @@ text_input(SspColumn *col, const char *data, size_t len)
 	}
 	str = pnstrdup(data, len);
 	return InputFunctionCall(&col->infunc, str, col->ioparam, col->typmod);
+}
+
+/* ssp_text_input: text_input for the other decoders (avro.c). */
+Datum
+ssp_text_input(SspColumn *col, const char *data, size_t len)
+{
+	return text_input(col, data, len);
 }
 
 static Datum
@@ -574,6 +601,118 @@ parse_csv(const char *data, size_t len, char ***fields, bool **quoted)
 	return n;
 }
 
+/* Confluent's framing and Avro ------------------------------------------ */
+
+/*
+ * unframe: past the magic byte and schema id of a message (what names its
+ * value or key), checking that the registry, if the stream has one, knows
+ * the id as a schema of the type.  Errors are about the message (class 22):
+ * the registry's own failures are class 08 (registry.c).
+ */
+static SspSchema *
+unframe(SspStream *stream, const char *what, const char **data, size_t *len,
+		SspSchemaType type)
+{
+	static const char *const type_names[] = {"Avro", "Protobuf", "JSON Schema"};
+	SspSchema  *schema = NULL;
+	int32		id;
+
+	if (!ssp_registry_framed(*data, *len, &id))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 *len < SSP_REGISTRY_HEADER ?
+				 errmsg("message %s is not in Confluent's wire format: it has %zu bytes, fewer than the magic byte and the schema id",
+						what, *len) :
+				 errmsg("message %s is not in Confluent's wire format: it starts with byte %d, not the magic byte 0",
+						what, (unsigned char) (*data)[0])));
+	if (stream->registry)
+	{
+		schema = ssp_registry_schema(stream->registry, id);
+		if (schema->missing)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+					 errmsg("message %s names schema %d: %s", what, id, schema->missing)));
+		if (schema->type != type)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("message %s names schema %d, a %s schema, but the stream's %s is %s",
+							what, id, type_names[schema->type], what,
+							type == SSP_SCHEMA_AVRO ? "avro" : "jsonschema")));
+	}
+	*data += SSP_REGISTRY_HEADER;
+	*len -= SSP_REGISTRY_HEADER;
+	return schema;
+}
+
+/* compiled_avro: a registry schema's Avro form, parsed once per process. */
+static SspAvroType *
+compiled_avro(SspSchema *schema)
+{
+	MemoryContext old;
+
+	if (schema->compiled)
+		return schema->compiled;
+	old = MemoryContextSwitchTo(ssp_registry_memory());
+	PG_TRY();
+	{
+		schema->compiled = ssp_avro_parse(schema->text);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(ssp_registry_memory());
+		edata = CopyErrorData();
+		/* every message of this id is a dead letter, without parsing it again */
+		schema->missing = psprintf("schema %d is not a valid Avro schema: %s", schema->id, edata->message);
+		MemoryContextSwitchTo(old);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	return schema->compiled;
+}
+
+/*
+ * decode_avro: a value or key in Avro (framed, or unframed with the
+ * stream's option "schema") into its columns, by a plan per writer schema
+ * kept in the stream.
+ */
+static void
+decode_avro(SspStream *stream, SspSource source, const char *data, size_t len,
+			Datum *values, bool *nulls, DecodeContext *dc)
+{
+	SspAvroType *writer;
+	SspAvroPlan *plan = NULL;
+	ListCell   *lc;
+
+	if (source == SSP_SRC_VALUE && stream->avro_writer)
+		writer = stream->avro_writer;
+	else
+		writer = compiled_avro(unframe(stream, source == SSP_SRC_KEY ? "key" : "value",
+									   &data, &len, SSP_SCHEMA_AVRO));
+	foreach(lc, stream->avro_plans)
+	{
+		SspAvroPlan *p = lfirst(lc);
+
+		if (ssp_avro_plan_is(p, source, writer))
+		{
+			plan = p;
+			break;
+		}
+	}
+	if (plan == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(stream->cxt);
+
+		plan = ssp_avro_plan(stream, source, writer);
+		stream->avro_plans = lcons(plan, stream->avro_plans);
+		MemoryContextSwitchTo(old);
+	}
+	dc->column = NULL;
+	ssp_avro_decode(plan, data, len, values, nulls, &dc->column);
+}
+
 /* Messages --------------------------------------------------------------- */
 
 /*
@@ -594,14 +733,19 @@ decode_value(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 	if (only >= 0 && stream->columns[only].source != SSP_SRC_VALUE)
 		return;
 
-	if (stream->format == SSP_FORMAT_JSON)
+	if (stream->format == SSP_FORMAT_AVRO)
+		decode_avro(stream, SSP_SRC_VALUE, msg->value, msg->value_len, values, nulls, dc);
+	else if (stream->format == SSP_FORMAT_JSON || stream->format == SSP_FORMAT_JSONSCHEMA)
 	{
 		JsonFound  *found;
+		const char *data = msg->value;
+		size_t		len = msg->value_len;
 
+		if (stream->format == SSP_FORMAT_JSONSCHEMA)
+			unframe(stream, "value", &data, &len, SSP_SCHEMA_JSON);
 		if (stream->value_paths == NULL)
 			stream->value_paths = build_paths(stream, SSP_SRC_VALUE, stream->cxt);
-		found = parse_json_fields(stream, stream->value_paths, msg->value,
-								  msg->value_len);
+		found = parse_json_fields(stream, stream->value_paths, data, len);
 		for (i = 0; i < stream->ncolumns; i++)
 		{
 			SspColumn  *col = &stream->columns[i];
@@ -662,16 +806,26 @@ decode_key(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 	JsonFound  *found = NULL;
 	int			i;
 
+	const char *data = msg->key;
+	size_t		len = msg->key_len;
+
 	if (msg->key == NULL || stream->nkey == 0)
 		return;
 	if (only >= 0 && stream->columns[only].source != SSP_SRC_KEY)
 		return;
-	if (stream->nkey > 1)
+	if (stream->key_format == SSP_FORMAT_AVRO)
+	{
+		decode_avro(stream, SSP_SRC_KEY, msg->key, msg->key_len, values, nulls, dc);
+		return;
+	}
+	if (stream->key_format == SSP_FORMAT_JSONSCHEMA)
+		unframe(stream, "key", &data, &len, SSP_SCHEMA_JSON);
+	if (stream->nkey > 1 || stream->key_format == SSP_FORMAT_JSONSCHEMA)
 	{
 		if (stream->key_paths == NULL)
 			stream->key_paths = build_paths(stream, SSP_SRC_KEY, stream->cxt);
 		dc->column = NULL;
-		found = parse_json_fields(stream, stream->key_paths, msg->key, msg->key_len);
+		found = parse_json_fields(stream, stream->key_paths, data, len);
 	}
 	for (i = 0; i < stream->ncolumns; i++)
 	{
@@ -685,7 +839,7 @@ decode_key(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 		else
 		{
 			nulls[col->attnum - 1] = false;
-			values[col->attnum - 1] = text_input(col, msg->key, msg->key_len);
+			values[col->attnum - 1] = text_input(col, data, len);
 		}
 	}
 }

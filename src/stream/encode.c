@@ -22,10 +22,13 @@
 #include "utils/datetime.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/numeric.h"
 #include "utils/timestamp.h"
 
 #include "ssp.h"
+#include "registry/registry.h"
+#include "stream/avro.h"
 #include "stream/stream.h"
 
 static void json_datum(StringInfo buf, Datum value, Oid typid, FmgrInfo *outfunc);
@@ -210,6 +213,130 @@ raw_bytes(StringInfo buf, SspColumn *col, Datum value)
 		appendStringInfoString(buf, OutputFunctionCall(&col->outfunc, value));
 }
 
+/* json_schema_of: a JSON Schema of the stream's columns from source, for auto_register. */
+static char *
+json_schema_of(SspStream *stream, SspSource source)
+{
+	StringInfoData buf;
+	int			i;
+	int			n = 0;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"$schema\": \"http://json-schema.org/draft-07/schema#\", \"title\": ");
+	escape_json(&buf, stream->relname);
+	appendStringInfoString(&buf, ", \"type\": \"object\", \"properties\": {");
+	for (i = 0; i < stream->ncolumns; i++)
+	{
+		SspColumn  *col = &stream->columns[i];
+		const char *type;
+
+		if (col->source != source)
+			continue;
+		switch (col->typid)
+		{
+			case INT2OID:
+			case INT4OID:
+			case INT8OID:
+				type = "[\"integer\", \"null\"]";
+				break;
+			case FLOAT4OID:
+			case FLOAT8OID:
+			case NUMERICOID:
+				type = "[\"number\", \"null\"]";
+				break;
+			case BOOLOID:
+				type = "[\"boolean\", \"null\"]";
+				break;
+			case JSONOID:
+			case JSONBOID:
+				type = NULL;
+				break;
+			default:
+				type = OidIsValid(get_element_type(col->typid)) ? "[\"array\", \"null\"]" :
+					"[\"string\", \"null\"]";
+		}
+		if (n++ > 0)
+			appendStringInfoString(&buf, ", ");
+		escape_json(&buf, source == SSP_SRC_KEY ? col->name : strVal(linitial(col->path)));
+		if (type)
+			appendStringInfo(&buf, ": {\"type\": %s}", type);
+		else
+			appendStringInfoString(&buf, ": {}");
+	}
+	appendStringInfoString(&buf, "}}");
+	return buf.data;
+}
+
+/*
+ * framed_writer: the writer schema of the stream's value or key for this
+ * statement (the stream is opened once a statement), and the framing, the
+ * magic byte and its id, appended to buf (nothing for unframed Avro).
+ * The schema is the subject's latest (TopicNameStrategy: TOPIC-value,
+ * TOPIC-key); a subject without one is registered from the stream's
+ * columns when the stream's auto_register is on, else an error.
+ */
+static void
+framed_writer(SspStream *stream, SspSource source, StringInfo buf)
+{
+	int			k = source == SSP_SRC_KEY ? 1 : 0;
+	SspFormat	format = k ? stream->key_format : stream->format;
+	SspSchemaType type = format == SSP_FORMAT_AVRO ? SSP_SCHEMA_AVRO : SSP_SCHEMA_JSON;
+
+	if (stream->write_id[k] == 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(stream->cxt);
+		char	   *subject = psprintf("%s-%s", stream->topic, k ? "key" : "value");
+		SspSchema  *latest;
+
+		if (k == 0 && stream->avro_writer)
+		{
+			stream->write_schema[0] = stream->avro_writer;
+			stream->write_id[0] = -1;
+		}
+		else if (stream->registry == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+					 errmsg("cannot insert into stream \"%s\": its format needs a schema registry",
+							stream->relname),
+					 errhint("Set the server option \"schema.registry.url\".")));
+		else if ((latest = ssp_registry_latest(stream->registry, subject)) != NULL)
+		{
+			if (latest->type != type)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("cannot insert into stream \"%s\": the latest schema of subject \"%s\" is not %s",
+								stream->relname, subject, type == SSP_SCHEMA_AVRO ? "Avro" : "a JSON Schema")));
+			stream->write_id[k] = latest->id;
+			if (type == SSP_SCHEMA_AVRO)
+				stream->write_schema[k] = ssp_avro_parse(latest->text);
+		}
+		else if (stream->auto_register)
+		{
+			char	   *text = type == SSP_SCHEMA_AVRO ? ssp_avro_schema_of(stream, source) :
+				json_schema_of(stream, source);
+
+			if (type == SSP_SCHEMA_AVRO)
+				stream->write_schema[k] = ssp_avro_parse(text);
+			stream->write_id[k] = ssp_registry_register(stream->registry, subject, type, text);
+		}
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("cannot insert into stream \"%s\": subject \"%s\" has no schema in the schema registry",
+							stream->relname, subject),
+					 errhint("Register the subject's schema, or set the stream option auto_register 'true' to register one from the stream's columns.")));
+		MemoryContextSwitchTo(old);
+	}
+	if (stream->write_id[k] > 0)
+	{
+		appendStringInfoChar(buf, SSP_REGISTRY_MAGIC);
+		appendStringInfoChar(buf, (char) ((stream->write_id[k] >> 24) & 0xff));
+		appendStringInfoChar(buf, (char) ((stream->write_id[k] >> 16) & 0xff));
+		appendStringInfoChar(buf, (char) ((stream->write_id[k] >> 8) & 0xff));
+		appendStringInfoChar(buf, (char) (stream->write_id[k] & 0xff));
+	}
+}
+
 static void
 encode_value(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
 {
@@ -242,6 +369,15 @@ encode_value(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
 							  OutputFunctionCall(&col->outfunc, values[col->attnum - 1]));
 			}
 			break;
+		case SSP_FORMAT_AVRO:
+			framed_writer(stream, SSP_SRC_VALUE, &out->value);
+			ssp_avro_encode(stream, SSP_SRC_VALUE, stream->write_schema[0], values, nulls,
+							&out->value);
+			break;
+		case SSP_FORMAT_JSONSCHEMA:
+			framed_writer(stream, SSP_SRC_VALUE, &out->value);
+			json_obj(&out->value, stream, cols, 0, values, nulls);
+			break;
 		case SSP_FORMAT_TEXT:
 		case SSP_FORMAT_BYTEA:
 			/* one column; NULL is a null value (a tombstone) */
@@ -267,7 +403,13 @@ encode_key(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
 		if (stream->columns[i].source == SSP_SRC_KEY)
 			cols = lappend(cols, &stream->columns[i]);
 
-	if (list_length(cols) == 1)
+	if (cols != NIL && stream->key_format == SSP_FORMAT_AVRO)
+	{
+		framed_writer(stream, SSP_SRC_KEY, &out->key);
+		ssp_avro_encode(stream, SSP_SRC_KEY, stream->write_schema[1], values, nulls, &out->key);
+		out->key_null = false;
+	}
+	else if (list_length(cols) == 1 && stream->key_format != SSP_FORMAT_JSONSCHEMA)
 	{
 		SspColumn  *col = linitial(cols);
 
@@ -292,6 +434,8 @@ encode_key(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
 			col->path = list_make1(makeString(col->name));
 			named = lappend(named, col);
 		}
+		if (stream->key_format == SSP_FORMAT_JSONSCHEMA)
+			framed_writer(stream, SSP_SRC_KEY, &out->key);
 		json_obj(&out->key, &keys, named, 0, values, nulls);
 		out->key_null = false;
 	}

@@ -25,6 +25,8 @@ typedef struct PathTree
 {
 	PathNode   *root;
 	int			depth;			/* longest path */
+	int		   *same;			/* per column: the column of the same path
+								 * (the one its node names), or -1 */
 } PathTree;
 
 /* What the JSON parse found for one column. */

@@ -26,8 +26,11 @@
 #include "utils/rel.h"
 #include "utils/varlena.h"
 #include "catalog/namespace.h"
+#include "miscadmin.h"
 
 #include "ssp.h"
+#include "registry/registry.h"
+#include "stream/avro.h"
 #include "stream/stream.h"
 
 /*
@@ -103,10 +106,11 @@ read_column_options(SspStream *stream, SspColumn *col)
 		{
 			List	   *names = NIL;
 
-			if (stream->format != SSP_FORMAT_JSON)
+			if (stream->format != SSP_FORMAT_JSON && stream->format != SSP_FORMAT_AVRO &&
+				stream->format != SSP_FORMAT_JSONSCHEMA)
 				ereport(ERROR,
 						(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
-						 errmsg("column \"%s\" of stream \"%s\" has option \"field\", which applies only to format json",
+						 errmsg("column \"%s\" of stream \"%s\" has option \"field\", which applies only to formats json, avro and jsonschema",
 								col->name, stream->relname)));
 			/* split on dots; the validator refused empty names */
 			{
@@ -141,15 +145,60 @@ read_column_options(SspStream *stream, SspColumn *col)
 }
 
 /* Table options: topic, format, on_error, then key and timestamp. */
+/* ssp_format_by_name: a format option's value (the validator checked it). */
+SspFormat
+ssp_format_by_name(const char *name)
+{
+	return strcmp(name, "csv") == 0 ? SSP_FORMAT_CSV :
+		strcmp(name, "text") == 0 ? SSP_FORMAT_TEXT :
+		strcmp(name, "bytea") == 0 ? SSP_FORMAT_BYTEA :
+		strcmp(name, "avro") == 0 ? SSP_FORMAT_AVRO :
+		strcmp(name, "jsonschema") == 0 ? SSP_FORMAT_JSONSCHEMA : SSP_FORMAT_JSON;
+}
+
+/*
+ * open_schemas: the writer schema of option "schema", and the schema
+ * registry of the stream's server when its formats read one (as the
+ * current user: a view's owner in its worker).
+ */
+static void
+open_schemas(SspStream *stream, const char *schema)
+{
+	bool		value_needs = stream->format == SSP_FORMAT_AVRO && schema == NULL;
+	bool		key_needs = stream->key_format == SSP_FORMAT_AVRO && stream->nkey > 0;
+
+	if (schema)
+	{
+		if (stream->format != SSP_FORMAT_AVRO)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+					 errmsg("stream \"%s\" has option \"schema\", which applies only to format avro",
+							stream->relname)));
+		stream->avro_writer = ssp_avro_parse(schema);
+	}
+	if (value_needs || key_needs || stream->format == SSP_FORMAT_JSONSCHEMA ||
+		stream->key_format == SSP_FORMAT_JSONSCHEMA)
+		stream->registry = ssp_registry_open(stream->serverid, GetUserId());
+	if (stream->registry == NULL && (value_needs || key_needs))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+				 errmsg("stream \"%s\" in %sformat avro needs a schema registry",
+						stream->relname, value_needs ? "" : "key_"),
+				 errhint("Set the server option \"schema.registry.url\"%s.",
+						 value_needs ? ", or give the writer schema of messages without Confluent's framing in the stream option \"schema\"" : "")));
+}
+
 static void
 read_table_options(SspStream *stream, ForeignTable *ft)
 {
 	ListCell   *lc;
 	char	   *key = NULL;
 	char	   *timestamp = NULL;
+	char	   *schema = NULL;
 	int			i;
 
 	stream->format = SSP_FORMAT_JSON;
+	stream->key_format = SSP_FORMAT_JSON;
 	foreach(lc, ft->options)
 	{
 		DefElem    *def = lfirst(lc);
@@ -158,9 +207,13 @@ read_table_options(SspStream *stream, ForeignTable *ft)
 		if (strcmp(def->defname, "topic") == 0)
 			stream->topic = pstrdup(val);
 		else if (strcmp(def->defname, "format") == 0)
-			stream->format = strcmp(val, "csv") == 0 ? SSP_FORMAT_CSV :
-				strcmp(val, "text") == 0 ? SSP_FORMAT_TEXT :
-				strcmp(val, "bytea") == 0 ? SSP_FORMAT_BYTEA : SSP_FORMAT_JSON;
+			stream->format = ssp_format_by_name(val);
+		else if (strcmp(def->defname, "key_format") == 0)
+			stream->key_format = ssp_format_by_name(val);
+		else if (strcmp(def->defname, "schema") == 0)
+			schema = val;
+		else if (strcmp(def->defname, "auto_register") == 0)
+			stream->auto_register = defGetBoolean(def);
 		else if (strcmp(def->defname, "on_error") == 0)
 			stream->on_error_null = strcmp(val, "null") == 0;
 		else if (strcmp(def->defname, "key") == 0)
@@ -205,6 +258,10 @@ read_table_options(SspStream *stream, ForeignTable *ft)
 					 errhint("The column named by option \"timestamp\" must be of type timestamp with time zone.")));
 		stream->timestamp_attnum = col->attnum;
 	}
+	stream->nkey = 0;
+	for (i = 0; i < stream->ncolumns; i++)
+		stream->nkey += stream->columns[i].source == SSP_SRC_KEY;
+	open_schemas(stream, schema);
 }
 
 /* The checks that depend on the format and the whole set of columns. */

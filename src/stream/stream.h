@@ -17,6 +17,7 @@ extern SspStream *ssp_stream_open(Oid relid);
 extern bool ssp_is_stream(Oid relid);
 extern bool ssp_is_kafka_server(Oid serverid);
 extern void ssp_check_topic_name(const char *name, const char *what);
+extern SspFormat ssp_format_by_name(const char *name);
 
 /* decode.c */
 extern void ssp_decode_message(SspStream *stream, SspMessage *msg,
@@ -24,6 +25,7 @@ extern void ssp_decode_message(SspStream *stream, SspMessage *msg,
 extern void ssp_decode_message_lenient(SspStream *stream, SspMessage *msg,
 									   Datum *values, bool *nulls);
 extern int64 ssp_timestamptz_to_ms(Datum ts);
+extern Datum ssp_text_input(SspColumn *col, const char *data, size_t len);
 extern Datum ssp_ms_to_timestamptz(int64 ms);
 
 /* encode.c */

@@ -9,6 +9,8 @@
 #   catchup        a view catching up on 1,000,000 orders against kcat into
 #                  COPY and an aggregate (baseline A) and kcat alone (B)
 #   groups         the same with 1,000, 100,000 and 1,000,000 groups
+#   formats        the same orders in JSON and in Avro: a view's catch-up and
+#                  a scan that decodes every message
 #   aggregates     built-in aggregates on their fast path and through their
 #                  own functions (the generic path), and hll and tdigest
 #   output         a view catching up with and without ssp.output_topic
@@ -32,12 +34,12 @@ set -euo pipefail
 # shellcheck source=SCRIPTDIR/../lib.sh
 source "$(dirname "$0")/../lib.sh"
 
-BENCH_WORKLOADS=(json_parsers windows joins catchup groups aggregates output views freshness memory streams)
+BENCH_WORKLOADS=(json_parsers windows joins catchup groups formats aggregates output views freshness memory streams)
 BENCH_DIR=test/bench  # main runs in $SSP_SRC
 BENCH_RESULTS=$BENCH_DIR/results
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
 # the benchmark's topics, NAME:PARTITIONS
-BENCH_TOPICS=(events:16 bench_orders:16 bench_payments:16 bench_catchup:64 bench_fresh:16 bench_mem:16)
+BENCH_TOPICS=(events:16 bench_orders:16 bench_payments:16 bench_catchup:64 bench_avro:64 bench_fresh:16 bench_mem:16)
 # Apache Kafka's JVM in a benchmark (SSP_BENCH_JAVA_OPTS): the default JIT
 # (kafka_ctl's own options stop at C1, which starts faster and runs slower)
 # and a fixed heap
@@ -181,6 +183,12 @@ CREATE FOREIGN TABLE bench_payments (id bigint, region text, amount numeric, ts 
 CREATE FOREIGN TABLE bench_catchup (order_id bigint, customer_id bigint, region text, amount numeric,
     ts timestamptz, p int OPTIONS (meta 'partition'))
   SERVER kafka OPTIONS (topic 'bench_catchup', timestamp 'ts');
+CREATE FOREIGN TABLE bench_avro (order_id bigint, customer_id bigint, region text, amount numeric,
+    ts timestamptz, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic 'bench_avro', timestamp 'ts', format 'avro',
+    schema '{"type": "record", "name": "Order", "fields": [{"name": "order_id", "type": "long"}, {"name": "customer_id", "type": "long"}, {"name": "region", "type": "string"}, {"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2}}, {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}}]}');
+CREATE FOREIGN TABLE bench_catchup_raw (v bytea) SERVER kafka OPTIONS (topic 'bench_catchup', format 'bytea');
+CREATE FOREIGN TABLE bench_avro_raw (v bytea) SERVER kafka OPTIONS (topic 'bench_avro', format 'bytea');
 CREATE FOREIGN TABLE bench_fresh (seq bigint, produced_at timestamptz)
   SERVER kafka OPTIONS (topic 'bench_fresh', timestamp 'produced_at');
 CREATE FOREIGN TABLE bench_mem (id bigint, region text, amount numeric, ts timestamptz,
@@ -308,6 +316,61 @@ bench_stats() {
 # bench_now: seconds since the epoch, to the millisecond.
 bench_now() {
     date +%s.%3N
+}
+
+# bench_formats: the catch-up's orders in JSON (bench_catchup) and in Avro
+# (bench_avro: unframed, the writer schema in the stream option; framed
+# Avro adds a 5-byte header and a cached lookup of its id), a view of the
+# catch-up's aggregate and a scan that decodes every message (the sum of
+# their amounts), the formats alternated in each run.
+bench_formats() {
+    local n=${SSP_BENCH_MESSAGES:-1000000} r=${SSP_BENCH_RUNS:-5}
+    bench_produce_orders "$n"
+    bench_produce_orders "$n" bench_avro
+    bench_report formats bench_formats_run "$n" "$r"
+}
+
+bench_formats_run() {
+    local n=$1 r=$2 i f stream t t0 bytes
+    local -A views=() scans=()
+    echo "workload: $n orders in 64 partitions, the same rows in two topics: JSON (bench_catchup)"
+    echo "  and Avro (bench_avro, unframed, amount a decimal(12,2), ts a timestamp-millis); per format,"
+    echo "  view: SELECT region, count(*), sum(amount), avg(amount) FROM <stream> GROUP BY region,"
+    echo "        the time until ssp.wait returns;"
+    echo "  scan: SELECT sum(amount) FROM <stream>, every message decoded by the backend"
+    for f in json avro; do
+        stream=bench_catchup
+        [ "$f" = avro ] && stream=bench_avro
+        bytes=$(psql -X -At -c "SELECT round(avg(octet_length(v))) FROM (SELECT v FROM ${stream}_raw LIMIT 1000) s" 2>/dev/null || echo "?")
+        echo "  $f: $bytes bytes a message on average"
+    done
+    echo
+    for i in $(seq "$r"); do
+        for f in json avro; do
+            stream=bench_catchup
+            [ "$f" = avro ] && stream=bench_avro
+            t=$(bench_view_seconds bench_fmt_view "SELECT region, count(*), sum(amount), avg(amount) FROM $stream GROUP BY region" "" "$n")
+            views[$f]="${views[$f]:-} $t"
+            t0=$(bench_now)
+            psql -X -q -At -v ON_ERROR_STOP=1 -c "SELECT sum(amount) FROM $stream" >/dev/null
+            t=$(awk -v a="$t0" -v b="$(bench_now)" 'BEGIN {printf "%.3f", b - a}')
+            scans[$f]="${scans[$f]:-} $t"
+            echo "  run $i: $f view ${views[$f]##* } s, scan $t s"
+        done
+    done
+    echo
+    for f in json avro; do
+        # shellcheck disable=SC2086
+        bench_stats "view $f" "$n" ${views[$f]}
+    done
+    for f in json avro; do
+        # shellcheck disable=SC2086
+        bench_stats "scan $f" "$n" ${scans[$f]}
+    done
+    # shellcheck disable=SC2086
+    awk -v vj="$(printf '%s\n' ${views[json]} | bench_median)" -v va="$(printf '%s\n' ${views[avro]} | bench_median)" \
+        -v sj="$(printf '%s\n' ${scans[json]} | bench_median)" -v sa="$(printf '%s\n' ${scans[avro]} | bench_median)" \
+        'BEGIN {printf "avro / json time (medians): view %.2f, scan %.2f (below 1: Avro faster)\n", va / vj, sa / sj}'
 }
 
 # bench_catchup: workload 1 of the performance issue.  1,000,000 JSON

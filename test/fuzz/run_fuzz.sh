@@ -48,4 +48,5 @@ fuzz_target() {
 
 fuzz_target jsonscan stream/jsonscan.c
 fuzz_target isotime stream/isotime.c
+fuzz_target avro stream/avro_read.c
 ssp_log "fuzzing passed"

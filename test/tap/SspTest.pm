@@ -1,6 +1,7 @@
 # SspTest: what the TAP tests of ssp share: a test broker of their own (so
 # they can break it through its control socket), an Apache Kafka cluster of
-# their own (test/kafka/kafka_ctl), and a Postgres node with ssp preloaded.
+# their own (test/kafka/kafka_ctl), a Schema Registry test double and Apache
+# Avro's encoder (test/kafka/*.java), and a Postgres node with ssp preloaded.
 package SspTest;
 
 use strict;
@@ -15,6 +16,7 @@ use Test::More;
 
 my @brokers;
 my @kafkas;
+my @registries;
 my $pg_config = '/usr/lib/postgresql/15/bin/pg_config';
 
 # the source tree (make test sets it; make installcheck runs from the tree)
@@ -304,8 +306,121 @@ sub differences
 		"SELECT count(*) FROM (($a EXCEPT ALL $b) UNION ALL ($b EXCEPT ALL $a)) d");
 }
 
+# start_registry($k, user => 'u:p', token => 'T', port => P, dir => D): the
+# Schema Registry test double (test/kafka/SchemaRegistry.java) in the
+# background, run with the classpath of Kafka cluster $k; stopped when the
+# test ends.  Returns { url, port, dir, proc }; stop_registry and
+# start_registry($k, %{ $r }) again on the same dir and port serve the same
+# ids.
+sub start_registry
+{
+	my ($k, %args) = @_;
+	my $dir = $args{dir} // PostgreSQL::Test::Utils::tempdir('registry');
+	unlink "$dir/port";
+	my @cmd = ("$ENV{SSP_SRC}/test/kafka/kafka_ctl", 'run', $k->{dir}, 'SchemaRegistry', $dir,
+		($args{port} ? ('--port', $args{port}) : ()),
+		($args{user} ? ('--user', $args{user}) : ()),
+		($args{token} ? ('--token', $args{token}) : ()));
+	my $out = '';
+	my $proc = IPC::Run::start(\@cmd, '>', "$dir/stdout.log", '2>', "$dir/stderr.log");
+	for (1 .. 600)
+	{
+		last if -s "$dir/port";
+		die "the schema registry did not start: " . slurp_file("$dir/stderr.log")
+		  unless $proc->pumpable;
+		select(undef, undef, undef, 0.1);
+	}
+	die "the schema registry did not start in 60 s" unless -s "$dir/port";
+	my $port = slurp_file("$dir/port") =~ s/\s+$//r;
+	my $r = { %args, url => "http://127.0.0.1:$port", port => $port, dir => $dir, proc => $proc };
+	push @registries, $r;
+	note "schema registry at $r->{url}";
+	return $r;
+}
+
+# stop_registry($r): SIGKILL it (connections to its port are refused).
+sub stop_registry
+{
+	my ($r) = @_;
+	$r->{proc}->kill_kill;
+	$r->{proc}->finish;
+	@registries = grep { $_ != $r } @registries;
+}
+
+# registry_control($r, 'fail?status=503&seconds=30'): a fault of the test
+# registry, or 'stats'; returns its answer, {"schema_gets": N, "requests": N}.
+sub registry_control
+{
+	my ($r, $what) = @_;
+	require HTTP::Tiny;
+	my $method = $what eq 'stats' ? 'GET' : 'POST';
+	my $res = HTTP::Tiny->new->request($method, "$r->{url}/control/$what");
+	die "registry control $what: $res->{status} $res->{content}" unless $res->{success};
+	return $res->{content};
+}
+
+# register_schema($r, $subject, $schema_json): register a schema by the
+# REST API; returns its id.
+sub register_schema
+{
+	my ($r, $subject, $schema) = @_;
+	require HTTP::Tiny;
+	require JSON::PP;
+	my $res = HTTP::Tiny->new->request('POST', "$r->{url}/subjects/$subject/versions",
+		{ headers => { 'Content-Type' => 'application/vnd.schemaregistry.v1+json',
+				($r->{user} ? (Authorization => 'Basic ' . encode_base64_line($r->{user})) : ()),
+				($r->{token} ? (Authorization => "Bearer $r->{token}") : ()) },
+		  content => JSON::PP->new->encode({ schema => $schema }) });
+	die "registering $subject: $res->{status} $res->{content}" unless $res->{success};
+	$res->{content} =~ /"id"\s*:\s*(\d+)/ or die "no id in $res->{content}";
+	return $1;
+}
+
+sub encode_base64_line
+{
+	require MIME::Base64;
+	return MIME::Base64::encode_base64($_[0], '');
+}
+
+# avro_produce($k, $registry_url_or_dash, $topic, $schema_json, \@lines, @options):
+# messages encoded by Apache Avro's Java library (test/kafka/AvroProduce);
+# returns its summary line ("produced N schema ID").
+sub avro_produce
+{
+	my ($k, $url, $topic, $schema, $lines, @opts) = @_;
+	my $dir = PostgreSQL::Test::Utils::tempdir('avro');
+	my $file = "$dir/schema.avsc";
+	open(my $fh, '>', $file) or die "$file: $!";
+	print $fh $schema;
+	close($fh);
+	my $in = join('', map { "$_\n" } @$lines);
+	my @cmd = ("$ENV{SSP_SRC}/test/kafka/kafka_ctl", 'run', $k->{dir}, 'AvroProduce',
+		$k->{bootstrap}, $topic, $url, $file, @opts);
+	my ($out, $err) = ('', '');
+	IPC::Run::run(\@cmd, '<', \$in, '>', \$out, '2>', \$err)
+	  or die "AvroProduce failed: $err$out";
+	$out =~ s/\s+$//;
+	note "AvroProduce: $out";
+	return $out;
+}
+
+# avro_consume($k, $registry_url, $topic, $count, @options): the topic's
+# messages as Apache Avro's Java library reads them (test/kafka/AvroConsume),
+# one "PARTITION:OFFSET<TAB>RECORD" line each, in order.
+sub avro_consume
+{
+	my ($k, $url, $topic, $count, @opts) = @_;
+	my @cmd = ("$ENV{SSP_SRC}/test/kafka/kafka_ctl", 'run', $k->{dir}, 'AvroConsume',
+		$k->{bootstrap}, $topic, $url, $count, @opts);
+	my ($out, $err) = ('', '');
+	IPC::Run::run(\@cmd, '>', \$out, '2>', \$err)
+	  or die "AvroConsume failed: $err$out";
+	return $out;
+}
+
 END
 {
+	$_->{proc}->kill_kill for @registries;
 	kill 'TERM', $_->{pid} for @brokers;
 	waitpid($_->{pid}, 0) for @brokers;
 	system("$ENV{SSP_SRC}/test/kafka/kafka_ctl", 'stop', $_->{dir}) for @kafkas;

@@ -157,6 +157,42 @@ SELECT o, v FROM avro_w2_raw ORDER BY o;
 CREATE FOREIGN TABLE avro_w2_back (e text, fx bytea, dec numeric, m jsonb, o bigint OPTIONS (meta 'offset'))
   SERVER kafka OPTIONS (topic :'topic', format 'avro', schema :'schema2');
 SELECT * FROM avro_w2_back ORDER BY o;
+-- a composite of a text and an array, a wide fixed decimal, bytes into jsonb
+CREATE TYPE formats_street AS (street text, tags text[]);
+\set schema3 '{"type": "record", "name": "X", "fields": [{"name": "a", "type": {"type": "record", "name": "S", "fields": [{"name": "street", "type": "string"}, {"name": "tags", "type": {"type": "array", "items": "string"}}]}}, {"name": "d", "type": {"type": "fixed", "name": "D", "size": 200, "logicalType": "decimal", "precision": 10, "scale": 2}}, {"name": "b", "type": "bytes"}]}'
+\set topic formats_avro_write3_ :run
+CREATE FOREIGN TABLE avro_w3 (a formats_street, d numeric, b bytea, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'avro', schema :'schema3');
+INSERT INTO avro_w3 VALUES (ROW('Main', '{x,y}'), -1.5, '\x00ff', 0), (ROW('', '{}'), 99999999.99, '\x', 0);
+CREATE FOREIGN TABLE avro_w3_back (a formats_street, d numeric, d_text text OPTIONS (field 'd'),
+    b bytea, bj jsonb OPTIONS (field 'b'), whole jsonb OPTIONS (field 'a'), o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic', format 'avro', schema :'schema3');
+SELECT * FROM avro_w3_back ORDER BY o;
+CREATE FOREIGN TABLE avro_w3_raw (v bytea, o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic', format 'bytea');
+SELECT o, length(v), substring(v from 12 for 200) = decode(repeat('ff', 198) || 'ff6a', 'hex') AS sign_extended
+FROM avro_w3_raw WHERE o = 0;
+-- a schema of 27,000,000 nulls in no bytes: skipped at once, refused when read whole
+\set topic formats_avro_nulls_ :run
+SELECT set_config('formats.topic', :'topic', false) IS NOT NULL AS set;
+DO $$
+DECLARE
+  f text := (SELECT string_agg(format('{"name": "n%s", "type": "null"}', g), ', ') FROM generate_series(1, 300) g);
+  r2 text := (SELECT string_agg(format('{"name": "m%s", "type": "R1"}', g), ', ') FROM generate_series(2, 300) g);
+  r3 text := (SELECT string_agg(format('{"name": "k%s", "type": "R2"}', g), ', ') FROM generate_series(2, 300) g);
+  schema text := format('{"type": "record", "name": "W", "fields": [{"name": "w", "type": {"type": "record", "name": "R3", "fields": [{"name": "k1", "type": {"type": "record", "name": "R2", "fields": [{"name": "m1", "type": {"type": "record", "name": "R1", "fields": [%s]}}, %s]}}, %s]}}]}', f, r2, r3);
+BEGIN
+  EXECUTE format($f$CREATE FOREIGN TABLE avro_nulls_small (small jsonb OPTIONS (field 'w.k1.m1'))
+    SERVER kafka OPTIONS (topic %L, format 'avro', schema %L)$f$, current_setting('formats.topic'), schema);
+  EXECUTE format($f$CREATE FOREIGN TABLE avro_nulls_whole (w jsonb)
+    SERVER kafka OPTIONS (topic %L, format 'avro', schema %L)$f$, current_setting('formats.topic'), schema);
+END $$;
+CREATE FOREIGN TABLE avro_nulls_w (v bytea, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'bytea');
+INSERT INTO avro_nulls_w VALUES ('\x', 0);
+SELECT length(small::text) FROM avro_nulls_small;
+SELECT w IS NULL FROM avro_nulls_whole;
+
 -- a subject's latest schema needs a registry
 CREATE FOREIGN TABLE js_out (id int) SERVER kafka OPTIONS (topic 'x', format 'jsonschema');
 INSERT INTO js_out VALUES (1);
@@ -178,3 +214,4 @@ CREATE FOREIGN TABLE js2 (id int, id_text text OPTIONS (field 'id'), geo jsonb, 
   SERVER kafka OPTIONS (topic :'topic', format 'jsonschema');
 SELECT id, id_text, geo, city, city2 FROM js2 WHERE o = 0;
 DROP SERVER kafka CASCADE;
+DROP TYPE formats_street;

@@ -39,6 +39,7 @@
 #include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "ssp.h"
 #include "kafka/kafka.h"
@@ -59,7 +60,15 @@ typedef struct CacheEntry
 {
 	CacheKey	key;
 	SspSchema  *schema;
+	TimestampTz missing_at;		/* when the registry said it had no such id */
 } CacheEntry;
+
+/*
+ * An id the registry did not know is asked again after this long: a
+ * follower of the registry may answer 40403 for an id its leader just
+ * gave.  Within it, messages naming the id are dead letters.
+ */
+#define MISSING_TTL_MS 10000
 
 static HTAB *cache = NULL;
 static MemoryContext cache_cxt = NULL;
@@ -246,7 +255,7 @@ static int
 answer_progress(void *clientp, curl_off_t dltotal, curl_off_t dlnow,
 				curl_off_t ultotal, curl_off_t ulnow)
 {
-	return InterruptPending ? 1 : 0;
+	return QueryCancelPending || ProcDiePending ? 1 : 0;
 }
 
 /* shown_url: a URL without the user and password it may hold. */
@@ -266,17 +275,18 @@ shown_url(const char *url)
 	return psprintf("%.*s%s", (int) (scheme + 3 - url), url, at + 1);
 }
 
+/* set_ssl: the TLS options; an option set twice (server, then mapping): the last. */
 static void
 set_ssl(CURL *curl, List *ssl, struct curl_blob *blobs)
 {
 	ListCell   *lc;
-	int			b = 0;
 
 	foreach(lc, ssl)
 	{
 		DefElem    *def = lfirst(lc);
 		const char *opt = def->defname + strlen(SSP_REGISTRY_PREFIX);
 		char	   *val = defGetString(def);
+		int			b = -1;
 
 		if (strcmp(opt, "ssl.ca.location") == 0)
 			curl_easy_setopt(curl, CURLOPT_CAINFO, val);
@@ -288,18 +298,20 @@ set_ssl(CURL *curl, List *ssl, struct curl_blob *blobs)
 			curl_easy_setopt(curl, CURLOPT_KEYPASSWD, val);
 		else if (strcmp(opt, "ssl.endpoint.identification.algorithm") == 0)
 			curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, strcmp(val, "https") == 0 ? 2L : 0L);
-		else if (strcmp(opt, "ssl.ca.pem") == 0 || strcmp(opt, "ssl.certificate.pem") == 0 ||
-				 strcmp(opt, "ssl.key.pem") == 0)
+		else if (strcmp(opt, "ssl.ca.pem") == 0)
+			b = 0;
+		else if (strcmp(opt, "ssl.certificate.pem") == 0)
+			b = 1;
+		else if (strcmp(opt, "ssl.key.pem") == 0)
+			b = 2;
+		if (b >= 0)
 		{
-			struct curl_blob *blob = &blobs[b++];
+			static const CURLoption which[3] = {CURLOPT_CAINFO_BLOB, CURLOPT_SSLCERT_BLOB, CURLOPT_SSLKEY_BLOB};
 
-			blob->data = val;
-			blob->len = strlen(val);
-			blob->flags = CURL_BLOB_COPY;
-			curl_easy_setopt(curl,
-							 strcmp(opt, "ssl.ca.pem") == 0 ? CURLOPT_CAINFO_BLOB :
-							 strcmp(opt, "ssl.certificate.pem") == 0 ? CURLOPT_SSLCERT_BLOB :
-							 CURLOPT_SSLKEY_BLOB, blob);
+			blobs[b].data = val;
+			blobs[b].len = strlen(val);
+			blobs[b].flags = CURL_BLOB_COPY;
+			curl_easy_setopt(curl, which[b], &blobs[b]);
 		}
 	}
 }
@@ -538,7 +550,23 @@ ssp_registry_cached(SspRegistry *reg, int32 id)
 	key.hash = reg->hash;
 	key.id = id;
 	e = hash_search(cache, &key, HASH_FIND, NULL);
+	if (e && e->schema->missing && e->schema->text == NULL &&
+		TimestampDifferenceExceeds(e->missing_at, GetCurrentTimestamp(), MISSING_TTL_MS))
+		return NULL;			/* ask again */
 	return e ? e->schema : NULL;
+}
+
+/* ssp_registry_forget: drop what this process knows of id, to ask again. */
+void
+ssp_registry_forget(SspRegistry *reg, int32 id)
+{
+	CacheKey	key;
+
+	(void) ssp_registry_memory();
+	memset(&key, 0, sizeof(key));
+	key.hash = reg->hash;
+	key.id = id;
+	(void) hash_search(cache, &key, HASH_REMOVE, NULL);
 }
 
 /*
@@ -561,6 +589,7 @@ ssp_registry_schema(SspRegistry *reg, int32 id)
 	key.id = id;
 	e = hash_search(cache, &key, HASH_ENTER, NULL);
 	e->schema = s;
+	e->missing_at = GetCurrentTimestamp();
 	return s;
 }
 

@@ -52,6 +52,7 @@ extern void ssp_registry_check_option(const char *name, const char *value);
 extern bool ssp_registry_framed(const char *data, size_t len, int32 *id);
 extern SspSchema *ssp_registry_cached(SspRegistry *reg, int32 id);
 extern SspSchema *ssp_registry_schema(SspRegistry *reg, int32 id);
+extern void ssp_registry_forget(SspRegistry *reg, int32 id);
 extern MemoryContext ssp_registry_memory(void);
 extern SspSchema *ssp_registry_latest(SspRegistry *reg, const char *subject);
 extern int32 ssp_registry_register(SspRegistry *reg, const char *subject,

@@ -237,7 +237,8 @@ partition_count(SspWorker *w, int i)
 
 /*
  * fetch_schema: the schema a framed value or key names, into this process's
- * cache (registry.c), in a transaction of its own.  While the registry
+ * cache (registry.c), in a transaction of its own; an id the registry does
+ * not know, once it said so three times.  While the registry
  * cannot give it, every view of the process waits, with status "waiting for
  * schema registry" and the registry's error, and tries again each second;
  * a change of the server's options meanwhile starts a fresh worker.
@@ -246,6 +247,7 @@ static void
 fetch_schema(SspWorker *w, SspRegistry *reg, const char *data, size_t len)
 {
 	volatile bool done = false;
+	volatile int unknown = 0;
 	int32		id;
 
 	if (!ssp_registry_framed(data, len, &id) || ssp_registry_cached(reg, id))
@@ -258,9 +260,23 @@ fetch_schema(SspWorker *w, SspRegistry *reg, const char *data, size_t len)
 		StartTransactionCommand();
 		PG_TRY();
 		{
-			(void) ssp_registry_schema(reg, id);
+			SspSchema  *schema = ssp_registry_schema(reg, id);
+
+			/*
+			 * An id it does not know: asked again twice, a second apart (a
+			 * follower may not have the schema its leader just gave), before
+			 * its messages go to the dead letters.
+			 */
+			if (schema->missing && schema->text == NULL && ++unknown < 3)
+			{
+				ssp_registry_forget(reg, id);
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 1000, PG_WAIT_EXTENSION);
+				ResetLatch(MyLatch);
+			}
+			else
+				done = true;
 			CommitTransactionCommand();
-			done = true;
 		}
 		PG_CATCH();
 		{

@@ -270,19 +270,18 @@ datum_text(Datum d, Oid typid)
 
 static void avro_json(SspAvroType *t, SspAvroReader *r, StringInfo buf);
 
+/* json_bytes: bytes as a JSON string of bytea's text, "\\x0102" (JSON cannot hold a zero byte). */
 static void
 json_bytes(StringInfo buf, const uint8 *p, int64 len)
 {
+	static const char hex[] = "0123456789abcdef";
 	int64		i;
 
-	/* as Avro's JSON encoding has them: each byte a code point, 0 to 255 */
-	appendStringInfoChar(buf, '"');
+	appendStringInfoString(buf, "\"\\\\x");
 	for (i = 0; i < len; i++)
 	{
-		if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '"' && p[i] != '\\')
-			appendStringInfoChar(buf, p[i]);
-		else
-			appendStringInfo(buf, "\\u%04x", p[i]);
+		appendStringInfoChar(buf, hex[p[i] >> 4]);
+		appendStringInfoChar(buf, hex[p[i] & 0xf]);
 	}
 	appendStringInfoChar(buf, '"');
 }
@@ -368,6 +367,7 @@ avro_json(SspAvroType *t, SspAvroReader *r, StringInfo buf)
 			break;
 		case AV_RECORD:
 			ssp_avro_enter(r);
+			ssp_avro_count(r, t->n);
 			appendStringInfoChar(buf, '{');
 			for (i = 0; i < t->n; i++)
 			{
@@ -425,6 +425,7 @@ typedef struct Target
 	TupleDesc	desc;			/* composites */
 	struct Target *atts;		/* composites: per attribute */
 	bool		completed;		/* complete_target has run */
+	MemoryContext cxt;			/* where the plan lives, and all of this */
 } Target;
 
 static Target *
@@ -434,6 +435,7 @@ make_target(Oid typid, int32 typmod)
 	SspColumn  *col = palloc0(sizeof(SspColumn));
 	Oid			func;
 
+	tg->cxt = CurrentMemoryContext;
 	col->typid = typid;
 	col->typmod = typmod;
 	getTypeInputInfo(typid, &func, &col->ioparam);
@@ -457,7 +459,7 @@ complete_target(Target *tg)
 
 	if (tg->completed)
 		return;
-	old = MemoryContextSwitchTo(GetMemoryChunkContext(tg));
+	old = MemoryContextSwitchTo(tg->cxt);
 
 	if (OidIsValid(col->elemtype) && tg->elem == NULL)
 	{
@@ -561,6 +563,7 @@ composite_datum(SspAvroType *t, SspAvroReader *r, Target *tg)
 
 	memset(nulls, true, sizeof(bool) * Max(desc->natts, 1));
 	ssp_avro_enter(r);
+	ssp_avro_count(r, t->n);
 	for (f = 0; f < t->n; f++)
 	{
 		int			a;
@@ -866,6 +869,7 @@ add_path(PlanNode **node, SspAvroType *t, List *path, int pos, int column, SspSt
 		Target	   *tg = palloc0(sizeof(Target));
 
 		tg->col = &stream->columns[column];
+		tg->cxt = stream->cxt;
 		(*node)->targets = lappend((*node)->targets, tg);
 		return;
 	}
@@ -953,6 +957,7 @@ ssp_avro_plan(SspStream *stream, SspSource source, SspAvroType *writer)
 			Target	   *tg = palloc0(sizeof(Target));
 
 			tg->col = &stream->columns[last];
+			tg->cxt = stream->cxt;
 			plan->root->targets = list_make1(tg);
 		}
 	}
@@ -1004,6 +1009,7 @@ decode_node(SspAvroPlan *plan, PlanNode *n, SspAvroType *t, SspAvroReader *r,
 		int			i;
 
 		ssp_avro_enter(r);
+		ssp_avro_count(r, t->n);
 		for (i = 0; i < t->n; i++)
 		{
 			if (n->fields[i])
@@ -1041,6 +1047,7 @@ ssp_avro_decode(SspAvroPlan *plan, const char *data, size_t len,
 	r.p = (const uint8 *) data;
 	r.end = r.p + len;
 	r.depth = 0;
+	r.values = 0;
 	decode_node(plan, plan->root, plan->writer, &r, values, nulls, column);
 	if (r.p != r.end)
 		ssp_avro_data_error("%lld bytes are left after the value", (long long) (r.end - r.p));

@@ -73,7 +73,11 @@ typedef struct SspAvroReader
 	const uint8 *p;
 	const uint8 *end;
 	int			depth;
+	int64		values;			/* read so far, for the budget */
 } SspAvroReader;
+
+/* the most values one message may hold, whatever its bytes */
+#define SSP_AVRO_MAX_VALUES 10000000
 
 /* avro_read.c: each errors (a data exception) on what cannot be read */
 extern void ssp_avro_data_error(const char *fmt,...) pg_attribute_printf(1, 2);
@@ -87,6 +91,7 @@ extern bool ssp_avro_boolean(SspAvroReader *r);
 extern int	ssp_avro_branch(SspAvroReader *r, SspAvroType *t);
 extern int64 ssp_avro_block(SspAvroReader *r, SspAvroType *items);
 extern void ssp_avro_enter(SspAvroReader *r);
+extern void ssp_avro_count(SspAvroReader *r, int64 n);
 extern void ssp_avro_skip(SspAvroType *t, SspAvroReader *r);
 
 #endif							/* SSP_AVRO_INTERNAL_H */

@@ -167,6 +167,9 @@ ssp_avro_block(SspAvroReader *r, SspAvroType *items)
 		ssp_avro_data_error("a block of %lld items runs past the end of the message", (long long) n);
 	if (items->empty && n > 1000000)
 		ssp_avro_data_error("a block of %lld items of no bytes", (long long) n);
+	/* items of no bytes are bounded by the budget of values, not by the bytes */
+	if (items->empty)
+		ssp_avro_count(r, n);
 	return n;
 }
 
@@ -178,6 +181,25 @@ ssp_avro_enter(SspAvroReader *r)
 		ereport(ERROR,
 				(errcode(ERRCODE_STATEMENT_TOO_COMPLEX),
 				 errmsg("invalid Avro message: values nested more than 512 deep")));
+	ssp_avro_count(r, 1);
+}
+
+/*
+ * ssp_avro_count: n more values read; a message whose schema makes it more
+ * than SSP_AVRO_MAX_VALUES values (records of fields of no bytes, nested,
+ * take none of the message's bytes) is refused, and a long one can be
+ * cancelled.
+ */
+void
+ssp_avro_count(SspAvroReader *r, int64 n)
+{
+	r->values += n;
+	if (r->values > SSP_AVRO_MAX_VALUES)
+		ereport(ERROR,
+				(errcode(ERRCODE_STATEMENT_TOO_COMPLEX),
+				 errmsg("invalid Avro message: more than %d values", SSP_AVRO_MAX_VALUES)));
+	if ((r->values & 0xffff) < n)
+		CHECK_FOR_INTERRUPTS();
 }
 
 /* skip: past a value of type t. */
@@ -188,6 +210,8 @@ ssp_avro_skip(SspAvroType *t, SspAvroReader *r)
 	int64		n;
 	int			i;
 
+	if (t->empty)
+		return;					/* a value of no bytes: nothing to skip */
 	switch (t->kind)
 	{
 		case AV_NULL:
@@ -215,6 +239,7 @@ ssp_avro_skip(SspAvroType *t, SspAvroReader *r)
 			break;
 		case AV_RECORD:
 			ssp_avro_enter(r);
+			ssp_avro_count(r, t->n);
 			for (i = 0; i < t->n; i++)
 				ssp_avro_skip(t->types[i], r);
 			r->depth--;

@@ -13,6 +13,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "common/jsonapi.h"
 #include "mb/pg_wchar.h"
 #include "nodes/value.h"
@@ -177,8 +179,10 @@ set_logical(SspAvroType *t, JsonbContainer *obj)
 		int			precision = key_int(obj, "precision", 0, &ok);
 		int			scale = key_int(obj, "scale", 0, &ok);
 
+		/* a fixed of n bytes holds floor(log10(2^(8n - 1) - 1)) digits */
 		if (ok && precision > 0 && scale >= 0 && scale <= precision &&
-			precision <= NUMERIC_MAX_PRECISION)
+			precision <= NUMERIC_MAX_PRECISION &&
+			(t->kind == AV_BYTES || precision <= floor(log10(2.0) * (8.0 * t->n - 1))))
 		{
 			t->logical = AL_DECIMAL;
 			t->precision = precision;

@@ -188,6 +188,8 @@ write_logical_long(SspAvroType *t, Datum d, Oid typid, const char *field, String
 			else if ((t->logical == AL_TS_NANOS || t->logical == AL_LOCAL_TS_NANOS) &&
 					 pg_mul_s64_overflow(v, 1000, &v))
 				cannot(field, t, typid, "It is out of range in nanoseconds.");
+			if (t->kind == AV_INT && (v < PG_INT32_MIN || v > PG_INT32_MAX))
+				cannot(field, t, typid, "It is out of range of an int.");
 			put_long(out, v);
 	}
 }
@@ -259,15 +261,18 @@ decimal_bytes(SspAvroType *t, Datum d, Oid typid, const char *field, StringInfo 
 	while (len > 1 && mag[len - 1] == (neg ? 0xff : 0) &&
 		   ((mag[len - 2] & 0x80) != 0) == neg)
 		len--;
+	initStringInfo(&b);
 	if (t->kind == AV_FIXED)
 	{
 		if (len > t->n)
 			cannot(field, t, typid, "It does not fit the fixed's size.");
-		len = t->n;
+		/* sign bytes before the value, to the fixed's size */
+		for (i = t->n; i > len; i--)
+			appendStringInfoChar(&b, (char) (neg ? 0xff : 0));
 	}
-	initStringInfo(&b);
 	for (i = len - 1; i >= 0; i--)
 		appendStringInfoChar(&b, (char) mag[i]);
+	len = b.len;
 	if (t->kind == AV_BYTES)
 		put_long(out, len);
 	appendBinaryStringInfo(out, b.data, b.len);
@@ -441,10 +446,28 @@ branch_for(SspAvroType *t, Oid typid, bool isnull)
 				break;
 			case TIMESTAMPTZOID:
 			case TIMESTAMPOID:
+				if (t->types[b]->logical >= AL_TS_MILLIS && t->types[b]->logical <= AL_LOCAL_TS_NANOS)
+					return b;
+				break;
 			case DATEOID:
+				if (t->types[b]->logical == AL_DATE)
+					return b;
+				break;
 			case TIMEOID:
+				if (t->types[b]->logical == AL_TIME_MILLIS || t->types[b]->logical == AL_TIME_MICROS)
+					return b;
+				break;
 			case UUIDOID:
-				if (t->types[b]->logical != AL_NONE)
+				if (t->types[b]->logical == AL_UUID)
+					return b;
+				break;
+			case INTERVALOID:
+				if (t->types[b]->logical == AL_DURATION)
+					return b;
+				break;
+			case JSONOID:
+			case JSONBOID:
+				if (k == AV_MAP)
 					return b;
 				break;
 			default:
@@ -498,7 +521,7 @@ write_value(SspAvroType *t, Datum d, bool isnull, Oid typid, const char *field, 
 			else if (typid == TIMESTAMPTZOID || typid == TIMESTAMPOID)
 			{
 				/* milliseconds since 1970, as the decoder reads them */
-				SspAvroType ms = {.kind = AV_LONG,.logical = AL_TS_MILLIS};
+				SspAvroType ms = {.kind = t->kind,.logical = AL_TS_MILLIS};
 
 				write_logical_long(&ms, d, typid, field, out);
 			}
@@ -740,8 +763,15 @@ avro_type_of(Oid typid, int32 typmod)
 			return "\"bytes\"";
 		case NUMERICOID:
 			if (typmod >= (int32) VARHDRSZ)
-				return psprintf("{\"type\": \"bytes\", \"logicalType\": \"decimal\", \"precision\": %d, \"scale\": %d}",
-								((typmod - VARHDRSZ) >> 16) & 0xffff, (typmod - VARHDRSZ) & 0xffff);
+			{
+				/* as numeric.c packs them: the scale is signed, 11 bits */
+				int			precision = ((typmod - VARHDRSZ) >> 16) & 0xffff;
+				int			scale = (((typmod - VARHDRSZ) & 0x7ff) ^ 1024) - 1024;
+
+				if (scale >= 0 && scale <= precision)
+					return psprintf("{\"type\": \"bytes\", \"logicalType\": \"decimal\", \"precision\": %d, \"scale\": %d}",
+									precision, scale);
+			}
 			return "\"string\"";
 		case DATEOID:
 			return "{\"type\": \"int\", \"logicalType\": \"date\"}";

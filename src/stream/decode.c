@@ -663,8 +663,9 @@ compiled_avro(SspSchema *schema)
 
 		MemoryContextSwitchTo(ssp_registry_memory());
 		edata = CopyErrorData();
-		/* every message of this id is a dead letter, without parsing it again */
-		schema->missing = psprintf("schema %d is not a valid Avro schema: %s", schema->id, edata->message);
+		/* an invalid schema: every message of this id a dead letter, without parsing it again */
+		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_DATA_EXCEPTION)
+			schema->missing = psprintf("schema %d is not a valid Avro schema: %s", schema->id, edata->message);
 		MemoryContextSwitchTo(old);
 		PG_RE_THROW();
 	}
@@ -982,9 +983,26 @@ try_decode(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 	}
 	PG_CATCH();
 	{
+		ErrorData  *edata;
+		int			category;
+
 		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
+		/*
+		 * Only what is wrong with the message becomes NULL: a schema
+		 * registry that cannot answer, a cancel, memory run out are errors.
+		 */
+		category = ERRCODE_TO_CATEGORY(edata->sqlerrcode);
+		if (category != ERRCODE_DATA_EXCEPTION && category != ERRCODE_PROGRAM_LIMIT_EXCEEDED &&
+			edata->sqlerrcode != ERRCODE_DATATYPE_MISMATCH)
+		{
+			MemoryContextSwitchTo(oldcxt);
+			CurrentResourceOwner = oldowner;
+			ReThrowError(edata);
+		}
+		FreeErrorData(edata);
 		memset(nulls, true, sizeof(bool) * stream->natts);
 		ok = false;
 	}

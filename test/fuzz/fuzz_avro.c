@@ -172,6 +172,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r.p = copy;
 	r.end = copy + size - 1;
 	r.depth = 0;
+	r.values = 0;
 	if (sigsetjmp(fuzz_jump, 0) == 0)
 	{
 		ssp_avro_skip(schemas[data[0] % NSCHEMAS], &r);

@@ -518,13 +518,12 @@ ssp_check_server_properties(Oid serverid, bool server, bool mapping, Oid umuser,
 }
 
 /*
- * ssp_server_kafka_options: the librdkafka properties for connecting to the
- * server as userid, as a List of DefElem, in CurrentMemoryContext, each one
- * checked against the rule above.  "brokers" becomes bootstrap.servers;
- * user mapping options come after the server's, and ssp's own guards last.
+ * server_options: the options of the server and of userid's user mapping
+ * (else PUBLIC's), each checked against the rule above, the registry's
+ * (schema.registry.*) or the others, in CurrentMemoryContext.
  */
-List *
-ssp_server_kafka_options(Oid serverid, Oid userid)
+static List *
+server_options(Oid serverid, Oid userid, bool registry)
 {
 	ForeignServer *server = GetForeignServer(serverid);
 	List	   *result = NIL;
@@ -534,6 +533,31 @@ ssp_server_kafka_options(Oid serverid, Oid userid)
 
 	check_options(server->options, serverid, false, InvalidOid);
 	foreach(lc, server->options)
+		if (ssp_is_registry_option(((DefElem *) lfirst(lc))->defname) == registry)
+			result = lappend(result, lfirst(lc));
+	if (user_mapping(serverid, userid, &mapping, &umuser))
+	{
+		check_options(mapping, serverid, true, umuser);
+		foreach(lc, mapping)
+			if (ssp_is_registry_option(((DefElem *) lfirst(lc))->defname) == registry)
+				result = lappend(result, lfirst(lc));
+	}
+	return result;
+}
+
+/*
+ * ssp_server_kafka_options: the librdkafka properties for connecting to the
+ * server as userid, as a List of DefElem, in CurrentMemoryContext, each one
+ * checked against the rule above.  "brokers" becomes bootstrap.servers;
+ * user mapping options come after the server's, and ssp's own guards last.
+ */
+List *
+ssp_server_kafka_options(Oid serverid, Oid userid)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, server_options(serverid, userid, false))
 	{
 		DefElem    *def = lfirst(lc);
 
@@ -541,16 +565,8 @@ ssp_server_kafka_options(Oid serverid, Oid userid)
 			result = lappend(result,
 							 makeDefElem("bootstrap.servers",
 										 (Node *) makeString(defGetString(def)), -1));
-		else if (!ssp_is_registry_option(def->defname))
+		else
 			result = lappend(result, def);
-	}
-
-	if (user_mapping(serverid, userid, &mapping, &umuser))
-	{
-		check_options(mapping, serverid, true, umuser);
-		foreach(lc, mapping)
-			if (!ssp_is_registry_option(((DefElem *) lfirst(lc))->defname))
-				result = lappend(result, lfirst(lc));
 	}
 
 	/* no Kerberos ticket refresh, hence no kinit command, unless allowed */
@@ -569,24 +585,7 @@ ssp_server_kafka_options(Oid serverid, Oid userid)
 List *
 ssp_server_registry_options(Oid serverid, Oid userid)
 {
-	ForeignServer *server = GetForeignServer(serverid);
-	List	   *result = NIL;
-	List	   *mapping;
-	Oid			umuser;
-	ListCell   *lc;
-
-	check_options(server->options, serverid, false, InvalidOid);
-	foreach(lc, server->options)
-		if (ssp_is_registry_option(((DefElem *) lfirst(lc))->defname))
-			result = lappend(result, lfirst(lc));
-	if (user_mapping(serverid, userid, &mapping, &umuser))
-	{
-		check_options(mapping, serverid, true, umuser);
-		foreach(lc, mapping)
-			if (ssp_is_registry_option(((DefElem *) lfirst(lc))->defname))
-				result = lappend(result, lfirst(lc));
-	}
-	return result;
+	return server_options(serverid, userid, true);
 }
 
 /* ssp_is_registry_option: is this a schema registry option, not librdkafka's? */

@@ -191,6 +191,39 @@ config_changed(SspWorker *w, bool take_in)
 }
 
 /*
+ * wait_out: in a PG_CATCH, an error the worker waits out rather than fails
+ * on (a broker or a schema registry that cannot answer): the transaction
+ * aborted, each of its views shows the status and the error, then a second
+ * passes; if the server's options changed meanwhile, a fresh worker takes
+ * over.  Leaves CurrentMemoryContext at cxt.
+ */
+static void
+wait_out(SspWorker *w, MemoryContext cxt, const char *status)
+{
+	ErrorData  *edata;
+	ListCell   *lc;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	AbortCurrentTransaction();
+	foreach(lc, w->served)
+	{
+		SspServed  *s = lfirst(lc);
+
+		ssp_slot_set_error(s->slot, ssp_error_text(edata));
+		ssp_slot_set_status(s->slot, status, -1);
+	}
+	FreeErrorData(edata);
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 1000, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	if (config_changed(w, true))
+		proc_exit(0);
+}
+
+/*
  * partition_count: how many partitions a source's topic has; waits
  * (status "waiting for broker") while the broker cannot say.
  */
@@ -212,22 +245,8 @@ partition_count(SspWorker *w, int i)
 		}
 		PG_CATCH();
 		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(old);
-			edata = CopyErrorData();
-			FlushErrorState();
-			AbortCurrentTransaction();
-			ssp_slot_set_error(w->slot, ssp_error_text(edata));
-			ssp_slot_set_status(w->slot, "waiting for broker", -1);
-			FreeErrorData(edata);
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 1000, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
 			/* told of other brokers meanwhile: a fresh worker for them */
-			if (config_changed(w, true))
-				proc_exit(0);
+			wait_out(w, old, "waiting for broker");
 		}
 		PG_END_TRY();
 		MemoryContextSwitchTo(old);
@@ -280,27 +299,7 @@ fetch_schema(SspWorker *w, SspRegistry *reg, const char *data, size_t len)
 		}
 		PG_CATCH();
 		{
-			ErrorData  *edata;
-			ListCell   *lc;
-
-			MemoryContextSwitchTo(old);
-			edata = CopyErrorData();
-			FlushErrorState();
-			AbortCurrentTransaction();
-			foreach(lc, w->served)
-			{
-				SspServed  *s = lfirst(lc);
-
-				ssp_slot_set_error(s->slot, ssp_error_text(edata));
-				ssp_slot_set_status(s->slot, "waiting for schema registry", -1);
-			}
-			FreeErrorData(edata);
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 1000, PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
-			if (config_changed(w, true))
-				proc_exit(0);
+			wait_out(w, old, "waiting for schema registry");
 		}
 		PG_END_TRY();
 		MemoryContextSwitchTo(old);

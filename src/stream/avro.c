@@ -258,8 +258,9 @@ duration_datum(const uint8 *p)
 	return IntervalPGetDatum(iv);
 }
 
-static char *
-datum_text(Datum d, Oid typid)
+/* ssp_avro_text_of: a value as its type's output function writes it. */
+char *
+ssp_avro_text_of(Datum d, Oid typid)
 {
 	Oid			out;
 	bool		varlena;
@@ -294,7 +295,7 @@ json_logical(StringInfo buf, SspAvroType *t, int64 v)
 	char		tmp[MAXDATELEN + 1];
 
 	if (typid == TIMEOID)
-		escape_json(buf, datum_text(d, typid));
+		escape_json(buf, ssp_avro_text_of(d, typid));
 	else
 		escape_json(buf, JsonEncodeDateTime(tmp, d, typid, NULL));
 }
@@ -353,9 +354,9 @@ avro_json(SspAvroType *t, SspAvroReader *r, StringInfo buf)
 				appendStringInfoString(buf, DatumGetCString(DirectFunctionCall1(numeric_out,
 																				NumericGetDatum(decimal_numeric(p, len, t->scale)))));
 			else if (t->logical == AL_UUID)
-				escape_json(buf, datum_text(UUIDPGetDatum((pg_uuid_t *) p), UUIDOID));
+				escape_json(buf, ssp_avro_text_of(UUIDPGetDatum((pg_uuid_t *) p), UUIDOID));
 			else if (t->logical == AL_DURATION)
-				escape_json(buf, datum_text(duration_datum(p), INTERVALOID));
+				escape_json(buf, ssp_avro_text_of(duration_datum(p), INTERVALOID));
 			else
 				json_bytes(buf, p, len);
 			break;
@@ -602,7 +603,7 @@ scalar_text(SspAvroType *t, SspAvroReader *r, int64 *len)
 				{
 					Datum		d = logical_datum(t, v, &typid);
 
-					return datum_text(d, typid);
+					return ssp_avro_text_of(d, typid);
 				}
 				return psprintf(INT64_FORMAT, v);
 			}
@@ -628,15 +629,15 @@ scalar_text(SspAvroType *t, SspAvroReader *r, int64 *len)
 				return DatumGetCString(DirectFunctionCall1(numeric_out,
 														   NumericGetDatum(decimal_numeric(p, n, t->scale))));
 			if (t->logical == AL_UUID)
-				return datum_text(UUIDPGetDatum((pg_uuid_t *) p), UUIDOID);
+				return ssp_avro_text_of(UUIDPGetDatum((pg_uuid_t *) p), UUIDOID);
 			if (t->logical == AL_DURATION)
-				return datum_text(duration_datum(p), INTERVALOID);
+				return ssp_avro_text_of(duration_datum(p), INTERVALOID);
 			{
 				bytea	   *b = palloc(VARHDRSZ + n);
 
 				SET_VARSIZE(b, VARHDRSZ + n);
 				memcpy(VARDATA(b), p, n);
-				return datum_text(PointerGetDatum(b), BYTEAOID);
+				return ssp_avro_text_of(PointerGetDatum(b), BYTEAOID);
 			}
 		default:
 			{
@@ -737,7 +738,7 @@ to_datum(SspAvroType *t, SspAvroReader *r, Target *tg, bool *isnull)
 					return DirectFunctionCall1(timestamptz_timestamp, d);
 				if (natural == TIMESTAMPOID && typid == TIMESTAMPTZOID)
 					return DirectFunctionCall1(timestamp_timestamptz, d);
-				return ssp_text_input(col, datum_text(d, natural), strlen(datum_text(d, natural)));
+				return ssp_text_input(col, ssp_avro_text_of(d, natural), strlen(ssp_avro_text_of(d, natural)));
 			}
 			break;
 		case AV_FLOAT:

@@ -94,4 +94,7 @@ extern void ssp_avro_enter(SspAvroReader *r);
 extern void ssp_avro_count(SspAvroReader *r, int64 n);
 extern void ssp_avro_skip(SspAvroType *t, SspAvroReader *r);
 
+/* avro.c */
+extern char *ssp_avro_text_of(Datum d, Oid typid);
+
 #endif							/* SSP_AVRO_INTERNAL_H */

@@ -72,16 +72,6 @@ put_le(StringInfo out, uint64 u, int n)
 		appendStringInfoChar(out, (char) ((u >> (8 * i)) & 0xff));
 }
 
-static char *
-text_of(Datum d, Oid typid)
-{
-	Oid			out;
-	bool		varlena;
-
-	getTypeOutputInfo(typid, &out, &varlena);
-	return OidOutputFunctionCall(out, d);
-}
-
 static void
 cannot(const char *field, SspAvroType *t, Oid typid, const char *why)
 {
@@ -113,7 +103,7 @@ as_int8(Datum d, Oid typid)
 		case BOOLOID:
 			return DatumGetBool(d) ? 1 : 0;
 		default:
-			return DatumGetInt64(DirectFunctionCall1(int8in, CStringGetDatum(text_of(d, typid))));
+			return DatumGetInt64(DirectFunctionCall1(int8in, CStringGetDatum(ssp_avro_text_of(d, typid))));
 	}
 }
 
@@ -133,7 +123,7 @@ as_float8(Datum d, Oid typid)
 		case INT8OID:
 			return (double) as_int8(d, typid);
 		default:
-			return DatumGetFloat8(DirectFunctionCall1(float8in, CStringGetDatum(text_of(d, typid))));
+			return DatumGetFloat8(DirectFunctionCall1(float8in, CStringGetDatum(ssp_avro_text_of(d, typid))));
 	}
 }
 
@@ -150,7 +140,7 @@ as_timestamp(Datum d, Oid typid, bool local)
 	if (typid == DATEOID)
 		return local ? DatumGetTimestamp(DirectFunctionCall1(date_timestamp, d)) :
 			DatumGetTimestampTz(DirectFunctionCall1(date_timestamptz, d));
-	return DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in, CStringGetDatum(text_of(d, typid)),
+	return DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in, CStringGetDatum(ssp_avro_text_of(d, typid)),
 												   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
 }
 
@@ -165,7 +155,7 @@ write_logical_long(SspAvroType *t, Datum d, Oid typid, const char *field, String
 	{
 		case AL_DATE:
 			if (typid != DATEOID)
-				d = DirectFunctionCall1(date_in, CStringGetDatum(text_of(d, typid)));
+				d = DirectFunctionCall1(date_in, CStringGetDatum(ssp_avro_text_of(d, typid)));
 			if (DATE_NOT_FINITE(DatumGetDateADT(d)))
 				cannot(field, t, typid, "An infinite date has no Avro form.");
 			put_long(out, (int64) DatumGetDateADT(d) + (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE));
@@ -173,7 +163,7 @@ write_logical_long(SspAvroType *t, Datum d, Oid typid, const char *field, String
 		case AL_TIME_MILLIS:
 		case AL_TIME_MICROS:
 			if (typid != TIMEOID)
-				d = DirectFunctionCall3(time_in, CStringGetDatum(text_of(d, typid)),
+				d = DirectFunctionCall3(time_in, CStringGetDatum(ssp_avro_text_of(d, typid)),
 										ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
 			us = DatumGetTimeADT(d);
 			put_long(out, t->logical == AL_TIME_MILLIS ? us / 1000 : us);
@@ -209,7 +199,7 @@ decimal_bytes(SspAvroType *t, Datum d, Oid typid, const char *field, StringInfo 
 	StringInfoData b;
 
 	n = typid == NUMERICOID ? DatumGetNumeric(d) :
-		DatumGetNumeric(DirectFunctionCall3(numeric_in, CStringGetDatum(text_of(d, typid)),
+		DatumGetNumeric(DirectFunctionCall3(numeric_in, CStringGetDatum(ssp_avro_text_of(d, typid)),
 											ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
 	if (numeric_is_nan(n) || numeric_is_inf(n))
 		cannot(field, t, typid, "NaN and infinity have no Avro decimal form.");
@@ -318,7 +308,7 @@ write_map(SspAvroType *t, Datum d, Oid typid, const char *field, StringInfo out)
 	if (typid != JSONBOID && typid != JSONOID)
 		cannot(field, t, typid, "An Avro map is written from a json or jsonb object.");
 	jb = typid == JSONBOID ? DatumGetJsonbP(d) :
-		DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text_of(d, typid))));
+		DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(ssp_avro_text_of(d, typid))));
 	if (!JB_ROOT_IS_OBJECT(jb))
 		cannot(field, t, typid, "An Avro map is written from a JSON object.");
 	n = JB_ROOT_COUNT(jb);
@@ -512,7 +502,7 @@ write_value(SspAvroType *t, Datum d, bool isnull, Oid typid, const char *field, 
 	{
 		case AV_BOOLEAN:
 			appendStringInfoChar(out, typid == BOOLOID ? (DatumGetBool(d) ? 1 : 0) :
-								 DatumGetBool(DirectFunctionCall1(boolin, CStringGetDatum(text_of(d, typid)))));
+								 DatumGetBool(DirectFunctionCall1(boolin, CStringGetDatum(ssp_avro_text_of(d, typid)))));
 			break;
 		case AV_INT:
 		case AV_LONG:
@@ -557,7 +547,7 @@ write_value(SspAvroType *t, Datum d, bool isnull, Oid typid, const char *field, 
 			}
 		case AV_STRING:
 			{
-				char	   *s = typid == TEXTOID || typid == VARCHAROID ? TextDatumGetCString(d) : text_of(d, typid);
+				char	   *s = typid == TEXTOID || typid == VARCHAROID ? TextDatumGetCString(d) : ssp_avro_text_of(d, typid);
 				char	   *u = pg_server_to_any(s, strlen(s), PG_UTF8);
 
 				put_bytes(out, u, strlen(u));
@@ -565,7 +555,7 @@ write_value(SspAvroType *t, Datum d, bool isnull, Oid typid, const char *field, 
 			}
 		case AV_ENUM:
 			{
-				char	   *s = typid == TEXTOID ? TextDatumGetCString(d) : text_of(d, typid);
+				char	   *s = typid == TEXTOID ? TextDatumGetCString(d) : ssp_avro_text_of(d, typid);
 				int			i;
 
 				for (i = 0; i < t->n; i++)
@@ -597,7 +587,7 @@ write_value(SspAvroType *t, Datum d, bool isnull, Oid typid, const char *field, 
 			else
 			{
 				bytea	   *b = typid == BYTEAOID ? DatumGetByteaPP(d) :
-					(bytea *) cstring_to_text(text_of(d, typid));
+					(bytea *) cstring_to_text(ssp_avro_text_of(d, typid));
 				int64		len = VARSIZE_ANY_EXHDR(b);
 
 				if (t->kind == AV_FIXED && len != t->n)

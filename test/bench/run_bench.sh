@@ -371,6 +371,38 @@ bench_formats_run() {
     awk -v vj="$(printf '%s\n' ${views[json]} | bench_median)" -v va="$(printf '%s\n' ${views[avro]} | bench_median)" \
         -v sj="$(printf '%s\n' ${scans[json]} | bench_median)" -v sa="$(printf '%s\n' ${scans[avro]} | bench_median)" \
         'BEGIN {printf "avro / json time (medians): view %.2f, scan %.2f (below 1: Avro faster)\n", va / vj, sa / sj}'
+    bench_formats_profile
+}
+
+# bench_formats_profile: the share of the scanning backend's CPU (user
+# time, perf's samples with call graphs) spent decoding messages, per
+# format; skipped without perf.
+bench_formats_profile() {
+    local f stream out share scan pid rec
+    command -v perf >/dev/null || { echo "(no perf: no decoding share)"; return 0; }
+    echo
+    echo "profile of one scan per format (perf record -g, user time of the backend):"
+    for f in json avro; do
+        stream=bench_catchup
+        [ "$f" = avro ] && stream=bench_avro
+        out=$SSP_WORK/formats-$f.perf
+        PGAPPNAME=bench_formats_scan psql -X -q -At -c "SELECT pg_sleep(1)" -c "SELECT sum(amount) FROM $stream" >/dev/null &
+        scan=$!
+        sleep 0.5
+        pid=$(psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'bench_formats_scan'")
+        perf record -q -e cpu-clock:u -g -p "$pid" -o "$out" >/dev/null 2>&1 &
+        rec=$!
+        wait "$scan" || true
+        kill -INT "$rec" 2>/dev/null || true
+        wait "$rec" 2>/dev/null || true
+        # decode() is where ssp_decode_message's time goes (a tail call
+        # leaves the latter out of the call chains)
+        share=$(perf report -i "$out" --children --sort dso,symbol --stdio 2>/dev/null |
+            awk '$3 == "ssp.so" && ($5 == "decode" || $5 == "ssp_decode_message") {
+                     v = $1 + 0; if (v > max) max = v }
+                 END {printf "%.1f%%", max}')
+        echo "  $f: $share of the samples inside the decoding of a message (decode.c)"
+    done
 }
 
 # bench_catchup: workload 1 of the performance issue.  1,000,000 JSON
@@ -1210,7 +1242,7 @@ main() {
     local w
     # as root: packages, then the rest as the unprivileged user (Postgres)
     if [ "$(id -u)" -eq 0 ] && [ -z "${SSP_INNER:-}" ]; then
-        bench_need_packages libcjson-dev kcat gnuplot-nox postgresql-$SSP_PG_VERSION-hll postgresql-$SSP_PG_VERSION-tdigest
+        bench_need_packages libcjson-dev kcat gnuplot-nox linux-perf postgresql-$SSP_PG_VERSION-hll postgresql-$SSP_PG_VERSION-tdigest
         # Apache Kafka: Java and Maven
         if [ "${SSP_BENCH_KAFKA:-}" = apache ] || [ $# -eq 0 ] || [[ " $* " == *" streams "* ]]; then
             SSP_PACKAGES="$SSP_PACKAGES $SSP_KAFKA_PACKAGES"

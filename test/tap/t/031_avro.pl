@@ -32,7 +32,7 @@ use SspTest;
 my $k = SspTest::start_kafka(partitions => 2);
 my $b = $k->{bootstrap};
 SspTest::kafka($k, 'topics', '--create', '--topic', $_, '--partitions', '2', '--replication-factor', '1')
-  for qw(types evolve nest secure types2 written);
+  for qw(types evolve nest secure types2 written js slow);
 my $reg = SspTest::start_registry($k);
 
 my $node = SspTest::new_node('avro');
@@ -350,5 +350,43 @@ like($wjava, qr/\{"id": 3, "name": "n3", "amount": 3\.75, "at": "2024-01-01T00:0
 like($wjava, qr/\{"id": 6, "name": null, "amount": null, "at": null, "tags": null\}/, 'and NULLs as nulls');
 is($node->safe_psql('postgres', q{SELECT count(*), sum(id), sum(amount) FROM written}), '6|21|18.75',
 	'and ssp reads them back');
+
+# 8. JSON Schema: written framed with a registered schema, read with the id checked
+my ($r8, $o8, $e8) = $node->psql('postgres', q{
+	CREATE FOREIGN TABLE js (id int, name text, tags text[], p int OPTIONS (meta 'partition'))
+	  SERVER kafka OPTIONS (topic 'js', format 'jsonschema', auto_register 'true');
+	INSERT INTO js VALUES (1, 'a', '{x}', 0), (2, NULL, '{}', 0);
+	CREATE FOREIGN TABLE js_raw (v bytea, p int OPTIONS (meta 'partition'))
+	  SERVER kafka OPTIONS (topic 'js', format 'bytea');
+	INSERT INTO js_raw VALUES ('\x00000003e7' || convert_to('{"id": 3}', 'UTF8'), 0);
+	CREATE VIEW js_v WITH (ssp.continuous) AS SELECT id, name, tags FROM js});
+is($e8, '', 'a jsonschema stream registers its schema and writes');
+SspTest::wait_views($node, 'postgres', 'js_v');
+is($node->safe_psql('postgres', 'SELECT id, name, tags FROM js_v ORDER BY id'), "1|a|{x}\n2||{}",
+	'and reads what it wrote');
+like($node->safe_psql('postgres', q{SELECT error FROM ssp.dead_letters WHERE view = 'js_v'::regclass}),
+	qr/has no schema 999/, 'an id the registry does not know is a dead letter');
+require HTTP::Tiny;
+my $latest = HTTP::Tiny->new->get("$reg->{url}/subjects/js-value/versions/latest")->{content};
+like($latest, qr/"schemaType":"JSON"/, 'the subject holds a JSON Schema');
+like($latest, qr/\\"tags\\": \{\\"type\\": \[\\"array\\", \\"null\\"\]\}/, 'of the columns');
+
+# 9. A registry slower than the request timeout: the view waits, then goes on
+$node->safe_psql('postgres', qq{
+	CREATE SERVER kafka_slow FOREIGN DATA WRAPPER ssp_kafka
+	  OPTIONS (brokers '$b', "schema.registry.url" '$reg->{url}', "schema.registry.request.timeout.ms" '300');
+	CREATE FOREIGN TABLE slow (id int, note text) SERVER kafka_slow OPTIONS (topic 'slow', format 'avro');
+	CREATE VIEW slow_v WITH (ssp.continuous) AS SELECT count(*) AS n, sum(id) AS ids FROM slow;
+});
+my $slow_schema = '{"type": "record", "name": "Slow", "fields": [{"name": "id", "type": "int"}, {"name": "note", "type": "string"}]}';
+my $slow_id = SspTest::register_schema($reg, 'slow-value', $slow_schema);
+SspTest::registry_control($reg, 'delay?ms=1500');
+SspTest::avro_produce($k, '-', 'slow', $slow_schema, [ map { qq({"id": $_, "note": "s"}) } 1 .. 10 ], '--id', $slow_id);
+ok($node->poll_query_until('postgres', q{
+	SELECT status = 'waiting for schema registry' AND last_error ~ 'could not reach|[Tt]imeout|timed out'
+	FROM ssp.views WHERE view = 'slow_v'::regclass}), 'a registry past the timeout: the view waits');
+SspTest::registry_control($reg, 'delay?ms=0');
+SspTest::wait_views($node, 'postgres', 'slow_v');
+is($node->safe_psql('postgres', 'SELECT n, ids FROM slow_v'), '10|55', 'then counts every message once');
 
 done_testing();

@@ -14,6 +14,8 @@
  *	- the schema: the message is decoded with it;
  *	- error 40403, "schema not found": the id is unknown, the message is a
  *	  dead letter (ssp_registry_schema returns the schema with "missing");
+ *	  so is a schema whose references (other subjects' versions, fetched
+ *	  with it, kept in its "references") the registry does not have;
  *	- anything else (no answer, a timeout, 5xx, 401, a 404 that is not the
  *	  registry's own): an error of class 08, not about the message, so no
  *	  dead letter; a view's worker waits and tries again (worker.c).
@@ -31,6 +33,7 @@
 
 #include "commands/defrem.h"
 #include "common/hashfn.h"
+#include "nodes/value.h"
 #include "common/jsonapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -467,6 +470,94 @@ answer_field(Jsonb *jb, const char *name, bool *is_array)
 	return NULL;
 }
 
+/* at most this many schemas referred to, directly or not, by one schema */
+#define MAX_REFERENCES 64
+
+/*
+ * add_references: the texts of the schemas a schema's "references" name
+ * (GET /subjects/{subject}/versions/{version}, each with its own references
+ * before it), appended to *texts in the order a parser needs them, each
+ * subject and version once.  Returns NULL, or why one is missing (a 404:
+ * the messages are dead letters); errors (class 08) when the registry
+ * cannot say.
+ */
+static char *
+add_references(SspRegistry *reg, Jsonb *jb, List **texts, List **seen, int depth)
+{
+	JsonbValue	v;
+	int			i;
+
+	if (getKeyJsonValueFromContainer(&jb->root, "references", 10, &v) == NULL ||
+		v.type != jbvBinary || !JsonContainerIsArray(v.val.binary.data))
+		return NULL;
+	if (depth > 16)
+		return pstrdup("its references are nested more than 16 deep");
+	for (i = 0; i < JsonContainerSize(v.val.binary.data); i++)
+	{
+		JsonbValue *ref = getIthJsonbValueFromContainer(v.val.binary.data, i);
+		JsonbValue	sv;
+		JsonbValue	vv;
+		char	   *subject;
+		char	   *version;
+		char	   *key;
+		char	   *body;
+		char	   *error;
+		long		status;
+		Jsonb	   *answer;
+		char	   *text;
+		char	   *why;
+
+		if (ref == NULL || ref->type != jbvBinary || !JsonContainerIsObject(ref->val.binary.data) ||
+			getKeyJsonValueFromContainer(ref->val.binary.data, "subject", 7, &sv) == NULL ||
+			sv.type != jbvString ||
+			getKeyJsonValueFromContainer(ref->val.binary.data, "version", 7, &vv) == NULL)
+			return pstrdup("a reference has no subject or version");
+		subject = pnstrdup(sv.val.string.val, sv.val.string.len);
+		version = vv.type == jbvNumeric ?
+			DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(vv.val.numeric))) :
+			vv.type == jbvString ? pnstrdup(vv.val.string.val, vv.val.string.len) : "latest";
+		if (strspn(version, "0123456789") != strlen(version) && strcmp(version, "latest") != 0)
+			return psprintf("reference to subject \"%s\" has version \"%s\"", subject, version);
+		key = psprintf("%s/%s", subject, version);
+		if (list_member(*seen, makeString(key)))
+			continue;
+		*seen = lappend(*seen, makeString(key));
+		if (list_length(*seen) > MAX_REFERENCES)
+			return psprintf("it refers to more than %d schemas", MAX_REFERENCES);
+		{
+			char	   *escaped = curl_easy_escape(NULL, subject, 0);
+
+			if (escaped == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_OUT_OF_MEMORY),
+						 errmsg("out of memory")));
+			key = psprintf("/subjects/%s/versions/%s", escaped, version);
+			curl_free(escaped);
+		}
+		status = http_request(reg, key, NULL, &body, &error);
+		if (status == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not reach the schema registry for subject \"%s\"", subject),
+					 errdetail("%s", error)));
+		answer = parse_answer(body);
+		if (status == 404 && answer && answer_field(answer, "error_code", NULL) &&
+			(strcmp(answer_field(answer, "error_code", NULL), "40401") == 0 ||
+			 strcmp(answer_field(answer, "error_code", NULL), "40402") == 0))
+			return psprintf("the schema registry has no version %s of subject \"%s\", which it refers to",
+							version, subject);
+		if (status != 200 || answer == NULL || (text = answer_field(answer, "schema", NULL)) == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("the schema registry could not give version %s of subject \"%s\" (HTTP %ld)",
+							version, subject, status)));
+		if ((why = add_references(reg, answer, texts, seen, depth + 1)) != NULL)
+			return why;
+		*texts = lappend(*texts, text);
+	}
+	return NULL;
+}
+
 /*
  * fetch: the schema of id from the registry, in cache_cxt; errors (class
  * 08) when the registry cannot say.
@@ -512,11 +603,13 @@ fetch(SspRegistry *reg, int32 id)
 				 status == 200 ? errdetail("The answer is not a JSON object.") : 0));
 
 	{
-		bool		refs;
 		char	   *text = answer_field(jb, "schema", NULL);
 		char	   *type = answer_field(jb, "schemaType", NULL);
+		List	   *texts = NIL;
+		List	   *seen = NIL;
+		char	   *why = add_references(reg, jb, &texts, &seen, 0);
+		ListCell   *lc;
 
-		(void) answer_field(jb, "references", &refs);
 		if (text == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -529,10 +622,14 @@ fetch(SspRegistry *reg, int32 id)
 			strcmp(type, "JSON") == 0 ? SSP_SCHEMA_JSON : -1;
 		if ((int) s->type == -1)
 			s->missing = psprintf("schema %d is of type \"%s\", which ssp does not read", id, type);
-		else if (refs)
-			s->missing = psprintf("schema %d refers to other schemas, which ssp does not read yet", id);
+		else if (why)
+			s->missing = psprintf("schema %d cannot be read: %s", id, why);
 		else
+		{
 			s->text = pstrdup(text);
+			foreach(lc, texts)
+				s->references = lappend(s->references, pstrdup(lfirst(lc)));
+		}
 		MemoryContextSwitchTo(old);
 	}
 	return s;
@@ -629,6 +726,15 @@ ssp_registry_latest(SspRegistry *reg, const char *subject)
 	s = palloc0(sizeof(SspSchema));
 	s->id = pg_strtoint32(id);
 	s->text = answer_field(jb, "schema", NULL);
+	{
+		List	   *seen = NIL;
+		char	   *why = add_references(reg, jb, &s->references, &seen, 0);
+
+		if (why)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("the latest schema of subject \"%s\" cannot be read: %s", subject, why)));
+	}
 	type = answer_field(jb, "schemaType", NULL);
 	s->type = type == NULL || strcmp(type, "AVRO") == 0 ? SSP_SCHEMA_AVRO :
 		strcmp(type, "JSON") == 0 ? SSP_SCHEMA_JSON : SSP_SCHEMA_PROTOBUF;

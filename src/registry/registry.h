@@ -41,6 +41,8 @@ typedef struct SspSchema
 	SspSchemaType type;
 	char	   *text;			/* NULL if the registry does not know the id */
 	char	   *missing;		/* why the id has no schema, or NULL */
+	List	   *references;		/* the texts of the schemas it refers to,
+								 * each before those that refer to it */
 	void	   *compiled;		/* the format's own form (avro.c), or NULL */
 } SspSchema;
 

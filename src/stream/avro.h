@@ -15,6 +15,7 @@ typedef struct SspAvroType SspAvroType;
 typedef struct SspAvroPlan SspAvroPlan;
 
 extern SspAvroType *ssp_avro_parse(const char *json);
+extern SspAvroType *ssp_avro_parse_with(List *references, const char *json);
 extern SspAvroPlan *ssp_avro_plan(SspStream *stream, SspSource source,
 								  SspAvroType *writer);
 extern bool ssp_avro_plan_is(SspAvroPlan *plan, SspSource source,

@@ -409,9 +409,15 @@ parse_type(SchemaParse *ps, JsonbValue *v, const char *ns)
 SspAvroType *
 ssp_avro_parse(const char *json)
 {
+	return ssp_avro_parse_with(NIL, json);
+}
+
+/* parse_text: one schema's JSON into ps (its named types kept there). */
+static SspAvroType *
+parse_text(SchemaParse *ps, const char *json)
+{
 	JsonLexContext *lex = makeJsonLexContextCstringLen((char *) json, strlen(json),
 													   GetDatabaseEncoding(), true);
-	SchemaParse	ps = {NIL, 0};
 	Jsonb	   *jb;
 	JsonbValue	root;
 
@@ -419,13 +425,25 @@ ssp_avro_parse(const char *json)
 		schema_error("it is not valid JSON");
 	jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(json)));
 	if (JB_ROOT_IS_SCALAR(jb))
-	{
-		JsonbValue *v = getIthJsonbValueFromContainer(&jb->root, 0);
-
-		return parse_type(&ps, v, "");
-	}
+		return parse_type(ps, getIthJsonbValueFromContainer(&jb->root, 0), "");
 	root.type = jbvBinary;
 	root.val.binary.data = &jb->root;
 	root.val.binary.len = VARSIZE(jb) - VARHDRSZ;
-	return parse_type(&ps, &root, "");
+	return parse_type(ps, &root, "");
+}
+
+/*
+ * ssp_avro_parse_with: a writer schema that refers to the named types of
+ * other schemas (a registry's "references"), given their JSON texts first,
+ * each before those that refer to it.
+ */
+SspAvroType *
+ssp_avro_parse_with(List *references, const char *json)
+{
+	SchemaParse ps = {NIL, 0};
+	ListCell   *lc;
+
+	foreach(lc, references)
+		(void) parse_text(&ps, lfirst(lc));
+	return parse_text(&ps, json);
 }

@@ -655,7 +655,7 @@ compiled_avro(SspSchema *schema)
 	old = MemoryContextSwitchTo(ssp_registry_memory());
 	PG_TRY();
 	{
-		schema->compiled = ssp_avro_parse(schema->text);
+		schema->compiled = ssp_avro_parse_with(schema->references, schema->text);
 	}
 	PG_CATCH();
 	{

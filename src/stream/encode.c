@@ -308,7 +308,7 @@ framed_writer(SspStream *stream, SspSource source, StringInfo buf)
 								stream->relname, subject, type == SSP_SCHEMA_AVRO ? "Avro" : "a JSON Schema")));
 			stream->write_id[k] = latest->id;
 			if (type == SSP_SCHEMA_AVRO)
-				stream->write_schema[k] = ssp_avro_parse(latest->text);
+				stream->write_schema[k] = ssp_avro_parse_with(latest->references, latest->text);
 		}
 		else if (stream->auto_register)
 		{

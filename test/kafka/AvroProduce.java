@@ -13,6 +13,7 @@
 //   --partition N       every message to partition N
 //   --user USER:PASS    basic auth for the registry
 //   --id ID             frame with this id, registering nothing (the registry may be down)
+//   --reference FILE    a schema whose named types SCHEMA_FILE uses (before it; repeatable)
 // Each line is a value as JSON, read by the schema: records are objects,
 // unions take the value itself (or Avro's {"type": value}), bytes and fixed
 // strings of code points 0-255, enums their symbol, and the logical types
@@ -66,7 +67,11 @@ public class AvroProduce {
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], topic = args[1], registry = args[2];
-        Schema schema = new Schema.Parser().parse(new File(args[3]));
+        Schema.Parser parser = new Schema.Parser();
+        for (int i = 4; i < args.length; i += 2)
+            if (args[i].equals("--reference"))
+                parser.parse(new File(args[i + 1]));
+        Schema schema = parser.parse(new File(args[3]));
         Schema keySchema = null;
         Integer partition = null;
         String user = null;
@@ -77,6 +82,7 @@ public class AvroProduce {
                 case "--partition": partition = Integer.parseInt(args[i + 1]); break;
                 case "--user": user = args[i + 1]; break;
                 case "--id": givenId = Integer.parseInt(args[i + 1]); break;
+                case "--reference": break;
                 default: throw new IllegalArgumentException("unrecognized option " + args[i]);
             }
         }

@@ -8,7 +8,7 @@
 //   GET  /subjects                         ["orders-value", ...]
 //   GET  /subjects/{s}/versions            [1, 2, ...]
 //   GET  /subjects/{s}/versions/{v|latest} {"subject", "version", "id", "schema"}
-//   POST /subjects/{s}/versions            {"schema": "...", "schemaType"?: ...} -> {"id": N}
+//   POST /subjects/{s}/versions            {"schema": "...", "schemaType"?: ..., "references"?: [...]} -> {"id": N}
 //                                          (the same schema text again: the same id)
 //
 // and, for the tests, faults and counts:
@@ -210,6 +210,8 @@ public class SchemaRegistry {
                 s.put("schema", body.get("schema").asText());
                 if (body.has("schemaType"))
                     s.put("schemaType", body.get("schemaType").asText());
+                if (body.has("references") && body.get("references").size() > 0)
+                    s.set("references", body.get("references"));
                 int id = 0;
                 for (int i = 0; i < schemas.size(); i++)
                     if (schemas.get(i).equals(s))

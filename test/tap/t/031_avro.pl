@@ -32,7 +32,7 @@ use SspTest;
 my $k = SspTest::start_kafka(partitions => 2);
 my $b = $k->{bootstrap};
 SspTest::kafka($k, 'topics', '--create', '--topic', $_, '--partitions', '2', '--replication-factor', '1')
-  for qw(types evolve nest secure types2 written js slow);
+  for qw(types evolve nest secure types2 written js slow refs refs2);
 my $reg = SspTest::start_registry($k);
 
 my $node = SspTest::new_node('avro');
@@ -388,5 +388,32 @@ ok($node->poll_query_until('postgres', q{
 SspTest::registry_control($reg, 'delay?ms=0');
 SspTest::wait_views($node, 'postgres', 'slow_v');
 is($node->safe_psql('postgres', 'SELECT n, ids FROM slow_v'), '10|55', 'then counts every message once');
+
+# 10. Schema references: a schema using a type another subject holds
+my $addr_schema = '{"type": "record", "name": "Addr", "namespace": "ssp.ref", "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": "int"}]}';
+my $ev_schema = '{"type": "record", "name": "Ev", "namespace": "ssp.ref", "fields": [{"name": "id", "type": "long"},
+  {"name": "home", "type": "Addr"}, {"name": "work", "type": ["null", "ssp.ref.Addr"]}]}';
+SspTest::register_schema($reg, 'ssp.ref.Addr', $addr_schema);
+my $ev_id = SspTest::register_schema($reg, 'refs-value', $ev_schema,
+	{ name => 'ssp.ref.Addr', subject => 'ssp.ref.Addr', version => 1 });
+my $rdir = PostgreSQL::Test::Utils::tempdir('ref');
+open(my $afh, '>', "$rdir/addr.avsc") or die $!;
+print $afh $addr_schema;
+close($afh);
+my @ev = ('{"id": 1, "home": {"city": "Oslo", "zip": 1}, "work": {"city": "Bergen", "zip": 5}}',
+	'{"id": 2, "home": {"city": "Rome", "zip": 2}, "work": null}');
+SspTest::avro_produce($k, '-', 'refs', $ev_schema, \@ev, '--id', $ev_id, '--reference', "$rdir/addr.avsc");
+$node->safe_psql('postgres', q{
+	CREATE FOREIGN TABLE refs (id bigint, home_city text OPTIONS (field 'home.city'), work jsonb)
+	  SERVER kafka OPTIONS (topic 'refs', format 'avro')});
+is($node->safe_psql('postgres', 'SELECT id, home_city, work FROM refs ORDER BY id'),
+	qq(1|Oslo|{"zip": 5, "city": "Bergen"}\n2|Rome|), 'a schema with a reference to another subject reads');
+my $bad_id = SspTest::register_schema($reg, 'refs2-value', $ev_schema,
+	{ name => 'ssp.ref.Addr', subject => 'nosuch', version => 1 });
+SspTest::avro_produce($k, '-', 'refs2', $ev_schema, [ $ev[0] ], '--id', $bad_id, '--reference', "$rdir/addr.avsc");
+($ret, $out, $err) = $node->psql('postgres', q{
+	CREATE FOREIGN TABLE refs2 (id bigint) SERVER kafka OPTIONS (topic 'refs2', format 'avro');
+	SELECT * FROM refs2});
+like($err, qr/no version 1 of subject "nosuch", which it refers to/, 'a reference the registry lacks: the message cannot be read');
 
 done_testing();

@@ -584,7 +584,7 @@ composite_datum(SspAvroType *t, SspAvroReader *r, Target *tg)
 
 /* scalar_text: a scalar value as text, for the target type's input function. */
 static char *
-scalar_text(SspAvroType *t, SspAvroReader *r, int64 *len)
+scalar_text(SspAvroType *t, SspAvroReader *r)
 {
 	const uint8 *p;
 	int64		n;
@@ -738,7 +738,11 @@ to_datum(SspAvroType *t, SspAvroReader *r, Target *tg, bool *isnull)
 					return DirectFunctionCall1(timestamptz_timestamp, d);
 				if (natural == TIMESTAMPOID && typid == TIMESTAMPTZOID)
 					return DirectFunctionCall1(timestamp_timestamptz, d);
-				return ssp_text_input(col, ssp_avro_text_of(d, natural), strlen(ssp_avro_text_of(d, natural)));
+				{
+					char	   *text = ssp_avro_text_of(d, natural);
+
+					return ssp_text_input(col, text, strlen(text));
+				}
 			}
 			break;
 		case AV_FLOAT:
@@ -804,8 +808,7 @@ to_datum(SspAvroType *t, SspAvroReader *r, Target *tg, bool *isnull)
 	}
 	/* through the text representation */
 	{
-		int64		len = 0;
-		char	   *s = scalar_text(t, r, &len);
+		char	   *s = scalar_text(t, r);
 
 		return ssp_text_input(col, s, strlen(s));
 	}
@@ -912,27 +915,31 @@ has_record(SspAvroType *t)
 	return false;
 }
 
-/* ssp_avro_plan_is: is this the plan of values from source written with writer? */
-bool
-ssp_avro_plan_is(SspAvroPlan *plan, SspSource source, SspAvroType *writer)
-{
-	return plan->source == source && plan->writer == writer;
-}
-
 /*
  * ssp_avro_plan: how values written with writer go into the stream's
- * columns from source (its value or key), in the stream's memory.  A
- * writer schema that is not a record gives its whole value to the one
- * column of that source.
+ * columns from source (its value or key), made once per writer schema and
+ * kept in the stream (its avro_plans), in its memory.  A writer schema
+ * that is not a record gives its whole value to the one column of that
+ * source.
  */
 SspAvroPlan *
 ssp_avro_plan(SspStream *stream, SspSource source, SspAvroType *writer)
 {
-	MemoryContext old = MemoryContextSwitchTo(stream->cxt);
-	SspAvroPlan *plan = palloc0(sizeof(SspAvroPlan));
+	MemoryContext old;
+	SspAvroPlan *plan;
 	int			ncols = 0;
 	int			last = -1;
 	int			i;
+	ListCell   *lc;
+
+	foreach(lc, stream->avro_plans)
+	{
+		plan = lfirst(lc);
+		if (plan->source == source && plan->writer == writer)
+			return plan;
+	}
+	old = MemoryContextSwitchTo(stream->cxt);
+	plan = palloc0(sizeof(SspAvroPlan));
 
 	plan->stream = stream;
 	plan->source = source;
@@ -977,6 +984,7 @@ ssp_avro_plan(SspStream *stream, SspSource source, SspAvroType *writer)
 		if (plan->root == NULL)
 			plan->root = new_node();
 	}
+	stream->avro_plans = lcons(plan, stream->avro_plans);
 	MemoryContextSwitchTo(old);
 	return plan;
 }

@@ -18,8 +18,6 @@ extern SspAvroType *ssp_avro_parse(const char *json);
 extern SspAvroType *ssp_avro_parse_with(List *references, const char *json);
 extern SspAvroPlan *ssp_avro_plan(SspStream *stream, SspSource source,
 								  SspAvroType *writer);
-extern bool ssp_avro_plan_is(SspAvroPlan *plan, SspSource source,
-							 SspAvroType *writer);
 extern void ssp_avro_decode(SspAvroPlan *plan, const char *data, size_t len,
 							Datum *values, bool *nulls, const char **column);
 

@@ -676,42 +676,22 @@ compiled_avro(SspSchema *schema)
 
 /*
  * decode_avro: a value or key in Avro (framed, or unframed with the
- * stream's option "schema") into its columns, by a plan per writer schema
- * kept in the stream.
+ * stream's option "schema") into its columns, by the plan of its writer
+ * schema.
  */
 static void
 decode_avro(SspStream *stream, SspSource source, const char *data, size_t len,
 			Datum *values, bool *nulls, DecodeContext *dc)
 {
 	SspAvroType *writer;
-	SspAvroPlan *plan = NULL;
-	ListCell   *lc;
 
 	if (source == SSP_SRC_VALUE && stream->avro_writer)
 		writer = stream->avro_writer;
 	else
 		writer = compiled_avro(unframe(stream, source == SSP_SRC_KEY ? "key" : "value",
 									   &data, &len, SSP_SCHEMA_AVRO));
-	foreach(lc, stream->avro_plans)
-	{
-		SspAvroPlan *p = lfirst(lc);
-
-		if (ssp_avro_plan_is(p, source, writer))
-		{
-			plan = p;
-			break;
-		}
-	}
-	if (plan == NULL)
-	{
-		MemoryContext old = MemoryContextSwitchTo(stream->cxt);
-
-		plan = ssp_avro_plan(stream, source, writer);
-		stream->avro_plans = lcons(plan, stream->avro_plans);
-		MemoryContextSwitchTo(old);
-	}
 	dc->column = NULL;
-	ssp_avro_decode(plan, data, len, values, nulls, &dc->column);
+	ssp_avro_decode(ssp_avro_plan(stream, source, writer), data, len, values, nulls, &dc->column);
 }
 
 /* Messages --------------------------------------------------------------- */
@@ -806,7 +786,6 @@ decode_key(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 {
 	JsonFound  *found = NULL;
 	int			i;
-
 	const char *data = msg->key;
 	size_t		len = msg->key_len;
 

@@ -21,7 +21,7 @@
 #  - INSERT writes every type with the subject's registered schema, and
 #    Apache Avro's own Java decoder (test/kafka/AvroConsume) reads back what
 #    ssp wrote; a subject without a schema is refused, or registered from
-#    the stream's columns with auto_register.
+#    the stream's columns with auto_register; Avro keys both ways.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -32,7 +32,7 @@ use SspTest;
 my $k = SspTest::start_kafka(partitions => 2);
 my $b = $k->{bootstrap};
 SspTest::kafka($k, 'topics', '--create', '--topic', $_, '--partitions', '2', '--replication-factor', '1')
-  for qw(types evolve nest secure types2 written js slow refs refs2);
+  for qw(types evolve nest secure types2 written js slow refs refs2 keyed keyed2);
 my $reg = SspTest::start_registry($k);
 
 my $node = SspTest::new_node('avro');
@@ -350,6 +350,28 @@ like($wjava, qr/\{"id": 3, "name": "n3", "amount": 3\.75, "at": "2024-01-01T00:0
 like($wjava, qr/\{"id": 6, "name": null, "amount": null, "at": null, "tags": null\}/, 'and NULLs as nulls');
 is($node->safe_psql('postgres', q{SELECT count(*), sum(id), sum(amount) FROM written}), '6|21|18.75',
 	'and ssp reads them back');
+
+# keys in Avro: written with a registered key schema, read by ssp and by Apache Avro
+$node->safe_psql('postgres', q{
+	CREATE FOREIGN TABLE keyed (id bigint, region text, amount float8)
+	  SERVER kafka OPTIONS (topic 'keyed', format 'avro', key 'id', key_format 'avro', auto_register 'true');
+	INSERT INTO keyed VALUES (1, 'eu', 1.5), (2, 'us', 2.5);
+});
+is($node->safe_psql('postgres', 'SELECT id, region, amount FROM keyed ORDER BY id'), "1|eu|1.5\n2|us|2.5",
+	'Avro keys written and read back');
+my $keys = SspTest::avro_consume($k, $reg->{url}, 'keyed', 2, '--key');
+is(scalar(() = $keys =~ /\t\{"id": [12]\}$/mg), 2, 'Apache Avro reads the keys');
+my $key_schema = '{"type": "record", "name": "K", "fields": [{"name": "id", "type": "long"}, {"name": "shard", "type": "string"}]}';
+my $val_schema = '{"type": "record", "name": "V", "fields": [{"name": "amount", "type": "double"}]}';
+SspTest::avro_produce($k, $reg->{url}, 'keyed2', $val_schema,
+	[ qq({"id": 7, "shard": "a"}\t{"amount": 0.5}), qq({"id": 8, "shard": "b"}\t{"amount": 1.5}) ],
+	'--key-schema', do { my $f = PostgreSQL::Test::Utils::tempdir('key') . '/key.avsc';
+		open(my $kfh, '>', $f) or die $!; print $kfh $key_schema; close($kfh); $f });
+$node->safe_psql('postgres', q{
+	CREATE FOREIGN TABLE keyed2 (id bigint, shard text, amount float8)
+	  SERVER kafka OPTIONS (topic 'keyed2', format 'avro', key 'id,shard', key_format 'avro')});
+is($node->safe_psql('postgres', 'SELECT id, shard, amount FROM keyed2 ORDER BY id'), "7|a|0.5\n8|b|1.5",
+	'keys written by Apache Avro read by field name');
 
 # 8. JSON Schema: written framed with a registered schema, read with the id checked
 my ($r8, $o8, $e8) = $node->psql('postgres', q{

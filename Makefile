@@ -31,6 +31,9 @@ OBJS = \
 	src/stream/avro_read.o \
 	src/stream/avro.o \
 	src/stream/avro_write.o \
+	src/stream/protobuf_schema.o \
+	src/stream/protobuf_read.o \
+	src/stream/protobuf.o \
 	src/fdw/option.o \
 	src/fdw/fdw.o \
 	src/fdw/scan.o \

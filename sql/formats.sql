@@ -1,6 +1,7 @@
 -- Formats with schemas: avro (unframed, with the writer schema in option
--- "schema"; framed through a schema registry in TAP test 031_avro) and
--- jsonschema, and the schema registry's options.
+-- "schema"; framed through a schema registry in TAP test 031_avro),
+-- protobuf (TAP test 032_protobuf) and jsonschema, and the schema
+-- registry's options.
 \getenv brokers SSP_BROKERS
 \getenv run SSP_RUN_ID
 SET timezone = 'UTC';
@@ -21,6 +22,10 @@ CREATE FOREIGN TABLE f1 (a int) SERVER kafka OPTIONS (topic 'x', format 'avro',
 CREATE FOREIGN TABLE f1 (a int) SERVER kafka OPTIONS (topic 'x', format 'avro',
   schema '{"type": "enum", "name": "E", "symbols": [1]}');
 CREATE FOREIGN TABLE f1 (a int) SERVER kafka OPTIONS (topic 'x', message 'a.B');
+CREATE FOREIGN TABLE f1 (a int) SERVER kafka OPTIONS (topic 'x', format 'protobuf', message 'a..B');
+CREATE FOREIGN TABLE f1 (a int) SERVER kafka OPTIONS (topic 'x', format 'protobuf', message '1a');
+CREATE FOREIGN TABLE f1 (a int) SERVER kafka OPTIONS (topic 'x', format 'protobuf', message 'a.B ');
+CREATE FOREIGN TABLE f1 (a int) SERVER kafka OPTIONS (topic 'x', format 'json', key 'a', key_format 'protobuf');
 -- a schema for another format, and avro without a registry or a schema
 CREATE FOREIGN TABLE f1 (a int) SERVER kafka OPTIONS (topic 'x', format 'json', schema '"int"');
 CREATE FOREIGN TABLE f2 (a int) SERVER kafka OPTIONS (topic 'x', format 'avro');

@@ -46,7 +46,8 @@ typedef enum SspFormat
 	SSP_FORMAT_TEXT,
 	SSP_FORMAT_BYTEA,
 	SSP_FORMAT_AVRO,			/* Confluent's framing, or option "schema" */
-	SSP_FORMAT_JSONSCHEMA		/* JSON in Confluent's framing */
+	SSP_FORMAT_JSONSCHEMA,		/* JSON in Confluent's framing */
+	SSP_FORMAT_PROTOBUF			/* Protobuf in Confluent's framing */
 } SspFormat;
 
 /* Where a column's value comes from. */
@@ -85,11 +86,13 @@ typedef struct SspStream
 	Oid			serverid;
 	char	   *topic;
 	SspFormat	format;
-	SspFormat	key_format;		/* json (the default: text for one column), text, avro, jsonschema */
+	SspFormat	key_format;		/* json (the default: text for one column), text,
+								 * avro, jsonschema, protobuf */
 	void	   *registry;		/* SspRegistry, when a format reads one */
 	void	   *avro_writer;	/* option "schema", parsed: unframed Avro values */
 	List	   *avro_plans;		/* decode.c: SspAvroPlan per writer schema and source */
 	bool		auto_register;	/* option auto_register: INSERT may register a schema */
+	char	   *message;		/* option "message": the Protobuf message INSERT writes */
 	void	   *write_schema[2];	/* encode.c: value's [0] and key's [1] writer schema */
 	int32		write_id[2];	/* and its id (-1: unframed); 0: not looked up yet */
 	bool		on_error_null;	/* on_error 'null' rather than 'error' */
@@ -104,6 +107,8 @@ typedef struct SspStream
 	TupleDesc	batch_desc;		/* batch.c: the columns of ssp_batch */
 	void	   *value_paths;	/* decode.c: JSON paths of the value columns */
 	void	   *key_paths;		/* decode.c: JSON paths of the key columns */
+	const char **pb_only[2];	/* decode.c: the value's [0] and key's [1] */
+	int			pb_nonly[2];	/* top-level Protobuf fields that columns read */
 } SspStream;
 
 /* A message as decode.c sees it; kafka.c fills it. */

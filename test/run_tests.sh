@@ -95,7 +95,7 @@ mkdir -p "$TESTDIR"
 # the TAP tests that inject faults add their figures here (SspTest::report)
 export SSP_RELIABILITY_REPORT="$SSP_WORK/reliability.tsv"
 : >"$SSP_RELIABILITY_REPORT"
-if ! prove -I "$PG_PGXS/src/test/perl" -I "$SSP_SRC/test/tap" ${SSP_TAP:-"$SSP_SRC"/test/tap/t/*.pl}; then
+if ! prove -j "${SSP_TAP_JOBS:-2}" --timer -I "$PG_PGXS/src/test/perl" -I "$SSP_SRC/test/tap" ${SSP_TAP:-"$SSP_SRC"/test/tap/t/*.pl}; then
     status=1
     tail -n 60 "$TESTDIR"/tmp_check/log/regress_log_* || true
 fi

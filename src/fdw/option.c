@@ -15,6 +15,8 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
+
 #include "access/reloptions.h"
 #include "catalog/pg_foreign_data_wrapper.h"
 #include "catalog/pg_foreign_server.h"
@@ -78,31 +80,24 @@ check_table_option(DefElem *def)
 	}
 	else if (strcmp(def->defname, "format") == 0)
 	{
-		if (strcmp(val, "protobuf") == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("format protobuf is not supported yet"),
-					 errhint("Formats avro and jsonschema read Confluent's framing with a schema registry.")));
 		if (strcmp(val, "json") != 0 && strcmp(val, "csv") != 0 &&
 			strcmp(val, "text") != 0 && strcmp(val, "bytea") != 0 &&
-			strcmp(val, "avro") != 0 && strcmp(val, "jsonschema") != 0)
+			strcmp(val, "avro") != 0 && strcmp(val, "jsonschema") != 0 &&
+			strcmp(val, "protobuf") != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 					 errmsg("unrecognized format \"%s\"", val),
-					 errhint("Valid formats are json, csv, text, bytea, avro and jsonschema.")));
+					 errhint("Valid formats are json, csv, text, bytea, avro, jsonschema and protobuf.")));
 	}
 	else if (strcmp(def->defname, "key_format") == 0)
 	{
-		if (strcmp(val, "protobuf") == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("key_format protobuf is not supported yet")));
 		if (strcmp(val, "json") != 0 && strcmp(val, "text") != 0 &&
-			strcmp(val, "avro") != 0 && strcmp(val, "jsonschema") != 0)
+			strcmp(val, "avro") != 0 && strcmp(val, "jsonschema") != 0 &&
+			strcmp(val, "protobuf") != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 					 errmsg("unrecognized key_format \"%s\"", val),
-					 errhint("Valid key formats are json, text, avro and jsonschema.")));
+					 errhint("Valid key formats are json, text, avro, jsonschema and protobuf.")));
 	}
 	else if (strcmp(def->defname, "schema") == 0)
 	{
@@ -112,9 +107,27 @@ check_table_option(DefElem *def)
 	else if (strcmp(def->defname, "auto_register") == 0)
 		(void) defGetBoolean(def);
 	else if (strcmp(def->defname, "message") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("option \"message\" applies to format protobuf, which is not supported yet")));
+	{
+		/* a message's full name: dotted identifiers */
+		const char *p;
+		bool		start = true;
+
+		for (p = val; *p; p++)
+		{
+			if (*p == '.' && !start)
+				start = true;
+			else if ((isalpha((unsigned char) *p) || *p == '_' ||
+					  (!start && isdigit((unsigned char) *p))) && !IS_HIGHBIT_SET(*p))
+				start = false;
+			else
+				break;
+		}
+		if (*p != '\0' || start)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+					 errmsg("invalid Protobuf message name \"%s\"", val),
+					 errhint("Give the message's full name, as in \"shop.orders.Order\".")));
+	}
 	else if (strcmp(def->defname, "on_error") == 0)
 	{
 		if (strcmp(val, "error") != 0 && strcmp(val, "null") != 0)
@@ -136,7 +149,7 @@ check_table_option(DefElem *def)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 				 errmsg("unrecognized stream option \"%s\"", def->defname),
-				 errhint("Valid options are topic, format, key_format, schema, auto_register, timestamp, key and on_error.")));
+				 errhint("Valid options are topic, format, key_format, schema, message, auto_register, timestamp, key and on_error.")));
 }
 
 static void

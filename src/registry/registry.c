@@ -761,6 +761,8 @@ ssp_registry_register(SspRegistry *reg, const char *subject, SspSchemaType type,
 	escape_json(&post, text);
 	if (type == SSP_SCHEMA_JSON)
 		appendStringInfoString(&post, ", \"schemaType\": \"JSON\"");
+	else if (type == SSP_SCHEMA_PROTOBUF)
+		appendStringInfoString(&post, ", \"schemaType\": \"PROTOBUF\"");
 	appendStringInfoChar(&post, '}');
 	status = http_request(reg, psprintf("/subjects/%s/versions", subject), post.data, &body, &error);
 	if (status == 0)

@@ -326,10 +326,11 @@ fetch_schemas(SspWorker *w, int n)
 		if (stream->registry == NULL)
 			continue;
 		if ((stream->format == SSP_FORMAT_AVRO && stream->avro_writer == NULL) ||
-			stream->format == SSP_FORMAT_JSONSCHEMA)
+			stream->format == SSP_FORMAT_JSONSCHEMA || stream->format == SSP_FORMAT_PROTOBUF)
 			fetch_schema(w, stream->registry, msg->value, msg->value_len);
 		if (stream->nkey > 0 &&
-			(stream->key_format == SSP_FORMAT_AVRO || stream->key_format == SSP_FORMAT_JSONSCHEMA))
+			(stream->key_format == SSP_FORMAT_AVRO || stream->key_format == SSP_FORMAT_JSONSCHEMA ||
+			 stream->key_format == SSP_FORMAT_PROTOBUF))
 			fetch_schema(w, stream->registry, msg->key, msg->key_len);
 	}
 }

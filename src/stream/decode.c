@@ -47,6 +47,7 @@
 #include "stream/isotime.h"
 #include "stream/jsonscan.h"
 #include "stream/avro.h"
+#include "stream/protobuf.h"
 #include "registry/registry.h"
 
 
@@ -492,9 +493,14 @@ json_array_input(SspColumn *col, JsonFound *f)
 											  typalign));
 }
 
-/* json_input: a JSON value into the column; *isnull for JSON null. */
+/*
+ * json_input: a JSON value into the column; *isnull for JSON null.  With
+ * bytea_text (Protobuf's JSON, whose bytes are bytea's text "\\x..."), a
+ * string into a bytea column is read by bytea's input function, not taken
+ * as its bytes.
+ */
 static Datum
-json_input(SspColumn *col, JsonFound *f, bool *isnull)
+json_input(SspColumn *col, JsonFound *f, bool *isnull, bool bytea_text)
 {
 	*isnull = false;
 	if (!f->found || f->type == JSON_TOKEN_NULL)
@@ -515,6 +521,8 @@ json_input(SspColumn *col, JsonFound *f, bool *isnull)
 		return epoch_input(col, f->scalar);
 	if (f->scalar == NULL)		/* an object or array: its JSON text */
 		return text_input(col, f->raw, f->rawlen);
+	if (bytea_text && col->typid == BYTEAOID)
+		return DirectFunctionCall1(byteain, CStringGetDatum(f->scalar));
 	return text_input(col, f->scalar, strlen(f->scalar));
 }
 
@@ -637,16 +645,22 @@ unframe(SspStream *stream, const char *what, const char **data, size_t *len,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("message %s names schema %d, a %s schema, but the stream's %s is %s",
 							what, id, type_names[schema->type], what,
-							type == SSP_SCHEMA_AVRO ? "avro" : "jsonschema")));
+							type == SSP_SCHEMA_AVRO ? "avro" :
+							type == SSP_SCHEMA_PROTOBUF ? "protobuf" : "jsonschema")));
 	}
 	*data += SSP_REGISTRY_HEADER;
 	*len -= SSP_REGISTRY_HEADER;
 	return schema;
 }
 
-/* compiled_avro: a registry schema's Avro form, parsed once per process. */
-static SspAvroType *
-compiled_avro(SspSchema *schema)
+/*
+ * compiled: a registry schema's own form (an Avro or Protobuf schema),
+ * parsed once per process.  A schema that is not valid is remembered as
+ * such: every message that names it is a dead letter, without parsing it
+ * again.
+ */
+static void *
+compiled(SspSchema *schema)
 {
 	MemoryContext old;
 
@@ -655,7 +669,10 @@ compiled_avro(SspSchema *schema)
 	old = MemoryContextSwitchTo(ssp_registry_memory());
 	PG_TRY();
 	{
-		schema->compiled = ssp_avro_parse_with(schema->references, schema->text);
+		if (schema->type == SSP_SCHEMA_PROTOBUF)
+			schema->compiled = ssp_pb_parse(schema->references, schema->text);
+		else
+			schema->compiled = ssp_avro_parse_with(schema->references, schema->text);
 	}
 	PG_CATCH();
 	{
@@ -663,9 +680,10 @@ compiled_avro(SspSchema *schema)
 
 		MemoryContextSwitchTo(ssp_registry_memory());
 		edata = CopyErrorData();
-		/* an invalid schema: every message of this id a dead letter, without parsing it again */
 		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_DATA_EXCEPTION)
-			schema->missing = psprintf("schema %d is not a valid Avro schema: %s", schema->id, edata->message);
+			schema->missing = psprintf("schema %d is not a valid %s schema: %s", schema->id,
+									   schema->type == SSP_SCHEMA_PROTOBUF ? "Protobuf" : "Avro",
+									   edata->message);
 		MemoryContextSwitchTo(old);
 		PG_RE_THROW();
 	}
@@ -688,10 +706,56 @@ decode_avro(SspStream *stream, SspSource source, const char *data, size_t len,
 	if (source == SSP_SRC_VALUE && stream->avro_writer)
 		writer = stream->avro_writer;
 	else
-		writer = compiled_avro(unframe(stream, source == SSP_SRC_KEY ? "key" : "value",
-									   &data, &len, SSP_SCHEMA_AVRO));
+		writer = compiled(unframe(stream, source == SSP_SRC_KEY ? "key" : "value",
+								  &data, &len, SSP_SCHEMA_AVRO));
 	dc->column = NULL;
 	ssp_avro_decode(ssp_avro_plan(stream, source, writer), data, len, values, nulls, &dc->column);
+}
+
+/*
+ * json_text: a value or key of a format read as JSON, as its JSON text:
+ * jsonschema's past its framing, protobuf's written as JSON by its
+ * message's schema (only the top-level fields that the tree's columns
+ * read).
+ */
+static void
+json_text(SspStream *stream, SspSource source, SspFormat format, PathTree *tree,
+		  const char **data, size_t *len)
+{
+	const char *what = source == SSP_SRC_KEY ? "key" : "value";
+
+	if (format == SSP_FORMAT_JSONSCHEMA)
+		unframe(stream, what, data, len, SSP_SCHEMA_JSON);
+	else if (format == SSP_FORMAT_PROTOBUF)
+	{
+		int			k = source == SSP_SRC_KEY ? 1 : 0;
+		SspSchema  *schema = unframe(stream, what, data, len, SSP_SCHEMA_PROTOBUF);
+		SspPbMessage *m;
+		StringInfoData buf;
+
+		if (schema == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+					 errmsg("stream \"%s\" in format protobuf needs a schema registry",
+							stream->relname)));
+		m = ssp_pb_framed(compiled(schema), data, len);
+		if (stream->pb_only[k] == NULL)
+		{
+			const char **only = MemoryContextAlloc(stream->cxt, sizeof(char *) *
+												   Max(list_length(tree->root->children), 1));
+			ListCell   *lc;
+			int			n = 0;
+
+			foreach(lc, tree->root->children)
+				only[n++] = ((PathNode *) lfirst(lc))->name;
+			stream->pb_nonly[k] = n;
+			stream->pb_only[k] = only;
+		}
+		initStringInfo(&buf);
+		ssp_pb_json(m, *data, *len, stream->pb_only[k], stream->pb_nonly[k], &buf);
+		*data = buf.data;
+		*len = buf.len;
+	}
 }
 
 /* Messages --------------------------------------------------------------- */
@@ -716,16 +780,17 @@ decode_value(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 
 	if (stream->format == SSP_FORMAT_AVRO)
 		decode_avro(stream, SSP_SRC_VALUE, msg->value, msg->value_len, values, nulls, dc);
-	else if (stream->format == SSP_FORMAT_JSON || stream->format == SSP_FORMAT_JSONSCHEMA)
+	else if (stream->format == SSP_FORMAT_JSON || stream->format == SSP_FORMAT_JSONSCHEMA ||
+			 stream->format == SSP_FORMAT_PROTOBUF)
 	{
 		JsonFound  *found;
 		const char *data = msg->value;
 		size_t		len = msg->value_len;
 
-		if (stream->format == SSP_FORMAT_JSONSCHEMA)
-			unframe(stream, "value", &data, &len, SSP_SCHEMA_JSON);
 		if (stream->value_paths == NULL)
 			stream->value_paths = build_paths(stream, SSP_SRC_VALUE, stream->cxt);
+		dc->column = NULL;
+		json_text(stream, SSP_SRC_VALUE, stream->format, stream->value_paths, &data, &len);
 		found = parse_json_fields(stream, stream->value_paths, data, len);
 		for (i = 0; i < stream->ncolumns; i++)
 		{
@@ -734,8 +799,8 @@ decode_value(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 			if (col->source != SSP_SRC_VALUE || SKIP(i, only))
 				continue;
 			dc->column = col->name;
-			values[col->attnum - 1] = json_input(col, &found[i],
-												 &nulls[col->attnum - 1]);
+			values[col->attnum - 1] = json_input(col, &found[i], &nulls[col->attnum - 1],
+												 stream->format == SSP_FORMAT_PROTOBUF);
 		}
 	}
 	else if (stream->format == SSP_FORMAT_CSV)
@@ -798,13 +863,13 @@ decode_key(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 		decode_avro(stream, SSP_SRC_KEY, msg->key, msg->key_len, values, nulls, dc);
 		return;
 	}
-	if (stream->key_format == SSP_FORMAT_JSONSCHEMA)
-		unframe(stream, "key", &data, &len, SSP_SCHEMA_JSON);
-	if (stream->nkey > 1 || stream->key_format == SSP_FORMAT_JSONSCHEMA)
+	if (stream->nkey > 1 || stream->key_format == SSP_FORMAT_JSONSCHEMA ||
+		stream->key_format == SSP_FORMAT_PROTOBUF)
 	{
 		if (stream->key_paths == NULL)
 			stream->key_paths = build_paths(stream, SSP_SRC_KEY, stream->cxt);
 		dc->column = NULL;
+		json_text(stream, SSP_SRC_KEY, stream->key_format, stream->key_paths, &data, &len);
 		found = parse_json_fields(stream, stream->key_paths, data, len);
 	}
 	for (i = 0; i < stream->ncolumns; i++)
@@ -815,7 +880,8 @@ decode_key(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 			continue;
 		dc->column = col->name;
 		if (found)
-			values[col->attnum - 1] = json_input(col, &found[i], &nulls[col->attnum - 1]);
+			values[col->attnum - 1] = json_input(col, &found[i], &nulls[col->attnum - 1],
+												 stream->key_format == SSP_FORMAT_PROTOBUF);
 		else
 		{
 			nulls[col->attnum - 1] = false;

@@ -29,6 +29,7 @@
 #include "ssp.h"
 #include "registry/registry.h"
 #include "stream/avro.h"
+#include "stream/protobuf.h"
 #include "stream/stream.h"
 
 static void json_datum(StringInfo buf, Datum value, Oid typid, FmgrInfo *outfunc);
@@ -280,7 +281,9 @@ framed_writer(SspStream *stream, SspSource source, StringInfo buf)
 {
 	int			k = source == SSP_SRC_KEY ? 1 : 0;
 	SspFormat	format = k ? stream->key_format : stream->format;
-	SspSchemaType type = format == SSP_FORMAT_AVRO ? SSP_SCHEMA_AVRO : SSP_SCHEMA_JSON;
+	SspSchemaType type = format == SSP_FORMAT_AVRO ? SSP_SCHEMA_AVRO :
+		format == SSP_FORMAT_PROTOBUF ? SSP_SCHEMA_PROTOBUF : SSP_SCHEMA_JSON;
+	static const char *const type_names[] = {"Avro", "Protobuf", "a JSON Schema"};
 
 	if (stream->write_id[k] == 0)
 	{
@@ -305,18 +308,24 @@ framed_writer(SspStream *stream, SspSource source, StringInfo buf)
 				ereport(ERROR,
 						(errcode(ERRCODE_DATATYPE_MISMATCH),
 						 errmsg("cannot insert into stream \"%s\": the latest schema of subject \"%s\" is not %s",
-								stream->relname, subject, type == SSP_SCHEMA_AVRO ? "Avro" : "a JSON Schema")));
+								stream->relname, subject, type_names[type])));
 			stream->write_id[k] = latest->id;
 			if (type == SSP_SCHEMA_AVRO)
 				stream->write_schema[k] = ssp_avro_parse_with(latest->references, latest->text);
+			else if (type == SSP_SCHEMA_PROTOBUF)
+				stream->write_schema[k] = ssp_pb_writer(ssp_pb_parse(latest->references, latest->text),
+														k ? NULL : stream->message, stream->relname);
 		}
 		else if (stream->auto_register)
 		{
 			char	   *text = type == SSP_SCHEMA_AVRO ? ssp_avro_schema_of(stream, source) :
+				type == SSP_SCHEMA_PROTOBUF ? ssp_pb_schema_of(stream, source) :
 				json_schema_of(stream, source);
 
 			if (type == SSP_SCHEMA_AVRO)
 				stream->write_schema[k] = ssp_avro_parse(text);
+			else if (type == SSP_SCHEMA_PROTOBUF)
+				stream->write_schema[k] = ssp_pb_writer(ssp_pb_parse(NIL, text), NULL, stream->relname);
 			stream->write_id[k] = ssp_registry_register(stream->registry, subject, type, text);
 		}
 		else
@@ -378,6 +387,16 @@ encode_value(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
 			framed_writer(stream, SSP_SRC_VALUE, &out->value);
 			json_obj(&out->value, stream, cols, 0, values, nulls);
 			break;
+		case SSP_FORMAT_PROTOBUF:
+			{
+				StringInfoData json;
+
+				framed_writer(stream, SSP_SRC_VALUE, &out->value);
+				initStringInfo(&json);
+				json_obj(&json, stream, cols, 0, values, nulls);
+				ssp_pb_encode(stream->write_schema[0], json.data, &out->value);
+				break;
+			}
 		case SSP_FORMAT_TEXT:
 		case SSP_FORMAT_BYTEA:
 			/* one column; NULL is a null value (a tombstone) */
@@ -409,7 +428,8 @@ encode_key(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
 		ssp_avro_encode(stream, SSP_SRC_KEY, stream->write_schema[1], values, nulls, &out->key);
 		out->key_null = false;
 	}
-	else if (list_length(cols) == 1 && stream->key_format != SSP_FORMAT_JSONSCHEMA)
+	else if (list_length(cols) == 1 && stream->key_format != SSP_FORMAT_JSONSCHEMA &&
+			 stream->key_format != SSP_FORMAT_PROTOBUF)
 	{
 		SspColumn  *col = linitial(cols);
 
@@ -434,9 +454,21 @@ encode_key(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
 			col->path = list_make1(makeString(col->name));
 			named = lappend(named, col);
 		}
-		if (stream->key_format == SSP_FORMAT_JSONSCHEMA)
+		if (stream->key_format == SSP_FORMAT_PROTOBUF)
+		{
+			StringInfoData json;
+
 			framed_writer(stream, SSP_SRC_KEY, &out->key);
-		json_obj(&out->key, &keys, named, 0, values, nulls);
+			initStringInfo(&json);
+			json_obj(&json, &keys, named, 0, values, nulls);
+			ssp_pb_encode(stream->write_schema[1], json.data, &out->key);
+		}
+		else
+		{
+			if (stream->key_format == SSP_FORMAT_JSONSCHEMA)
+				framed_writer(stream, SSP_SRC_KEY, &out->key);
+			json_obj(&out->key, &keys, named, 0, values, nulls);
+		}
 		out->key_null = false;
 	}
 }

@@ -107,10 +107,10 @@ read_column_options(SspStream *stream, SspColumn *col)
 			List	   *names = NIL;
 
 			if (stream->format != SSP_FORMAT_JSON && stream->format != SSP_FORMAT_AVRO &&
-				stream->format != SSP_FORMAT_JSONSCHEMA)
+				stream->format != SSP_FORMAT_JSONSCHEMA && stream->format != SSP_FORMAT_PROTOBUF)
 				ereport(ERROR,
 						(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
-						 errmsg("column \"%s\" of stream \"%s\" has option \"field\", which applies only to formats json, avro and jsonschema",
+						 errmsg("column \"%s\" of stream \"%s\" has option \"field\", which applies only to formats json, avro, jsonschema and protobuf",
 								col->name, stream->relname)));
 			/* split on dots; the validator refused empty names */
 			{
@@ -153,7 +153,8 @@ ssp_format_by_name(const char *name)
 		strcmp(name, "text") == 0 ? SSP_FORMAT_TEXT :
 		strcmp(name, "bytea") == 0 ? SSP_FORMAT_BYTEA :
 		strcmp(name, "avro") == 0 ? SSP_FORMAT_AVRO :
-		strcmp(name, "jsonschema") == 0 ? SSP_FORMAT_JSONSCHEMA : SSP_FORMAT_JSON;
+		strcmp(name, "jsonschema") == 0 ? SSP_FORMAT_JSONSCHEMA :
+		strcmp(name, "protobuf") == 0 ? SSP_FORMAT_PROTOBUF : SSP_FORMAT_JSON;
 }
 
 /*
@@ -164,8 +165,11 @@ ssp_format_by_name(const char *name)
 static void
 open_schemas(SspStream *stream, const char *schema)
 {
-	bool		value_needs = stream->format == SSP_FORMAT_AVRO && schema == NULL;
-	bool		key_needs = stream->key_format == SSP_FORMAT_AVRO && stream->nkey > 0;
+	bool		value_needs = (stream->format == SSP_FORMAT_AVRO && schema == NULL) ||
+		stream->format == SSP_FORMAT_PROTOBUF;
+	bool		key_needs = (stream->key_format == SSP_FORMAT_AVRO ||
+							 stream->key_format == SSP_FORMAT_PROTOBUF) && stream->nkey > 0;
+	SspFormat	needs = value_needs ? stream->format : stream->key_format;
 
 	if (schema)
 	{
@@ -176,16 +180,22 @@ open_schemas(SspStream *stream, const char *schema)
 							stream->relname)));
 		stream->avro_writer = ssp_avro_parse(schema);
 	}
+	if (stream->message && stream->format != SSP_FORMAT_PROTOBUF)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+				 errmsg("stream \"%s\" has option \"message\", which applies only to format protobuf",
+						stream->relname)));
 	if (value_needs || key_needs || stream->format == SSP_FORMAT_JSONSCHEMA ||
 		stream->key_format == SSP_FORMAT_JSONSCHEMA)
 		stream->registry = ssp_registry_open(stream->serverid, GetUserId());
 	if (stream->registry == NULL && (value_needs || key_needs))
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
-				 errmsg("stream \"%s\" in %sformat avro needs a schema registry",
-						stream->relname, value_needs ? "" : "key_"),
+				 errmsg("stream \"%s\" in %sformat %s needs a schema registry",
+						stream->relname, value_needs ? "" : "key_",
+						needs == SSP_FORMAT_AVRO ? "avro" : "protobuf"),
 				 errhint("Set the server option \"schema.registry.url\"%s.",
-						 value_needs ? ", or give the writer schema of messages without Confluent's framing in the stream option \"schema\"" : "")));
+						 value_needs && needs == SSP_FORMAT_AVRO ? ", or give the writer schema of messages without Confluent's framing in the stream option \"schema\"" : "")));
 }
 
 static void
@@ -214,6 +224,8 @@ read_table_options(SspStream *stream, ForeignTable *ft)
 			schema = val;
 		else if (strcmp(def->defname, "auto_register") == 0)
 			stream->auto_register = defGetBoolean(def);
+		else if (strcmp(def->defname, "message") == 0)
+			stream->message = pstrdup(val);
 		else if (strcmp(def->defname, "on_error") == 0)
 			stream->on_error_null = strcmp(val, "null") == 0;
 		else if (strcmp(def->defname, "key") == 0)

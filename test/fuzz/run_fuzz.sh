@@ -20,15 +20,17 @@ pg_config=$PG_BINDIR/pg_config
 out=$SSP_WORK/fuzz
 mkdir -p "$out"
 
-# fuzz_target NAME SOURCE: build test/fuzz/fuzz_NAME.c with src/SOURCE
+# fuzz_target NAME SOURCE...: build test/fuzz/fuzz_NAME.c with src/SOURCE...
 fuzz_target() {
-    local name=$1 source=$2 bin=$out/fuzz_$1 corpus=$SSP_SRC/test/fuzz/corpus/$1
+    local name=$1 bin=$out/fuzz_$1 corpus=$SSP_SRC/test/fuzz/corpus/$1 source
+    local -a sources=()
+    for source in "${@:2}"; do sources+=("$SSP_SRC/src/$source"); done
     local -a args=(-rss_limit_mb=2048 -artifact_prefix="$out/$name-")
     [ -f "$SSP_SRC/test/fuzz/$name.dict" ] && args+=(-dict="$SSP_SRC/test/fuzz/$name.dict")
     ssp_log "fuzz $name: building"
     clang -g -O1 -Wall -Werror -Wno-ignored-attributes -fsanitize=fuzzer,address,undefined \
         -fno-sanitize-recover=undefined -I"$("$pg_config" --includedir-server)" -I"$SSP_SRC/src" -I"$SSP_SRC/src/stream" \
-        -o "$bin" "$SSP_SRC/test/fuzz/fuzz_$name.c" "$SSP_SRC/src/$source" \
+        -o "$bin" "$SSP_SRC/test/fuzz/fuzz_$name.c" "${sources[@]}" \
         -L"$("$pg_config" --pkglibdir)" -lpgcommon -lpgport
     ssp_log "fuzz $name: the $(find "$corpus" -type f | wc -l) kept inputs"
     "$bin" "${args[@]}" -runs=0 "$corpus" >"$out/$name-regress.log" 2>&1 ||
@@ -49,4 +51,5 @@ fuzz_target() {
 fuzz_target jsonscan stream/jsonscan.c
 fuzz_target isotime stream/isotime.c
 fuzz_target avro stream/avro_read.c
+fuzz_target protobuf stream/protobuf_schema.c stream/protobuf_read.c
 ssp_log "fuzzing passed"

@@ -145,7 +145,8 @@ public class SchemaRegistry {
 
     static void handle(HttpExchange ex) throws java.io.IOException {
         try {
-            String path = ex.getRequestURI().getPath();
+            // raw: a subject may hold an encoded "/" ("shared%2Faddr.proto")
+            String path = ex.getRequestURI().getRawPath();
             String method = ex.getRequestMethod();
             if (path.startsWith("/control/")) {
                 control(ex, path, method);

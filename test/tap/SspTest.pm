@@ -420,6 +420,59 @@ sub avro_consume
 	return $out;
 }
 
+# proto_produce($k, $registry_url, $topic, $proto_text, \@lines, @options):
+# messages encoded by Google's Protobuf Java library (test/kafka/Proto),
+# each line a message in Protobuf's JSON form; --reference NAME=TEXT
+# options are written to files first.  Returns "produced N schema ID".
+sub proto_produce
+{
+	my ($k, $url, $topic, $proto, $lines, @opts) = @_;
+	my $dir = PostgreSQL::Test::Utils::tempdir('proto');
+	my $n = 0;
+	my $write = sub {
+		my $file = "$dir/" . $n++ . ".proto";
+		open(my $fh, '>', $file) or die "$file: $!";
+		print $fh $_[0];
+		close($fh);
+		return $file;
+	};
+	my @args;
+	while (@opts)
+	{
+		my ($o, $v) = splice(@opts, 0, 2);
+		if ($o eq '--reference')
+		{
+			my ($name, $text) = split(/=/, $v, 2);
+			$v = "$name=" . $write->($text);
+		}
+		$v = $write->($v) if $o eq '--key-proto';
+		push @args, $o, $v;
+	}
+	my $in = join('', map { "$_\n" } @$lines);
+	my @cmd = ("$ENV{SSP_SRC}/test/kafka/kafka_ctl", 'run', $k->{dir}, 'Proto', 'produce',
+		$k->{bootstrap}, $topic, $url, $write->($proto), @args);
+	my ($out, $err) = ('', '');
+	IPC::Run::run(\@cmd, '<', \$in, '>', \$out, '2>', \$err)
+	  or die "Proto produce failed: $err$out";
+	$out =~ s/\s+$//;
+	note "Proto produce: $out";
+	return $out;
+}
+
+# proto_consume($k, $registry_url, $topic, $count, @options): the topic's
+# messages as Google's Protobuf Java library reads them (Proto consume),
+# one "PARTITION:OFFSET<TAB>JSON" line each, in order.
+sub proto_consume
+{
+	my ($k, $url, $topic, $count, @opts) = @_;
+	my @cmd = ("$ENV{SSP_SRC}/test/kafka/kafka_ctl", 'run', $k->{dir}, 'Proto', 'consume',
+		$k->{bootstrap}, $topic, $url, $count, @opts);
+	my ($out, $err) = ('', '');
+	IPC::Run::run(\@cmd, '>', \$out, '2>', \$err)
+	  or die "Proto consume failed: $err$out";
+	return $out;
+}
+
 END
 {
 	$_->{proc}->kill_kill for @registries;

@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include <ctype.h>
+#include <math.h>
 
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
@@ -198,6 +199,19 @@ integer_value(SspPbField *f, JsonbValue *v, bool is_signed, int64 min, uint64 ma
 
 		if (errno == 0 && *end == '\0' && end != s && s[0] != '-' && x <= max)
 			return x;
+	}
+	/* 1.0 and 1e2 are integers too, as Google's JSON parser reads them */
+	if (v->type == jbvNumeric || v->type == jbvString)
+	{
+		char	   *dend;
+		double		d;
+
+		errno = 0;
+		d = strtod(s, &dend);
+		if (errno == 0 && *dend == '\0' && dend != s && d == floor(d) &&
+			fabs(d) < 9007199254740992.0 &&
+			(is_signed ? (d >= (double) min && d <= (double) max) : (d >= 0 && d <= (double) max)))
+			return is_signed ? (uint64) (int64) d : (uint64) d;
 	}
 	write_error(f, "\"%s\" is not an integer in its range", s);
 	return 0;
@@ -395,7 +409,7 @@ field(SspPbField *f, JsonbValue *v, StringInfo out, int depth)
 	JsonbIteratorToken tok;
 
 	if (v->type == jbvNull)
-		return;
+		return;					/* SQL NULL, or JSON null: the field left out */
 	if (f->map)
 	{
 		if (!is_container(v, true))
@@ -410,7 +424,9 @@ field(SspPbField *f, JsonbValue *v, StringInfo out, int depth)
 			(void) JsonbIteratorNext(&it, &e, true);
 			initStringInfo(&entry);
 			one(&f->message->fields[0], &k, &entry, depth);
-			if (e.type != jbvNull)
+			if (e.type != jbvNull ||
+				(f->message->fields[1].type == PB_MESSAGE &&
+				 f->message->fields[1].message->wk == PBW_VALUE))
 				one(&f->message->fields[1], &e, &entry, depth);
 			put_tag(out, f->number, 2);
 			put_bytes(out, entry.data, entry.len);
@@ -429,7 +445,8 @@ field(SspPbField *f, JsonbValue *v, StringInfo out, int depth)
 		{
 			if (tok != WJB_ELEM)
 				continue;
-			if (e.type == jbvNull)
+			if (e.type == jbvNull &&
+				!(f->type == PB_MESSAGE && f->message->wk == PBW_VALUE))
 				write_error(f, "a repeated field cannot hold NULL");
 			if (f->packed && f->type != PB_STRING && f->type != PB_BYTES &&
 				f->type != PB_MESSAGE)
@@ -485,6 +502,9 @@ well_known(SspPbMessage *m, JsonbValue *v, StringInfo out, int depth)
 					nanos += 1000000000;
 					sec--;
 				}
+				/* Google's range: 0001-01-01 to 9999-12-31 */
+				if (sec < INT64CONST(-62135596800) || sec > INT64CONST(253402300799))
+					write_error(f0, "\"%s\" is out of a Timestamp's range (years 1 to 9999)", s);
 				put_tag(out, 1, 0);
 				put_varint(out, (uint64) sec);
 				if (nanos)
@@ -502,6 +522,11 @@ well_known(SspPbMessage *m, JsonbValue *v, StringInfo out, int depth)
 																	   ObjectIdGetDatum(InvalidOid),
 																	   Int32GetDatum(-1)));
 				int64		us = iv->time + ((int64) iv->day + (int64) iv->month * DAYS_PER_MONTH) * USECS_PER_DAY;
+
+				/* Google's range: 10,000 years either way */
+				if (us / USECS_PER_SEC < INT64CONST(-315576000000) ||
+					us / USECS_PER_SEC > INT64CONST(315576000000))
+					write_error(f0, "\"%s\" is out of a Duration's range (10,000 years)", s);
 
 				put_tag(out, 1, 0);
 				put_varint(out, (uint64) (us / USECS_PER_SEC));
@@ -546,10 +571,25 @@ well_known(SspPbMessage *m, JsonbValue *v, StringInfo out, int depth)
 				char	   *path;
 				char	   *save = NULL;
 
+				/* Google's form is lowerCamelCase; the paths are field names */
 				for (path = strtok_r(s, ",", &save); path; path = strtok_r(NULL, ",", &save))
 				{
+					StringInfoData snake;
+					const char *c;
+
+					initStringInfo(&snake);
+					for (c = path; *c; c++)
+					{
+						if (*c >= 'A' && *c <= 'Z')
+						{
+							appendStringInfoChar(&snake, '_');
+							appendStringInfoChar(&snake, *c - 'A' + 'a');
+						}
+						else
+							appendStringInfoChar(&snake, *c);
+					}
 					put_tag(out, 1, 2);
-					put_bytes(out, path, strlen(path));
+					put_bytes(out, snake.data, snake.len);
 				}
 				break;
 			}
@@ -686,7 +726,7 @@ ssp_pb_schema_of(SspStream *stream, SspSource source)
 	for (p = stream->relname; *p; p++)
 		appendStringInfoChar(&name, isalnum((unsigned char) *p) && !IS_HIGHBIT_SET(*p) ? *p : '_');
 	if (isdigit((unsigned char) name.data[0]))
-		appendStringInfoString(&name, "_");
+		name.data = psprintf("_%s", name.data);	/* a name begins with a letter or _ */
 	initStringInfo(&fields);
 	for (i = 0; i < stream->ncolumns; i++)
 	{

@@ -93,6 +93,14 @@ struct SspPbMessage
 	int16	   *bynumber;		/* the index of each number's field + 1, or 0 */
 };
 
+/* A full name in a schema's table of names. */
+typedef struct SspPbName
+{
+	const char *name;			/* NULL: a free slot */
+	SspPbMessage *message;
+	SspPbEnum  *enumt;
+} SspPbName;
+
 typedef struct SspPbSchema
 {
 	int			nmessages;		/* every message, the references' too */
@@ -101,12 +109,17 @@ typedef struct SspPbSchema
 	SspPbEnum **enums;
 	int			ntop;			/* the schema's own top-level messages */
 	SspPbMessage **top;
+	int			nnames;			/* every full name, hashed (open addressing) */
+	int			names_size;		/* a power of two, at most half full */
+	SspPbName  *names;
 } SspPbSchema;
 
 /* the most nesting a message may have, as Google's parsers allow */
 #define SSP_PB_MAX_DEPTH 100
 /* the most values one message may hold, whatever its bytes */
 #define SSP_PB_MAX_VALUES 10000000
+/* the most a message may be as JSON (a few bytes may stand for many defaults) */
+#define SSP_PB_MAX_JSON (256 * 1024 * 1024)
 
 /* protobuf_schema.c: errors (class 22) on what is not a valid schema */
 extern SspPbSchema *ssp_pb_parse_texts(int nreferences, const char *const *references,

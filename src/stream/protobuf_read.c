@@ -146,6 +146,18 @@ count_value(PbRead *r)
 		data_error("it holds more than %d values", SSP_PB_MAX_VALUES);
 }
 
+/*
+ * written: one more value written, and what is written within bounds (a
+ * message of a few bytes may stand for many defaults).
+ */
+static void
+written(PbRead *r, StringInfo out)
+{
+	count_value(r);
+	if (out->len > SSP_PB_MAX_JSON)
+		data_error("it is more than %d MB as JSON", SSP_PB_MAX_JSON / (1024 * 1024));
+}
+
 static void
 enter(PbRead *r)
 {
@@ -289,9 +301,10 @@ scan(PbRead *r, SspPbMessage *m, Segment *segs, int nsegs, Scan *s)
 			f = ssp_pb_field(m, (int32) number);
 			if (f == NULL)
 				continue;		/* unknown: skipped */
+			/* another wire type than its type's: an unknown field, as Google reads it */
 			if (wt != wire_type(f->type) &&
 				!(wt == WT_LEN && f->repeated && wire_type(f->type) != WT_LEN))
-				data_error("field \"%s\" has wire type %d, not that of its type", f->name, wt);
+				continue;
 			if (s->nocc == cap)
 			{
 				cap *= 2;
@@ -310,6 +323,14 @@ scan(PbRead *r, SspPbMessage *m, Segment *segs, int nsegs, Scan *s)
 			s->nocc++;
 		}
 	}
+}
+
+static void
+scan_free(Scan *s)
+{
+	pfree(s->occ);
+	pfree(s->head);
+	pfree(s->tail);
 }
 
 /* JSON text ----------------------------------------------------------------- */
@@ -584,6 +605,7 @@ map_value(PbRead *r, SspPbField *f, Scan *s, int i, StringInfo out)
 		SspPbField *v = &entry->fields[1];
 
 		scan(r, entry, &seg, 1, &es);
+		written(r, out);
 		if (!first)
 			appendStringInfoChar(out, ',');
 		first = false;
@@ -621,13 +643,18 @@ map_value(PbRead *r, SspPbField *f, Scan *s, int i, StringInfo out)
 			default_value(out, v);
 		else
 			one_value(r, v, &es.occ[es.tail[1]], out);
+		scan_free(&es);
 	}
 	appendStringInfoChar(out, '}');
 }
 
-/* field_value: the JSON value of field i of a scanned message */
+/*
+ * field_value: the JSON value of field i of a scanned message, of its
+ * occurrences after the after'th (a oneof member: those since another
+ * member was last set, which cleared it)
+ */
 static void
-field_value(PbRead *r, Scan *s, int i, StringInfo out)
+field_value(PbRead *r, Scan *s, int i, StringInfo out, int after)
 {
 	SspPbField *f = &s->m->fields[i];
 	int			o;
@@ -652,7 +679,7 @@ field_value(PbRead *r, Scan *s, int i, StringInfo out)
 
 				while (p < end)
 				{
-					count_value(r);
+					written(r, out);
 					if (!first)
 						appendStringInfoChar(out, ',');
 					first = false;
@@ -660,6 +687,7 @@ field_value(PbRead *r, Scan *s, int i, StringInfo out)
 				}
 				continue;
 			}
+			written(r, out);
 			if (!first)
 				appendStringInfoChar(out, ',');
 			first = false;
@@ -677,10 +705,13 @@ field_value(PbRead *r, Scan *s, int i, StringInfo out)
 
 		for (o = s->head[i]; o >= 0; o = s->occ[o].next)
 		{
+			if (o <= after)
+				continue;
 			segs[n].p = s->occ[o].p;
 			segs[n++].len = s->occ[o].len;
 		}
 		emit_message(r, f->message, segs, n, out);
+		pfree(segs);
 	}
 	else
 		one_value(r, f, &s->occ[s->tail[i]], out);
@@ -799,7 +830,7 @@ well_known_value(PbRead *r, Scan *s, StringInfo out)
 		case PBW_WRAPPER:
 		case PBW_STRUCT:
 		case PBW_LIST:
-			field_value(r, s, 0, out);
+			field_value(r, s, 0, out, -1);
 			break;
 		case PBW_VALUE:
 			/* the kind set last; none is null */
@@ -809,13 +840,13 @@ well_known_value(PbRead *r, Scan *s, StringInfo out)
 			if (last < 0 || s->m->fields[last].type == PB_ENUM)
 				appendStringInfoString(out, "null");
 			else
-				field_value(r, s, last, out);
+				field_value(r, s, last, out, -1);
 			break;
 		case PBW_ANY:
 			appendStringInfoString(out, "{\"@type\":");
-			field_value(r, s, 0, out);
+			field_value(r, s, 0, out, -1);
 			appendStringInfoString(out, ",\"value\":");
-			field_value(r, s, 1, out);
+			field_value(r, s, 1, out, -1);
 			appendStringInfoChar(out, '}');
 			break;
 		case PBW_EMPTY:
@@ -827,11 +858,26 @@ well_known_value(PbRead *r, Scan *s, StringInfo out)
 				int			o;
 
 				initStringInfo(&paths);
+				/* each path in lowerCamelCase, as Google writes it */
 				for (o = s->head[0]; o >= 0; o = s->occ[o].next)
 				{
+					bool		upper = false;
+					size_t		k;
+
 					if (paths.len > 0)
 						appendStringInfoChar(&paths, ',');
-					appendBinaryStringInfo(&paths, (const char *) s->occ[o].p, s->occ[o].len);
+					for (k = 0; k < s->occ[o].len; k++)
+					{
+						char		c = (char) s->occ[o].p[k];
+
+						if (c == '_')
+							upper = true;
+						else
+						{
+							appendStringInfoChar(&paths, upper && c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+							upper = false;
+						}
+					}
 				}
 				utf8_string(out, &s->m->fields[0], (const uint8 *) paths.data, paths.len);
 				break;
@@ -869,6 +915,7 @@ emit_message(PbRead *r, SspPbMessage *m, Segment *segs, int nsegs, StringInfo ou
 	if (m->wk != PBW_NONE)
 	{
 		well_known_value(r, &s, out);
+		scan_free(&s);
 		r->depth--;
 		return;
 	}
@@ -891,18 +938,30 @@ emit_message(PbRead *r, SspPbMessage *m, Segment *segs, int nsegs, StringInfo ou
 	for (i = 0; i < m->nfields; i++)
 	{
 		SspPbField *f = &m->fields[i];
+		int			after = -1;
 
 		if (!present(&s, i) || !wanted(r, f) ||
 			(f->oneof >= 0 && oneof_last[f->oneof] != i))
 			continue;
+		if (f->oneof >= 0)
+		{
+			int			j;
+
+			/* setting another member cleared this one */
+			for (j = 0; j < m->nfields; j++)
+				if (j != i && m->fields[j].oneof == f->oneof && s.tail[j] > after)
+					after = s.tail[j];
+		}
+		written(r, out);
 		if (!first)
 			appendStringInfoChar(out, ',');
 		first = false;
 		json_string(out, f->name, strlen(f->name));
 		appendStringInfoChar(out, ':');
-		field_value(r, &s, i, out);
+		field_value(r, &s, i, out, after);
 	}
 	appendStringInfoChar(out, '}');
+	scan_free(&s);
 	r->depth--;
 }
 

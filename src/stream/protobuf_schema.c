@@ -20,7 +20,11 @@
 #include "postgres.h"
 
 #include <ctype.h>
+#include <math.h>
 
+#include "common/hashfn.h"
+#include "common/shortest_dec.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 
 #include "stream/protobuf_internal.h"
@@ -67,8 +71,8 @@ typedef struct PbParser
 	char	   *text;			/* the token: a name, number or string */
 	char		symbol;
 	int			depth;
-	bool		proto3;
-	bool		editions;
+	bool		implicit;		/* singular fields without presence (proto3) */
+	bool		expanded;		/* repeated numbers written unpacked (proto2) */
 	char	   *package;		/* "" or "a.b" */
 	SspPbSchema *schema;
 	bool		own;			/* the schema's own text, not a reference */
@@ -155,6 +159,42 @@ string_token(PbParser *ps)
 					case 'n':
 						c = '\n';
 						break;
+					case 'a':
+						c = '\a';
+						break;
+					case 'b':
+						c = '\b';
+						break;
+					case 'f':
+						c = '\f';
+						break;
+					case 'v':
+						c = '\v';
+						break;
+					case 'u':
+					case 'U':
+						{
+							/* a code point, written in UTF-8 */
+							pg_wchar	cp = 0;
+							int			i;
+							unsigned char utf8[8];
+							int			n;
+
+							for (i = 0; i < (c == 'u' ? 4 : 8) && isxdigit((unsigned char) *ps->p); i++)
+							{
+								char		h = *ps->p++;
+
+								cp = cp * 16 + (isdigit((unsigned char) h) ? h - '0' :
+												tolower((unsigned char) h) - 'a' + 10);
+							}
+							if (cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+								schema_error(ps, "a string holds an invalid code point");
+							unicode_to_utf8(cp, utf8);
+							n = pg_utf_mblen(utf8);
+							appendBinaryStringInfo(&buf, (char *) utf8, n - 1);
+							c = (char) utf8[n - 1];
+							break;
+						}
 					case 't':
 						c = '\t';
 						break;
@@ -293,24 +333,29 @@ static void
 skip_statement(PbParser *ps)
 {
 	int			braces = 0;
+	bool		assigns = false;	/* "=" at the top: a value's braces */
 
 	for (;;)
 	{
+		CHECK_FOR_INTERRUPTS();
 		if (ps->kind == TK_EOF)
 			schema_error(ps, "the schema ends inside a statement");
 		if (is_symbol(ps, '{'))
 			braces++;
+		else if (is_symbol(ps, '=') && braces == 0)
+			assigns = true;
 		else if (is_symbol(ps, '}'))
 		{
-			if (--braces == 0)
+			if (--braces < 0)
+				schema_error(ps, "unexpected \"}\"");
+			if (braces == 0 && !assigns)
 			{
+				/* the end of a block (a service, an extend) */
 				next(ps);
 				if (is_symbol(ps, ';'))
 					next(ps);
 				return;
 			}
-			if (braces < 0)
-				schema_error(ps, "unexpected \"}\"");
 		}
 		else if (is_symbol(ps, ';') && braces == 0)
 		{
@@ -319,6 +364,59 @@ skip_statement(PbParser *ps)
 		}
 		next(ps);
 	}
+}
+
+/* skip_brackets: past "[ ... ]", brackets and braces inside counted */
+static void
+skip_brackets(PbParser *ps)
+{
+	int			depth = 0;
+
+	do
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (ps->kind == TK_EOF)
+			schema_error(ps, "options are not closed");
+		if (is_symbol(ps, '[') || is_symbol(ps, '{'))
+			depth++;
+		else if (is_symbol(ps, ']') || is_symbol(ps, '}'))
+			depth--;
+		next(ps);
+	} while (depth > 0);
+}
+
+/*
+ * option_statement: "option NAME = VALUE;" of a file or message; the
+ * editions' features that change how fields read are kept, the rest left.
+ */
+static void
+option_statement(PbParser *ps)
+{
+	StringInfoData name;
+
+	next(ps);					/* "option" */
+	initStringInfo(&name);
+	while (!is_symbol(ps, '='))
+	{
+		if (ps->kind == TK_EOF || is_symbol(ps, ';'))
+			schema_error(ps, "expected \"=\" in an option");
+		appendStringInfoString(&name, ps->text);
+		next(ps);
+	}
+	next(ps);
+	if (is_symbol(ps, '{'))
+		skip_brackets(ps);
+	else
+	{
+		if (strcmp(name.data, "features.field_presence") == 0)
+			ps->implicit = strcmp(ps->text, "IMPLICIT") == 0;
+		else if (strcmp(name.data, "features.repeated_field_encoding") == 0)
+			ps->expanded = strcmp(ps->text, "EXPANDED") == 0;
+		if (is_symbol(ps, '-'))
+			next(ps);
+		next(ps);
+	}
+	expect_symbol(ps, ';');
 }
 
 /* The schema's parts ------------------------------------------------------ */
@@ -333,18 +431,54 @@ full_name(const char *scope, const char *name)
 	return scope[0] ? psprintf("%s.%s", scope, name) : pstrdup(name);
 }
 
+/* find_name: the slot of a full name, or the free slot it would take */
+static SspPbName *
+find_name(SspPbSchema *s, const char *name)
+{
+	uint32		h;
+	int			i;
+
+	if (s->names == NULL)
+	{
+		s->names_size = 64;
+		s->names = palloc0(sizeof(SspPbName) * s->names_size);
+	}
+	h = hash_bytes((const unsigned char *) name, strlen(name));
+	for (i = h & (s->names_size - 1);; i = (i + 1) & (s->names_size - 1))
+		if (s->names[i].name == NULL || strcmp(s->names[i].name, name) == 0)
+			return &s->names[i];
+}
+
 static bool
 defined(SspPbSchema *s, const char *name)
 {
-	int			i;
+	return find_name(s, name)->name != NULL;
+}
 
-	for (i = 0; i < s->nmessages; i++)
-		if (strcmp(s->messages[i]->name, name) == 0)
-			return true;
-	for (i = 0; i < s->nenums; i++)
-		if (strcmp(s->enums[i]->name, name) == 0)
-			return true;
-	return false;
+/* add_name: a message's or enum's full name, not yet defined */
+static void
+add_name(SspPbSchema *s, const char *name, SspPbMessage *m, SspPbEnum *e)
+{
+	SspPbName  *slot;
+
+	if (2 * (s->nnames + 1) > s->names_size)
+	{
+		SspPbName  *old = s->names;
+		int			n = s->names_size;
+		int			i;
+
+		s->names_size *= 2;
+		s->names = palloc0(sizeof(SspPbName) * s->names_size);
+		for (i = 0; i < n; i++)
+			if (old[i].name)
+				*find_name(s, old[i].name) = old[i];
+		pfree(old);
+	}
+	slot = find_name(s, name);
+	slot->name = name;
+	slot->message = m;
+	slot->enumt = e;
+	s->nnames++;
 }
 
 static void
@@ -388,15 +522,7 @@ parse_enum(PbParser *ps, const char *scope)
 		e->numbers[e->n] = (int32) number;
 		e->n++;
 		if (is_symbol(ps, '['))
-		{
-			while (!is_symbol(ps, ']'))
-			{
-				if (ps->kind == TK_EOF)
-					schema_error(ps, "options are not closed");
-				next(ps);
-			}
-			next(ps);
-		}
+			skip_brackets(ps);
 		expect_symbol(ps, ';');
 	}
 	next(ps);
@@ -406,6 +532,7 @@ parse_enum(PbParser *ps, const char *scope)
 	{
 		GROW(s->enums, s->nenums);
 		s->enums[s->nenums++] = e;
+		add_name(s, e->name, NULL, e);
 	}
 }
 
@@ -486,6 +613,14 @@ field_options(PbParser *ps, SspPbField *f)
 		}
 		else
 		{
+			if (is_symbol(ps, '-'))
+			{
+				/* -inf, a negative float written "- 1.5" */
+				next(ps);
+				if (ps->kind != TK_IDENT && ps->kind != TK_NUMBER)
+					schema_error(ps, "option \"%s\" of field \"%s\" has no value", name.data, f->name);
+				ps->text = psprintf("-%s", ps->text);
+			}
 			if (ps->kind == TK_EOF || ps->kind == TK_SYMBOL)
 				schema_error(ps, "option \"%s\" of field \"%s\" has no value", name.data, f->name);
 			if (strcmp(name.data, "packed") == 0)
@@ -505,6 +640,78 @@ field_options(PbParser *ps, SspPbField *f)
 		expect_symbol(ps, ',');
 	}
 	next(ps);
+}
+
+/*
+ * canonical_default: a scalar field's [default = ...] in the form the
+ * reader writes into JSON: integers in decimal (protoc takes hex and
+ * octal), floats shortest, checked against the field's type.
+ */
+static char *
+canonical_default(PbParser *ps, SspPbField *f)
+{
+	const char *d = f->default_value;
+	char	   *end;
+
+	errno = 0;
+	switch (f->type)
+	{
+		case PB_INT32:
+		case PB_SINT32:
+		case PB_SFIXED32:
+		case PB_INT64:
+		case PB_SINT64:
+		case PB_SFIXED64:
+			{
+				long long	v = strtoll(d, &end, 0);
+				bool		narrow = f->type == PB_INT32 || f->type == PB_SINT32 ||
+					f->type == PB_SFIXED32;
+
+				if (errno == 0 && *end == '\0' && end != d &&
+					(!narrow || (v >= PG_INT32_MIN && v <= PG_INT32_MAX)))
+					return psprintf("%lld", v);
+				break;
+			}
+		case PB_UINT32:
+		case PB_FIXED32:
+		case PB_UINT64:
+		case PB_FIXED64:
+			{
+				unsigned long long v = strtoull(d, &end, 0);
+
+				if (errno == 0 && *end == '\0' && end != d && d[0] != '-' &&
+					(v <= PG_UINT32_MAX || f->type == PB_UINT64 || f->type == PB_FIXED64))
+					return psprintf("%llu", v);
+				break;
+			}
+		case PB_FLOAT:
+		case PB_DOUBLE:
+			{
+				double		v;
+				char		buf[DOUBLE_SHORTEST_DECIMAL_LEN];
+
+				if (strcmp(d, "inf") == 0 || strcmp(d, "-inf") == 0 || strcmp(d, "nan") == 0)
+					return (char *) d;
+				v = strtod(d, &end);
+				if (*end != '\0' || end == d)
+					break;
+				if (isinf(v) || (f->type == PB_FLOAT && isinf((float) v)))
+					return v > 0 ? "inf" : "-inf";
+				if (f->type == PB_FLOAT)
+					float_to_shortest_decimal_buf((float) v, buf);
+				else
+					double_to_shortest_decimal_buf(v, buf);
+				return pstrdup(buf);
+			}
+		case PB_BOOL:
+			if (strcmp(d, "true") == 0 || strcmp(d, "false") == 0)
+				return (char *) d;
+			break;
+		default:
+			return (char *) d;	/* strings, bytes; enums when resolved */
+	}
+	schema_error(ps, "field \"%s\" has an invalid default \"%s\"", f->name, d);
+	return NULL;
 }
 
 static SspPbField *
@@ -602,6 +809,8 @@ parse_field(PbParser *ps, SspPbMessage *m, int oneof)
 				v->type_name = value;
 			GROW(ps->schema->messages, ps->schema->nmessages);
 			ps->schema->messages[ps->schema->nmessages++] = entry;
+			if (!defined(ps->schema, entry->name))
+				add_name(ps->schema, entry->name, entry, NULL);
 			f->message = entry;
 			f->type_name = entry->name;
 		}
@@ -620,13 +829,15 @@ parse_field(PbParser *ps, SspPbMessage *m, int oneof)
 	f->number = field_number(ps, f->name);
 	f->oneof = oneof;
 	/* presence: proto3's singular fields have none unless "optional" */
-	f->presence = !f->repeated && (!ps->proto3 || optional || oneof >= 0);
+	f->presence = !f->repeated && (!ps->implicit || optional || oneof >= 0);
 	/* proto3 and editions pack repeated numbers unless told not to */
-	f->packed = f->repeated && (ps->proto3 || ps->editions);
+	f->packed = f->repeated && !ps->expanded;
 	if (is_symbol(ps, '['))
 		field_options(ps, f);
 	if (f->json_name == NULL)
 		f->json_name = camel_case(f->name);
+	if (f->default_value && f->type != 0)
+		f->default_value = canonical_default(ps, f);
 	expect_symbol(ps, ';');
 }
 
@@ -665,6 +876,8 @@ parse_message(PbParser *ps, const char *scope, SspPbMessage *parent)
 {
 	SspPbSchema *s = ps->schema;
 	SspPbMessage *m = palloc0(sizeof(SspPbMessage));
+	bool		implicit = ps->implicit;	/* a message's features are its own */
+	bool		expanded = ps->expanded;
 	char	   *simple;
 	int32	   *numbers;
 	int			i;
@@ -698,14 +911,17 @@ parse_message(PbParser *ps, const char *scope, SspPbMessage *parent)
 			next(ps);
 			parse_oneof(ps, m);
 		}
-		else if (is_word(ps, "option") || is_word(ps, "reserved") ||
-				 is_word(ps, "extensions") || is_word(ps, "extend"))
+		else if (is_word(ps, "option"))
+			option_statement(ps);
+		else if (is_word(ps, "reserved") || is_word(ps, "extensions") || is_word(ps, "extend"))
 			skip_statement(ps);
 		else
 			parse_field(ps, m, -1);
 	}
 	next(ps);
 	ps->depth--;
+	ps->implicit = implicit;
+	ps->expanded = expanded;
 
 	/* numbers are unique; a table of the small ones finds fields fast */
 	if (m->nfields > 10000)
@@ -731,6 +947,7 @@ parse_message(PbParser *ps, const char *scope, SspPbMessage *parent)
 		return;					/* defined twice (a well-known type): the first */
 	GROW(s->messages, s->nmessages);
 	s->messages[s->nmessages++] = m;
+	add_name(s, m->name, m, NULL);
 	if (parent)
 	{
 		GROW(parent->nested, parent->nnested);
@@ -755,6 +972,7 @@ parse_file(SspPbSchema *schema, const char *text, bool own)
 	ps.schema = schema;
 	ps.own = own;
 	ps.package = "";
+	ps.expanded = true;			/* no syntax statement: proto2 */
 	next(&ps);
 	while (ps.kind != TK_EOF)
 	{
@@ -768,11 +986,10 @@ parse_file(SspPbSchema *schema, const char *text, bool own)
 			expect_symbol(&ps, '=');
 			if (ps.kind != TK_STRING)
 				schema_error(&ps, "expected a string, found \"%s\"", ps.text);
-			if (edition)
-				ps.editions = true;
-			else if (strcmp(ps.text, "proto3") == 0)
-				ps.proto3 = true;
-			else if (strcmp(ps.text, "proto2") != 0)
+			/* proto2: presence, unpacked; proto3: neither; editions: presence, packed */
+			ps.implicit = !edition && strcmp(ps.text, "proto3") == 0;
+			ps.expanded = !edition && strcmp(ps.text, "proto2") == 0;
+			if (!edition && strcmp(ps.text, "proto3") != 0 && strcmp(ps.text, "proto2") != 0)
 				schema_error(&ps, "unknown syntax \"%s\"", ps.text);
 			next(&ps);
 			expect_symbol(&ps, ';');
@@ -795,8 +1012,9 @@ parse_file(SspPbSchema *schema, const char *text, bool own)
 			next(&ps);
 			parse_enum(&ps, ps.package);
 		}
-		else if (is_word(&ps, "import") || is_word(&ps, "option") ||
-				 is_word(&ps, "service") || is_word(&ps, "extend"))
+		else if (is_word(&ps, "option"))
+			option_statement(&ps);
+		else if (is_word(&ps, "import") || is_word(&ps, "service") || is_word(&ps, "extend"))
 			skip_statement(&ps);
 		else
 			schema_error(&ps, "unexpected \"%s\"", ps.text);
@@ -808,25 +1026,15 @@ parse_file(SspPbSchema *schema, const char *text, bool own)
 SspPbMessage *
 ssp_pb_by_name(SspPbSchema *schema, const char *name)
 {
-	int			i;
-
 	if (name[0] == '.')
 		name++;
-	for (i = 0; i < schema->nmessages; i++)
-		if (strcmp(schema->messages[i]->name, name) == 0)
-			return schema->messages[i];
-	return NULL;
+	return find_name(schema, name)->message;
 }
 
 static SspPbEnum *
 enum_by_name(SspPbSchema *schema, const char *name)
 {
-	int			i;
-
-	for (i = 0; i < schema->nenums; i++)
-		if (strcmp(schema->enums[i]->name, name) == 0)
-			return schema->enums[i];
-	return NULL;
+	return find_name(schema, name)->enumt;
 }
 
 /*

@@ -9,8 +9,8 @@
 #   catchup        a view catching up on 1,000,000 orders against kcat into
 #                  COPY and an aggregate (baseline A) and kcat alone (B)
 #   groups         the same with 1,000, 100,000 and 1,000,000 groups
-#   formats        the same orders in JSON and in Avro: a view's catch-up and
-#                  a scan that decodes every message
+#   formats        the same orders in JSON, Avro and Protobuf: a view's
+#                  catch-up and a scan that decodes every message
 #   aggregates     built-in aggregates on their fast path and through their
 #                  own functions (the generic path), and hll and tdigest
 #   output         a view catching up with and without ssp.output_topic
@@ -39,7 +39,7 @@ BENCH_DIR=test/bench  # main runs in $SSP_SRC
 BENCH_RESULTS=$BENCH_DIR/results
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
 # the benchmark's topics, NAME:PARTITIONS
-BENCH_TOPICS=(events:16 bench_orders:16 bench_payments:16 bench_catchup:64 bench_avro:64 bench_fresh:16 bench_mem:16)
+BENCH_TOPICS=(events:16 bench_orders:16 bench_payments:16 bench_catchup:64 bench_avro:64 bench_proto:64 bench_fresh:16 bench_mem:16)
 # Apache Kafka's JVM in a benchmark (SSP_BENCH_JAVA_OPTS): the default JIT
 # (kafka_ctl's own options stop at C1, which starts faster and runs slower)
 # and a fixed heap
@@ -318,37 +318,86 @@ bench_now() {
     date +%s.%3N
 }
 
-# bench_formats: the catch-up's orders in JSON (bench_catchup) and in Avro
+# bench_formats: the catch-up's orders in JSON (bench_catchup), in Avro
 # (bench_avro: unframed, the writer schema in the stream option; framed
-# Avro adds a 5-byte header and a cached lookup of its id), a view of the
-# catch-up's aggregate and a scan that decodes every message (the sum of
-# their amounts), the formats alternated in each run.
+# Avro adds a 5-byte header and a cached lookup of its id) and in Protobuf
+# (bench_proto: Confluent's framing, the schema in the test Schema
+# Registry, test/kafka/SchemaRegistry.java), a view of the catch-up's
+# aggregate and a scan that decodes every message (the sum of their
+# amounts), the formats alternated in each run.
+BENCH_FORMATS=(json avro protobuf)
 bench_formats() {
     local n=${SSP_BENCH_MESSAGES:-1000000} r=${SSP_BENCH_RUNS:-5}
     bench_produce_orders "$n"
     bench_produce_orders "$n" bench_avro
+    bench_start_registry
+    bench_produce_orders "$n" bench_proto
     bench_report formats bench_formats_run "$n" "$r"
+    kill "$BENCH_REGISTRY" 2>/dev/null || true
+}
+
+# bench_format_stream FORMAT: the stream of the orders in that format
+bench_format_stream() {
+    case $1 in
+        json) echo bench_catchup ;;
+        avro) echo bench_avro ;;
+        protobuf) echo bench_proto ;;
+    esac
+}
+
+# bench_start_registry: the test Schema Registry (Java), the orders'
+# Protobuf schema registered as bench_proto-value, and the stream
+# bench_proto on a server that reads it; sets BENCH_REGISTRY (its pid).
+bench_start_registry() {
+    local dir=$SSP_WORK/bench-registry url
+    [ -n "${BENCH_REGISTRY:-}" ] && return 0
+    mkdir -p "$dir"
+    "$SSP_SRC/test/kafka/kafka_ctl" fetch >/dev/null
+    "$SSP_SRC/test/kafka/kafka_ctl" run "$dir" SchemaRegistry "$dir" >"$dir/stdout.log" 2>&1 &
+    BENCH_REGISTRY=$!
+    for _ in $(seq 600); do
+        [ -s "$dir/port" ] && break
+        sleep 0.1
+    done
+    [ -s "$dir/port" ] || ssp_die "the schema registry did not start: $(cat "$dir/stdout.log")"
+    url=http://127.0.0.1:$(cat "$dir/port")
+    perl -MHTTP::Tiny -MJSON::PP -e '
+        my $schema = q{syntax = "proto3"; import "google/protobuf/timestamp.proto";
+            message Order { int64 order_id = 1; int64 customer_id = 2; string region = 3; double amount = 4;
+                            google.protobuf.Timestamp ts = 5; }};
+        my $r = HTTP::Tiny->new->post("$ARGV[0]/subjects/bench_proto-value/versions",
+            { headers => { "Content-Type" => "application/vnd.schemaregistry.v1+json" },
+              content => JSON::PP->new->encode({ schema => $schema, schemaType => "PROTOBUF" }) });
+        die "registering: $r->{status} $r->{content}" unless $r->{success};' "$url"
+    psql -X -q -v ON_ERROR_STOP=1 -v brokers="$SSP_BROKERS" -v url="$url" <<'SQL'
+CREATE SERVER kafka_registry FOREIGN DATA WRAPPER ssp_kafka
+  OPTIONS (brokers :'brokers', "schema.registry.url" :'url');
+CREATE FOREIGN TABLE bench_proto (order_id bigint, customer_id bigint, region text, amount numeric,
+    ts timestamptz, p int OPTIONS (meta 'partition'))
+  SERVER kafka_registry OPTIONS (topic 'bench_proto', timestamp 'ts', format 'protobuf');
+CREATE FOREIGN TABLE bench_proto_raw (v bytea) SERVER kafka OPTIONS (topic 'bench_proto', format 'bytea');
+SQL
 }
 
 bench_formats_run() {
     local n=$1 r=$2 i f stream t t0 bytes
     local -A views=() scans=()
-    echo "workload: $n orders in 64 partitions, the same rows in two topics: JSON (bench_catchup)"
-    echo "  and Avro (bench_avro, unframed, amount a decimal(12,2), ts a timestamp-millis); per format,"
+    echo "workload: $n orders in 64 partitions, the same rows in three topics: JSON (bench_catchup),"
+    echo "  Avro (bench_avro, unframed, amount a decimal(12,2), ts a timestamp-millis) and Protobuf"
+    echo "  (bench_proto, Confluent's framing through a schema registry, amount a double, ts a"
+    echo "  google.protobuf.Timestamp); per format,"
     echo "  view: SELECT region, count(*), sum(amount), avg(amount) FROM <stream> GROUP BY region,"
     echo "        the time until ssp.wait returns;"
     echo "  scan: SELECT sum(amount) FROM <stream>, every message decoded by the backend"
-    for f in json avro; do
-        stream=bench_catchup
-        [ "$f" = avro ] && stream=bench_avro
+    for f in "${BENCH_FORMATS[@]}"; do
+        stream=$(bench_format_stream "$f")
         bytes=$(psql -X -At -c "SELECT round(avg(octet_length(v))) FROM (SELECT v FROM ${stream}_raw LIMIT 1000) s" 2>/dev/null || echo "?")
         echo "  $f: $bytes bytes a message on average"
     done
     echo
     for i in $(seq "$r"); do
-        for f in json avro; do
-            stream=bench_catchup
-            [ "$f" = avro ] && stream=bench_avro
+        for f in "${BENCH_FORMATS[@]}"; do
+            stream=$(bench_format_stream "$f")
             t=$(bench_view_seconds bench_fmt_view "SELECT region, count(*), sum(amount), avg(amount) FROM $stream GROUP BY region" "" "$n")
             views[$f]="${views[$f]:-} $t"
             t0=$(bench_now)
@@ -359,18 +408,20 @@ bench_formats_run() {
         done
     done
     echo
-    for f in json avro; do
+    for f in "${BENCH_FORMATS[@]}"; do
         # shellcheck disable=SC2086
         bench_stats "view $f" "$n" ${views[$f]}
     done
-    for f in json avro; do
+    for f in "${BENCH_FORMATS[@]}"; do
         # shellcheck disable=SC2086
         bench_stats "scan $f" "$n" ${scans[$f]}
     done
-    # shellcheck disable=SC2086
-    awk -v vj="$(printf '%s\n' ${views[json]} | bench_median)" -v va="$(printf '%s\n' ${views[avro]} | bench_median)" \
-        -v sj="$(printf '%s\n' ${scans[json]} | bench_median)" -v sa="$(printf '%s\n' ${scans[avro]} | bench_median)" \
-        'BEGIN {printf "avro / json time (medians): view %.2f, scan %.2f (below 1: Avro faster)\n", va / vj, sa / sj}'
+    for f in avro protobuf; do
+        # shellcheck disable=SC2086
+        awk -v f="$f" -v vj="$(printf '%s\n' ${views[json]} | bench_median)" -v va="$(printf '%s\n' ${views[$f]} | bench_median)" \
+            -v sj="$(printf '%s\n' ${scans[json]} | bench_median)" -v sa="$(printf '%s\n' ${scans[$f]} | bench_median)" \
+            'BEGIN {printf "%s / json time (medians): view %.2f, scan %.2f (below 1: %s faster)\n", f, va / vj, sa / sj, f}'
+    done
     bench_formats_profile
 }
 
@@ -382,9 +433,8 @@ bench_formats_profile() {
     command -v perf >/dev/null || { echo "(no perf: no decoding share)"; return 0; }
     echo
     echo "profile of one scan per format (perf record -g, user time of the backend):"
-    for f in json avro; do
-        stream=bench_catchup
-        [ "$f" = avro ] && stream=bench_avro
+    for f in "${BENCH_FORMATS[@]}"; do
+        stream=$(bench_format_stream "$f")
         out=$SSP_WORK/formats-$f.perf
         PGAPPNAME=bench_formats_scan psql -X -q -At -c "SELECT pg_sleep(1)" -c "SELECT sum(amount) FROM $stream" >/dev/null &
         scan=$!

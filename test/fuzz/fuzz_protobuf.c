@@ -66,6 +66,13 @@ check_stack_depth(void)
 {
 }
 
+volatile sig_atomic_t InterruptPending = false;
+
+void
+ProcessInterrupts(void)
+{
+}
+
 /* palloc: an arena, freed after each input ------------------------------- */
 
 typedef struct Chunk

@@ -359,7 +359,8 @@ sub registry_control
 	return $res->{content};
 }
 
-# register_schema($r, $subject, $schema_json, @references): register a schema
+# register_schema($r, $subject, $schema, @references): register a schema (its
+# JSON text, or a hash such as {schema => TEXT, schemaType => 'PROTOBUF'})
 # by the REST API, with references ({name, subject, version} hashes) to
 # other subjects' schemas; returns its id.
 sub register_schema
@@ -367,11 +368,13 @@ sub register_schema
 	my ($r, $subject, $schema, @references) = @_;
 	require HTTP::Tiny;
 	require JSON::PP;
+	# a schema that is a hash: {schema => TEXT, schemaType => 'PROTOBUF'}
+	my %body = ref($schema) ? %$schema : (schema => $schema);
 	my $res = HTTP::Tiny->new->request('POST', "$r->{url}/subjects/$subject/versions",
 		{ headers => { 'Content-Type' => 'application/vnd.schemaregistry.v1+json',
 				($r->{user} ? (Authorization => 'Basic ' . encode_base64_line($r->{user})) : ()),
 				($r->{token} ? (Authorization => "Bearer $r->{token}") : ()) },
-		  content => JSON::PP->new->encode({ schema => $schema,
+		  content => JSON::PP->new->encode({ %body,
 				(@references ? (references => \@references) : ()) }) });
 	die "registering $subject: $res->{status} $res->{content}" unless $res->{success};
 	$res->{content} =~ /"id"\s*:\s*(\d+)/ or die "no id in $res->{content}";

@@ -53,11 +53,14 @@ my $reader = IPC::Run::start([ 'bash', '-c', qq{
 		sleep 0.02
 	done >'$seen'} ]);
 
-$node->safe_psql('postgres', q{
-	CREATE OR REPLACE VIEW by_region WITH (ssp.continuous, ssp.commit_interval = '20ms') AS
-	  SELECT region, count(*) AS n, sum(amount) AS total FROM orders GROUP BY region});
+# in the transaction of the replacement: no worker can catch up and swap
+# before the check (a fast one did, between two statements)
 is($node->safe_psql('postgres', q{
-		SELECT replaces::text FROM ssp.continuous_views WHERE view = 'by_region_next'::regclass}),
+	BEGIN;
+	CREATE OR REPLACE VIEW by_region WITH (ssp.continuous, ssp.commit_interval = '20ms') AS
+	  SELECT region, count(*) AS n, sum(amount) AS total FROM orders GROUP BY region;
+	SELECT replaces::text FROM ssp.continuous_views WHERE view = 'by_region_next'::regclass;
+	COMMIT}),
 	'by_region', 'the new definition is built beside the old one, as by_region_next');
 ok($node->poll_query_until('postgres', q{
 		SELECT count(*) = 0 FROM ssp.continuous_views WHERE replaces IS NOT NULL}),

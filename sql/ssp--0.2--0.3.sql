@@ -86,3 +86,17 @@ LEFT JOIN (
          pg_catalog.bool_and(s.pid IN (SELECT r.pid FROM reader_status() r WHERE r.views > 1)) AS attached
   FROM worker_status() s
   GROUP BY s.view) w ON w.view = c.view::oid;
+
+-- Hopping windows of any size, not only multiples of their slide (ksqlDB's
+-- SIZE 5 MILLISECONDS, ADVANCE BY 2 MILLISECONDS): windows start every
+-- slide, aligned as ssp.tumble aligns them, and each lasts size; the first
+-- that may hold ts starts ceil(size / slide) - 1 slides before ts's own.
+CREATE OR REPLACE FUNCTION hop_windows(ts timestamptz, size interval, slide interval, origin text DEFAULT NULL)
+RETURNS SETOF timestamptz
+LANGUAGE sql STABLE PARALLEL SAFE ROWS 60 AS
+$$ SELECT w FROM pg_catalog.generate_series(
+       ssp.tumble(ts, slide, origin) OPERATOR(pg_catalog.-)
+         ((pg_catalog.ceil(EXTRACT(epoch FROM size) OPERATOR(pg_catalog./) EXTRACT(epoch FROM slide))::int4
+           OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) slide),
+       ssp.tumble(ts, slide, origin), slide) AS w
+   WHERE w OPERATOR(pg_catalog.+) size OPERATOR(pg_catalog.>) ts $$;

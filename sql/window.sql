@@ -13,6 +13,11 @@ SELECT ssp.tumble('2024-05-01 12:34:56+00', '1 minute'),
 SELECT d, ssp.tumble(d, '1 day', '2000-01-01 00:00 Europe/Paris') AS paris_day
 FROM (VALUES ('2024-03-30 12:00+00'::timestamptz), ('2024-03-31 12:00+00'), ('2024-04-01 12:00+00')) v(d);
 SELECT w FROM ssp.hop_windows('2024-05-01 12:34:56+00', '1 hour', '15 minutes') w;
+-- a size that is not a multiple of the slide: windows start every 20 s and
+-- last 50 s; 00:00:50 is in those of 00:00:20 and 00:00:40 (00:00:00's
+-- ends at 00:00:50), 00:00:10 in those of 23:59:40 and 00:00:00
+SELECT w FROM ssp.hop_windows('2024-01-01 00:00:50+00', '50 s', '20 s') w;
+SELECT w FROM ssp.hop_windows('2024-01-01 00:00:10+00', '50 s', '20 s') w;
 SELECT ssp.hop(now(), '1 hour', '10 minutes');
 SELECT ssp.tumble(now(), '1 month');
 SELECT ssp.tumble(now(), '-1 minute');
@@ -38,7 +43,7 @@ CREATE VIEW r WITH (ssp.continuous) AS
 CREATE VIEW r WITH (ssp.continuous) AS
   SELECT ssp.tumble(ts, '1 month') AS w, count(*) FROM ev GROUP BY w;
 CREATE VIEW r WITH (ssp.continuous) AS
-  SELECT ssp.hop(ts, '1 hour', '7 minutes') AS w, count(*) FROM ev GROUP BY w;
+  SELECT ssp.hop(ts, '7 minutes', '1 hour') AS w, count(*) FROM ev GROUP BY w;
 CREATE VIEW r WITH (ssp.continuous) AS
   SELECT ssp.hop(ts, '1 hour', '10 minutes') AS w, ssp.tumble(ts, '1 hour') AS t, count(*) FROM ev GROUP BY w, t;
 CREATE VIEW r WITH (ssp.continuous, ssp.grace = '1 minute') AS SELECT region, count(*) FROM ev GROUP BY region;
@@ -75,6 +80,9 @@ CREATE VIEW recent WITH (ssp.continuous, ssp.grace = '10 s', ssp.retention = '1 
 -- hopping: two-minute windows every minute; each event is in two windows
 CREATE VIEW hopping WITH (ssp.continuous, ssp.grace = '10 s', ssp.commit_interval = '300ms') AS
   SELECT ssp.hop(ts, '2 minutes', '1 minute') AS w, count(*), max(id) FROM ev GROUP BY w;
+-- and 50-second windows every 20 seconds: each event is in two or three
+CREATE VIEW hop_odd WITH (ssp.continuous, ssp.grace = '10 s', ssp.commit_interval = '300ms') AS
+  SELECT ssp.hop(ts, '50 s', '20 s') AS w, count(*), max(id) FROM ev GROUP BY w;
 
 -- events in steps, each one INSERT (one batch), out of order across two
 -- partitions; ev_all keeps a plain copy
@@ -85,19 +93,19 @@ BEGIN
   EXECUTE format('INSERT INTO ev_all SELECT id, region, ts::timestamptz, %s, p FROM (VALUES %s) v(id, region, ts, p)', s, evs);
 END $$;
 SELECT produce(1, $$(1, 'a', '2024-01-01 00:00:10', 0), (2, 'a', '2024-01-01 00:00:20', 1)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd');
 SELECT produce(2, $$(3, 'b', '2024-01-01 00:01:05', 0), (4, 'b', '2024-01-01 00:01:30', 0), (5, 'a', '2024-01-01 00:00:50', 1)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd');
 SELECT produce(3, $$(6, 'a', '2024-01-01 00:02:40', 1)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd');
 SELECT view, watermark, late_events FROM ssp.views ORDER BY view::text;
 -- late: windows 00:00 end at 00:01, before the watermark 00:01:20
 SELECT produce(4, $$(7, 'a', '2024-01-01 00:00:30', 0), (8, 'b', '2024-01-01 00:01:59', 0), (9, 'a', '2024-01-01 00:00:59', 1)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd');
 SELECT produce(5, $$(10, 'c', '2024-01-01 00:03:00', 0), (11, 'c', '2024-01-01 00:03:05', 1)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd');
 SELECT produce(6, $$(12, 'b', '2024-01-01 00:02:10', 0), (13, 'b', '2024-01-01 00:01:10', 0)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd');
 SELECT view, watermark, late_events, processed FROM ssp.views ORDER BY view::text;
 
 -- the same rules as a plain query: the watermark before each step is the
@@ -135,6 +143,21 @@ SELECT count(*) AS differences FROM
   ((SELECT * FROM hopping EXCEPT ALL SELECT * FROM expected)
    UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM hopping)) d;
 SELECT * FROM hopping ORDER BY w;
+-- the same for windows whose size is not a multiple of their slide
+WITH marks AS (
+       SELECT s.step, (SELECT min(m) FROM (SELECT max(e.ts) AS m FROM ev_all e
+                                           WHERE e.step < s.step GROUP BY e.p) x) - interval '10 s' AS w
+       FROM (SELECT DISTINCT step FROM ev_all) s),
+     pairs AS (
+       SELECT e.id, hw, m.w AS mark FROM ev_all e JOIN marks m USING (step),
+              ssp.hop_windows(e.ts, '50 s', '20 s') hw),
+     expected AS (
+       SELECT hw AS w, count(*), max(id) FROM pairs
+       WHERE hw + interval '50 s' > COALESCE(mark, '-infinity') GROUP BY hw)
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM hop_odd EXCEPT ALL SELECT * FROM expected)
+   UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM hop_odd)) d;
+SELECT count(*) AS windows, sum(count) AS pairs FROM hop_odd;
 -- emit final: only the windows the watermark (00:02:50) has closed
 SELECT * FROM closed ORDER BY w;
 -- retention: windows that ended a minute before the watermark are gone

@@ -109,6 +109,7 @@ typedef struct SspStream
 	void	   *key_paths;		/* decode.c: JSON paths of the key columns */
 	const char **pb_only[2];	/* decode.c: the value's [0] and key's [1] */
 	int			pb_nonly[2];	/* top-level Protobuf fields that columns read */
+	StringInfo	pb_json[2];		/* decode.c: a Protobuf message as JSON */
 } SspStream;
 
 /* A message as decode.c sees it; kafka.c fills it. */

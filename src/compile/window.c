@@ -202,10 +202,12 @@ ssp_find_window(SspStream *stream, List *group_exprs, SspWindowSpec *spec)
 		{
 			spec->slide = DatumGetIntervalP(((Const *) lthird(f->args))->constvalue);
 			(void) DirectFunctionCall2(ssp_tumble, TimestampTzGetDatum(0), PointerGetDatum(spec->slide));
-			if (interval_us(spec->size) % interval_us(spec->slide) != 0)
+			/* any size: windows start every slide, each size long */
+			if (interval_us(spec->slide) > interval_us(spec->size))
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("the size of a hopping window must be a multiple of its slide")));
+						 errmsg("the slide of a hopping window must not be longer than its size"),
+						 errhint("Events between two windows would belong to none; use ssp.tumble for windows that do not overlap.")));
 		}
 		if (list_length(f->args) > nconst)
 			spec->origin = list_nth(f->args, nconst);

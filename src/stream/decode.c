@@ -731,7 +731,7 @@ json_text(SspStream *stream, SspSource source, SspFormat format, PathTree *tree,
 		int			k = source == SSP_SRC_KEY ? 1 : 0;
 		SspSchema  *schema = unframe(stream, what, data, len, SSP_SCHEMA_PROTOBUF);
 		SspPbMessage *m;
-		StringInfoData buf;
+		StringInfo	buf;
 
 		if (schema == NULL)
 			ereport(ERROR,
@@ -751,10 +751,26 @@ json_text(SspStream *stream, SspSource source, SspFormat format, PathTree *tree,
 			stream->pb_nonly[k] = n;
 			stream->pb_only[k] = only;
 		}
-		initStringInfo(&buf);
-		ssp_pb_json(m, *data, *len, stream->pb_only[k], stream->pb_nonly[k], &buf);
-		*data = buf.data;
-		*len = buf.len;
+		/* one buffer per source for the stream's life: no allocation a message */
+		if (stream->pb_json[k] == NULL)
+		{
+			MemoryContext old = MemoryContextSwitchTo(stream->cxt);
+
+			stream->pb_json[k] = makeStringInfo();
+			MemoryContextSwitchTo(old);
+		}
+		buf = stream->pb_json[k];
+		if (buf->maxlen > 8 * 1024 * 1024)
+		{
+			/* not kept at the size of the largest message ever seen */
+			pfree(buf->data);
+			buf->data = MemoryContextAlloc(stream->cxt, 1024);
+			buf->maxlen = 1024;
+		}
+		resetStringInfo(buf);
+		ssp_pb_json(m, *data, *len, stream->pb_only[k], stream->pb_nonly[k], buf);
+		*data = buf->data;
+		*len = buf->len;
 	}
 }
 

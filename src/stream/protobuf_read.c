@@ -339,21 +339,25 @@ static void
 json_string(StringInfo out, const char *s, size_t len)
 {
 	size_t		i;
+	size_t		run = 0;		/* the start of the characters kept as they are */
 
 	appendStringInfoChar(out, '"');
 	for (i = 0; i < len; i++)
 	{
 		unsigned char c = s[i];
 
+		if (c != '"' && c != '\\' && c >= 0x20)
+			continue;
+		appendBinaryStringInfo(out, s + run, i - run);
+		run = i + 1;
 		if (c == '"')
 			appendStringInfoString(out, "\\\"");
 		else if (c == '\\')
 			appendStringInfoString(out, "\\\\");
-		else if (c < 0x20)
-			appendStringInfo(out, "\\u%04x", c);
 		else
-			appendStringInfoChar(out, c);
+			appendStringInfo(out, "\\u%04x", c);
 	}
+	appendBinaryStringInfo(out, s + run, len - run);
 	appendStringInfoChar(out, '"');
 }
 

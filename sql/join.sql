@@ -14,6 +14,8 @@ INSERT INTO customers SELECT g, 'c' || g, CASE WHEN g % 3 = 0 THEN 'retail' WHEN
   FROM generate_series(1, 50) g;
 INSERT INTO segments VALUES ('retail', 'Ada'), ('pro', 'Grace');
 CREATE VIEW big_customers AS SELECT id FROM customers WHERE id > 40;
+CREATE TABLE tiers (customer_id bigint PRIMARY KEY, tier text);
+INSERT INTO tiers SELECT g, CASE WHEN g % 2 = 0 THEN 'even' ELSE 'odd' END FROM generate_series(1, 50) g;
 
 -- refused
 CREATE VIEW r WITH (ssp.continuous) AS
@@ -23,7 +25,8 @@ CREATE VIEW r WITH (ssp.continuous) AS
 CREATE VIEW r WITH (ssp.continuous) AS
   SELECT c.segment, count(*) FROM orders o FULL JOIN customers c ON o.customer_id = c.id GROUP BY 1;
 CREATE VIEW r WITH (ssp.continuous) AS
-  SELECT count(*) FROM orders o NATURAL JOIN segments s;
+  SELECT js.segment, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id
+  JOIN segments USING (segment) AS js GROUP BY 1;
 CREATE VIEW r WITH (ssp.continuous) AS
   SELECT count(*) FROM orders o JOIN (SELECT * FROM customers) c ON c.id = o.customer_id;
 CREATE VIEW r WITH (ssp.continuous) AS
@@ -41,6 +44,13 @@ CREATE VIEW orders_named WITH (ssp.continuous) AS
 CREATE VIEW big_customer_orders WITH (ssp.continuous) AS
   SELECT count(*) AS n, sum(o.amount) AS total
   FROM orders o, big_customers bc WHERE bc.id = o.customer_id;
+-- joins written with USING (the merged column unqualified) and NATURAL JOIN
+CREATE VIEW seg_using WITH (ssp.continuous) AS
+  SELECT segment, manager, count(*) AS orders, sum(amount) AS revenue
+  FROM orders o JOIN customers c ON c.id = o.customer_id JOIN segments USING (segment)
+  GROUP BY segment, manager;
+CREATE VIEW tier_totals WITH (ssp.continuous) AS
+  SELECT tier, count(*) AS n, sum(amount) AS total FROM orders NATURAL JOIN tiers GROUP BY tier;
 -- a join with another continuous view
 CREATE VIEW segment_totals WITH (ssp.continuous) AS
   SELECT o.customer_id, count(*) AS n FROM orders o GROUP BY o.customer_id;
@@ -49,7 +59,8 @@ SELECT apply_sql FROM ssp.continuous_views WHERE view = 'orders_named'::regclass
 
 INSERT INTO orders (order_id, customer_id, amount)
   SELECT g, g % 60, g FROM generate_series(1, 600) g;
-SELECT ssp.wait('revenue_by_segment'), ssp.wait('orders_named'), ssp.wait('big_customer_orders');
+SELECT ssp.wait('revenue_by_segment'), ssp.wait('orders_named'), ssp.wait('big_customer_orders'),
+       ssp.wait('seg_using'), ssp.wait('tier_totals');
 CREATE TEMP TABLE all_orders AS SELECT * FROM orders;
 SELECT count(*) AS differences FROM
   ((SELECT * FROM revenue_by_segment
@@ -63,6 +74,16 @@ SELECT count(*) AS differences FROM
 SELECT * FROM revenue_by_segment ORDER BY segment;
 SELECT count(*), count(name), count(segment) FROM orders_named;
 SELECT * FROM big_customer_orders;
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM seg_using EXCEPT ALL SELECT * FROM revenue_by_segment)
+   UNION ALL (SELECT * FROM revenue_by_segment EXCEPT ALL SELECT * FROM seg_using)) d;
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM tier_totals
+    EXCEPT ALL SELECT tier, count(*), sum(amount) FROM all_orders NATURAL JOIN tiers GROUP BY tier)
+   UNION ALL
+   (SELECT tier, count(*), sum(amount) FROM all_orders NATURAL JOIN tiers GROUP BY tier
+    EXCEPT ALL SELECT * FROM tier_totals)) d;
+SELECT * FROM tier_totals ORDER BY tier;
 
 -- the table as of each batch: changing it later does not rewrite the past
 UPDATE customers SET segment = 'pro' WHERE segment = 'retail';

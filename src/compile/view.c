@@ -533,8 +533,23 @@ from_sql(Build *b, List *names, Node *node)
 		JoinExpr   *j = (JoinExpr *) node;
 		const char *kind;
 
+		/*
+		 * USING and NATURAL: parse analysis made their equalities the join's
+		 * quals, written here as ON; a merged column's Var deparses as the
+		 * input column it stands for (an unnamed join's alias variable)
+		 */
 		if (j->usingClause || j->isNatural)
-			ssp_refuse("JOIN ... USING or NATURAL JOIN", "Write the join condition with ON.");
+		{
+			RangeTblEntry *jrte = rt_fetch(j->rtindex, q->rtable);
+			int			k;
+
+			if (j->alias || j->join_using_alias)
+				ssp_refuse("a named JOIN ... USING", "Leave the join unnamed, or write the join condition with ON.");
+			for (k = 0; k < jrte->joinmergedcols; k++)
+				if (!IsA(list_nth(jrte->joinaliasvars, k), Var))
+					ssp_refuse("JOIN ... USING of columns of two types",
+							   "Write the join condition with ON, casting one side.");
+		}
 		if (j->jointype == JOIN_INNER)
 			kind = j->quals ? "JOIN" : "CROSS JOIN";
 		else if (j->jointype == JOIN_LEFT && join_has_stream(q, j->larg))

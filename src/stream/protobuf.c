@@ -142,22 +142,11 @@ ssp_pb_writer(SspPbSchema *schema, const char *message, const char *stream)
 	return w;
 }
 
-static void
-write_error(SspPbField *f, const char *fmt,...) pg_attribute_printf(2, 3);
-
-static void
-write_error(SspPbField *f, const char *fmt,...)
-{
-	char		buf[256];
-	va_list		args;
-
-	va_start(args, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, args);
-	va_end(args);
-	ereport(ERROR,
-			(errcode(ERRCODE_DATATYPE_MISMATCH),
-			 errmsg("cannot write Protobuf field \"%s\": %s", f->name, buf)));
-}
+/* write_error(f, fmt, ...): a value field f cannot hold */
+#define write_error(f, ...) \
+	ereport(ERROR, \
+			(errcode(ERRCODE_DATATYPE_MISMATCH), \
+			 errmsg("cannot write Protobuf field \"%s\": %s", (f)->name, psprintf(__VA_ARGS__))))
 
 /* scalar_text: a JSON scalar's text (a number's, a string's, true/false) */
 static char *

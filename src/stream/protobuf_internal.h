@@ -60,6 +60,7 @@ typedef struct SspPbEnum
 	int			n;
 	char	  **names;
 	int32	   *numbers;
+	bool		closed;			/* proto2's: an unknown number is an unknown field */
 } SspPbEnum;
 
 typedef struct SspPbField

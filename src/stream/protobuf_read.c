@@ -78,22 +78,11 @@ typedef struct PbRead
 static void emit_message(PbRead *r, SspPbMessage *m, Segment *segs, int nsegs,
 						 StringInfo out);
 
-static void
-data_error(const char *fmt,...) pg_attribute_printf(1, 2);
-
-static void
-data_error(const char *fmt,...)
-{
-	char		buf[256];
-	va_list		args;
-
-	va_start(args, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, args);
-	va_end(args);
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-			 errmsg("invalid Protobuf message: %s", buf)));
-}
+/* data_error(fmt, ...): a message that cannot be read */
+#define data_error(...) \
+	ereport(ERROR, \
+			(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), \
+			 errmsg("invalid Protobuf message: %s", psprintf(__VA_ARGS__))))
 
 static uint64
 varint(const uint8 **p, const uint8 *end)
@@ -236,6 +225,20 @@ wire_type(PbType type)
 	}
 }
 
+/* unknown_enum: is v a number a closed enum does not name (an unknown field)? */
+static bool
+unknown_enum(SspPbField *f, uint64 v)
+{
+	int			i;
+
+	if (f->type != PB_ENUM || !f->enumt->closed)
+		return false;
+	for (i = 0; i < f->enumt->n; i++)
+		if (f->enumt->numbers[i] == (int32) v)
+			return false;
+	return true;
+}
+
 /* scan: the occurrences of a message's fields in its segments */
 static void
 scan(PbRead *r, SspPbMessage *m, Segment *segs, int nsegs, Scan *s)
@@ -305,6 +308,13 @@ scan(PbRead *r, SspPbMessage *m, Segment *segs, int nsegs, Scan *s)
 			if (wt != wire_type(f->type) &&
 				!(wt == WT_LEN && f->repeated && wire_type(f->type) != WT_LEN))
 				continue;
+			if (wt == WT_VARINT)
+			{
+				const uint8 *q = start;
+
+				if (unknown_enum(f, varint(&q, end)))
+					continue;	/* proto2: kept among the unknown fields */
+			}
 			if (s->nocc == cap)
 			{
 				cap *= 2;
@@ -683,6 +693,13 @@ field_value(PbRead *r, Scan *s, int i, StringInfo out, int after)
 
 				while (p < end)
 				{
+					const uint8 *q = p;
+
+					if (wt == WT_VARINT && unknown_enum(f, varint(&q, end)))
+					{
+						p = q;
+						continue;
+					}
 					written(r, out);
 					if (!first)
 						appendStringInfoChar(out, ',');

@@ -73,6 +73,7 @@ typedef struct PbParser
 	int			depth;
 	bool		implicit;		/* singular fields without presence (proto3) */
 	bool		expanded;		/* repeated numbers written unpacked (proto2) */
+	bool		closed;			/* enums closed (proto2) */
 	char	   *package;		/* "" or "a.b" */
 	SspPbSchema *schema;
 	bool		own;			/* the schema's own text, not a reference */
@@ -80,22 +81,11 @@ typedef struct PbParser
 
 static void parse_message(PbParser *ps, const char *scope, SspPbMessage *parent);
 
-static void
-schema_error(PbParser *ps, const char *fmt,...) pg_attribute_printf(2, 3);
-
-static void
-schema_error(PbParser *ps, const char *fmt,...)
-{
-	char		buf[256];
-	va_list		args;
-
-	va_start(args, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, args);
-	va_end(args);
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-			 errmsg("invalid Protobuf schema, line %d: %s", ps->line, buf)));
-}
+/* schema_error(ps, fmt, ...): a schema that cannot be read, at its line */
+#define schema_error(ps, ...) \
+	ereport(ERROR, \
+			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION), \
+			 errmsg("invalid Protobuf schema, line %d: %s", (ps)->line, psprintf(__VA_ARGS__))))
 
 /* Tokens ------------------------------------------------------------------ */
 
@@ -412,6 +402,8 @@ option_statement(PbParser *ps)
 			ps->implicit = strcmp(ps->text, "IMPLICIT") == 0;
 		else if (strcmp(name.data, "features.repeated_field_encoding") == 0)
 			ps->expanded = strcmp(ps->text, "EXPANDED") == 0;
+		else if (strcmp(name.data, "features.enum_type") == 0)
+			ps->closed = strcmp(ps->text, "CLOSED") == 0;
 		if (is_symbol(ps, '-'))
 			next(ps);
 		next(ps);
@@ -488,6 +480,7 @@ parse_enum(PbParser *ps, const char *scope)
 	SspPbSchema *s = ps->schema;
 
 	e->name = full_name(scope, expect_ident(ps, "an enum's name"));
+	e->closed = ps->closed;
 	expect_symbol(ps, '{');
 	while (!is_symbol(ps, '}'))
 	{
@@ -878,6 +871,7 @@ parse_message(PbParser *ps, const char *scope, SspPbMessage *parent)
 	SspPbMessage *m = palloc0(sizeof(SspPbMessage));
 	bool		implicit = ps->implicit;	/* a message's features are its own */
 	bool		expanded = ps->expanded;
+	bool		closed = ps->closed;
 	char	   *simple;
 	int32	   *numbers;
 	int			i;
@@ -922,6 +916,7 @@ parse_message(PbParser *ps, const char *scope, SspPbMessage *parent)
 	ps->depth--;
 	ps->implicit = implicit;
 	ps->expanded = expanded;
+	ps->closed = closed;
 
 	/* numbers are unique; a table of the small ones finds fields fast */
 	if (m->nfields > 10000)
@@ -973,6 +968,7 @@ parse_file(SspPbSchema *schema, const char *text, bool own)
 	ps.own = own;
 	ps.package = "";
 	ps.expanded = true;			/* no syntax statement: proto2 */
+	ps.closed = true;
 	next(&ps);
 	while (ps.kind != TK_EOF)
 	{
@@ -989,6 +985,7 @@ parse_file(SspPbSchema *schema, const char *text, bool own)
 			/* proto2: presence, unpacked; proto3: neither; editions: presence, packed */
 			ps.implicit = !edition && strcmp(ps.text, "proto3") == 0;
 			ps.expanded = !edition && strcmp(ps.text, "proto2") == 0;
+			ps.closed = ps.expanded;
 			if (!edition && strcmp(ps.text, "proto3") != 0 && strcmp(ps.text, "proto2") != 0)
 				schema_error(&ps, "unknown syntax \"%s\"", ps.text);
 			next(&ps);

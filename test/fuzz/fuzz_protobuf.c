@@ -192,7 +192,8 @@ static const char proto2_text[] =
 "package fuzz;\n"
 "message Legacy { optional int32 a = 1 [default = -3]; optional string b = 2 [default = \"d\\n\"];\n"
 "  optional bytes c = 3 [default = \"\\001\\x02\"]; optional double e = 4 [default = inf];\n"
-"  repeated int32 p = 5 [packed = true]; optional bool t = 6 [default = true]; }\n";
+"  repeated int32 p = 5 [packed = true]; optional bool t = 6 [default = true];\n"
+"  enum C { X = 1; Y = 2; } optional C c2 = 7; repeated C cs = 8 [packed = true]; }\n";
 
 static SspPbSchema *schema;
 

@@ -52,7 +52,6 @@ CREATE VIEW r WITH (ssp.continuous, ssp.grace = '-1 minute') AS
   SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM ev GROUP BY w;
 CREATE VIEW r WITH (ssp.continuous, ssp.emit = 'sometimes') AS
   SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM ev GROUP BY w;
-CREATE VIEW r WITH (ssp.continuous, ssp.sliding = '1 day') AS SELECT id FROM ev;
 CREATE VIEW r WITH (ssp.continuous, ssp.step = '1 second') AS SELECT count(*) FROM ev;
 CREATE VIEW r WITH (ssp.continuous, ssp.sliding = '1 day') AS
   SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM ev GROUP BY w;
@@ -62,6 +61,7 @@ CREATE VIEW r WITH (ssp.continuous, ssp.parallelism = 2, ssp.sliding = '1 hour')
   SELECT region, count(*) FROM ev GROUP BY region;
 CREATE FOREIGN TABLE ev_no_time (id int) SERVER kafka OPTIONS (topic :'topic');
 CREATE VIEW r WITH (ssp.continuous, ssp.sliding = '1 day') AS SELECT count(*) FROM ev_no_time;
+CREATE VIEW r WITH (ssp.continuous, ssp.sliding = '1 day') AS SELECT id FROM ev_no_time;
 -- the Kafka timestamp is the event time of a stream without option timestamp
 CREATE VIEW by_kafka_time WITH (ssp.continuous) AS
   SELECT ssp.tumble(kts, '1 hour') AS w, count(*) FROM ev_kafka_time GROUP BY w;
@@ -243,10 +243,13 @@ CREATE VIEW last_20s WITH (ssp.continuous, ssp.sliding = '20 seconds', ssp.step 
   FROM sl GROUP BY region;
 CREATE VIEW last_20s_all WITH (ssp.continuous, ssp.sliding = '20 seconds') AS
   SELECT count(*) AS n, sum(amount) AS total FROM sl HAVING count(*) > 0;
+-- without aggregates: the rows of the last 20 seconds
+CREATE VIEW last_20s_rows WITH (ssp.continuous, ssp.sliding = '20 seconds', ssp.step = '1 second') AS
+  SELECT region, amount FROM sl WHERE amount > 5;
 INSERT INTO sl SELECT 'r' || g % 2, g, now() - interval '16 seconds' FROM generate_series(1, 10) g;
 INSERT INTO sl SELECT 'r' || g % 2, g * 10, now() - interval '4 seconds' FROM generate_series(1, 10) g;
 INSERT INTO sl VALUES ('r0', 1000, now() - interval '1 hour');   -- already out of range: late
-SELECT ssp.wait('last_20s'), ssp.wait('last_20s_all');
+SELECT ssp.wait('last_20s'), ssp.wait('last_20s_all'), ssp.wait('last_20s_rows');
 CREATE VIEW sl_expected AS
   SELECT region, count(*), sum(amount), avg(amount), min(amount), max(amount), stddev(amount),
          round(var_samp(amount::float8)::numeric, 6) AS vf
@@ -257,6 +260,12 @@ SELECT count(*) AS differences FROM
 SELECT region, count, sum FROM last_20s ORDER BY region;
 SELECT * FROM last_20s_all;
 SELECT late_events FROM ssp.views WHERE view = 'last_20s'::regclass;
+CREATE VIEW sl_rows_expected AS SELECT region, amount FROM sl WHERE amount > 5 AND ts > now() - interval '20 seconds';
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM last_20s_rows EXCEPT ALL SELECT * FROM sl_rows_expected)
+   UNION ALL (SELECT * FROM sl_rows_expected EXCEPT ALL SELECT * FROM last_20s_rows)) d;
+SELECT count(*) AS rows, sum(amount) FROM last_20s_rows;
+SELECT late_events FROM ssp.views WHERE view = 'last_20s_rows'::regclass;
 -- ten seconds later the older events have left the range
 SELECT pg_sleep(10);
 SELECT count(*) AS differences FROM
@@ -264,5 +273,9 @@ SELECT count(*) AS differences FROM
    UNION ALL (SELECT * FROM sl_expected EXCEPT ALL SELECT * FROM last_20s)) d;
 SELECT region, count, sum FROM last_20s ORDER BY region;
 SELECT * FROM last_20s_all;
-DROP VIEW sl_expected;
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM last_20s_rows EXCEPT ALL SELECT * FROM sl_rows_expected)
+   UNION ALL (SELECT * FROM sl_rows_expected EXCEPT ALL SELECT * FROM last_20s_rows)) d;
+SELECT count(*) AS rows, sum(amount) FROM last_20s_rows;
+DROP VIEW sl_expected, sl_rows_expected;
 DROP SERVER kafka CASCADE;

@@ -781,11 +781,6 @@ ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("ssp.output_topic applies to views with aggregates, without ssp.parallelism or ssp.sliding"),
 				 errdetail("Their changes are those of one row per group; with several workers or a sliding window a group's row is merged when read.")));
-	if (opts->sliding && !b->step_expr)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("ssp.sliding needs aggregates"),
-				 errdetail("A sliding window combines aggregates over the last stretch of time; a view without them just keeps its rows.")));
 	if (b->window < 0 && (opts->retention || opts->emit_final ||
 						  (!b->stream_join && (opts->grace || opts->idle_timeout))))
 		ereport(ERROR,

@@ -788,13 +788,23 @@ ssp_build_append_only(Build *b, List *names, const char *mrel, const char *view,
 	int			i = 0;
 	StringInfoData sel;
 
+	StringInfoData cols;
+
 	if (b->opts->primary_key)
 	{
+		if (b->opts->sliding)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("ssp.sliding cannot be combined with ssp.primary_key")));
 		build_keyed(b, names, mrel, create, apply);
 		appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT * FROM %s", view, mrel);
 		return;
 	}
+	/* sliding: each row keeps its event time's step, and shows while it is in range */
+	if (b->opts->sliding)
+		find_sliding(b, mrel);
 	initStringInfo(&sel);
+	initStringInfo(&cols);
 	appendStringInfo(create, "CREATE TABLE %s (", mrel);
 	foreach(lc, b->query->targetList)
 	{
@@ -807,12 +817,28 @@ ssp_build_append_only(Build *b, List *names, const char *mrel, const char *view,
 						 quote_identifier(list_nth(names, i)),
 						 format_type_with_typemod(exprType(e), exprTypmod(e)));
 		appendStringInfo(&sel, "%s%s", i ? ", " : "", ssp_deparse(b, e));
+		appendStringInfo(&cols, "%sm.%s", i ? ", " : "", quote_identifier(list_nth(names, i)));
 		i++;
+	}
+	if (b->step_expr)
+	{
+		appendStringInfo(create, ", _step timestamp with time zone");
+		appendStringInfo(&sel, ", %s", b->step_expr);
 	}
 	appendStringInfoString(create, ")");
 	appendStringInfo(apply, "%sINSERT INTO %s SELECT %s FROM %s",
 					 b->apply_prefix ? b->apply_prefix : "", mrel, sel.data, b->from);
 	if (b->query->jointree->quals)
-		appendStringInfo(apply, " WHERE %s", ssp_deparse(b, b->query->jointree->quals));
-	appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT * FROM %s", view, mrel);
+		appendStringInfo(apply, " WHERE (%s)", ssp_deparse(b, b->query->jointree->quals));
+	if (b->step_expr)
+	{
+		/* an event whose step has left the range is late: not kept */
+		appendStringInfo(apply, " %s %s + %s::interval > pg_catalog.now() - %s::interval",
+						 b->query->jointree->quals ? "AND" : "WHERE", b->step_expr,
+						 quote_literal_cstr(b->opts->step), quote_literal_cstr(b->opts->sliding));
+		appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT %s FROM %s m WHERE %s",
+						 view, cols.data, mrel, b->in_range);
+	}
+	else
+		appendStringInfo(viewsql, "CREATE VIEW %s AS SELECT * FROM %s", view, mrel);
 }

@@ -246,10 +246,18 @@ CREATE VIEW last_20s_all WITH (ssp.continuous, ssp.sliding = '20 seconds') AS
 -- without aggregates: the rows of the last 20 seconds
 CREATE VIEW last_20s_rows WITH (ssp.continuous, ssp.sliding = '20 seconds', ssp.step = '1 second') AS
   SELECT region, amount FROM sl WHERE amount > 5;
+-- the same over the Kafka timestamp (a meta column: decoded for the steps)
+CREATE FOREIGN TABLE sl_kafka (region text, amount numeric, kts timestamptz OPTIONS (meta 'timestamp'))
+  SERVER kafka OPTIONS (topic :'topic');
+CREATE VIEW last_20s_kafka WITH (ssp.continuous, ssp.sliding = '20 seconds', ssp.step = '1 second') AS
+  SELECT region, amount FROM sl_kafka WHERE amount > 5;
+CREATE VIEW last_20s_kafka_n WITH (ssp.continuous, ssp.sliding = '20 seconds', ssp.step = '1 second') AS
+  SELECT count(*) AS n FROM sl_kafka;
 INSERT INTO sl SELECT 'r' || g % 2, g, now() - interval '16 seconds' FROM generate_series(1, 10) g;
 INSERT INTO sl SELECT 'r' || g % 2, g * 10, now() - interval '4 seconds' FROM generate_series(1, 10) g;
 INSERT INTO sl VALUES ('r0', 1000, now() - interval '1 hour');   -- already out of range: late
-SELECT ssp.wait('last_20s'), ssp.wait('last_20s_all'), ssp.wait('last_20s_rows');
+SELECT ssp.wait('last_20s'), ssp.wait('last_20s_all'), ssp.wait('last_20s_rows'),
+       ssp.wait('last_20s_kafka'), ssp.wait('last_20s_kafka_n');
 CREATE VIEW sl_expected AS
   SELECT region, count(*), sum(amount), avg(amount), min(amount), max(amount), stddev(amount),
          round(var_samp(amount::float8)::numeric, 6) AS vf
@@ -266,6 +274,8 @@ SELECT count(*) AS differences FROM
    UNION ALL (SELECT * FROM sl_rows_expected EXCEPT ALL SELECT * FROM last_20s_rows)) d;
 SELECT count(*) AS rows, sum(amount) FROM last_20s_rows;
 SELECT late_events FROM ssp.views WHERE view = 'last_20s_rows'::regclass;
+SELECT (SELECT count(*) FROM last_20s_kafka) AS rows, (SELECT sum(amount) FROM last_20s_kafka) AS sum,
+       (SELECT n FROM last_20s_kafka_n) AS n;
 -- ten seconds later the older events have left the range
 SELECT pg_sleep(10);
 SELECT count(*) AS differences FROM
@@ -277,5 +287,7 @@ SELECT count(*) AS differences FROM
   ((SELECT * FROM last_20s_rows EXCEPT ALL SELECT * FROM sl_rows_expected)
    UNION ALL (SELECT * FROM sl_rows_expected EXCEPT ALL SELECT * FROM last_20s_rows)) d;
 SELECT count(*) AS rows, sum(amount) FROM last_20s_rows;
+SELECT (SELECT count(*) FROM last_20s_kafka) AS rows, (SELECT sum(amount) FROM last_20s_kafka) AS sum,
+       (SELECT n FROM last_20s_kafka_n) AS n;
 DROP VIEW sl_expected, sl_rows_expected;
 DROP SERVER kafka CASCADE;

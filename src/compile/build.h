@@ -85,6 +85,7 @@ typedef struct Build
 	char	   *sizesql;
 	/* a sliding view: steps of event time, combined when read */
 	char	   *step_expr;		/* SQL over the batch: an event's step */
+	AttrNumber	step_attnum;	/* the stream column step_expr reads */
 	char	   *in_range;		/* SQL: a step m._step still in the range */
 	char	   *late_sql;
 	char	   *retention_sql;

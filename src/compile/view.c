@@ -662,6 +662,9 @@ needed_columns(Build *b, Oid stream)
 	/* the event time of a window moves the watermark */
 	if (b->late_sql && b->stream->timestamp_attnum > 0)
 		attrs = bms_add_member(attrs, b->stream->timestamp_attnum - FirstLowInvalidHeapAttributeNumber);
+	/* a sliding window's step is computed from its event-time column, a meta one too */
+	if (b->step_attnum > 0)
+		attrs = bms_add_member(attrs, b->step_attnum - FirstLowInvalidHeapAttributeNumber);
 	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '{');
 	while ((x = bms_next_member(attrs, x)) >= 0)

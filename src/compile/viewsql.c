@@ -129,6 +129,7 @@ find_sliding(Build *b, const char *mrel)
 				 errhint("Give the stream option timestamp, or a column with OPTIONS (meta 'timestamp').")));
 	b->step_expr = psprintf("ssp.tumble(b.%s, %s::interval)",
 							quote_identifier(get_attname(s->relid, evatt, false)), step);
+	b->step_attnum = evatt;
 	b->in_range = psprintf("m._step + %s::interval > pg_catalog.now() - %s::interval", step, sliding);
 	quals = b->query->jointree->quals ? ssp_deparse(b, b->query->jointree->quals) : "true";
 	b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM %s WHERE (%s) AND NOT "

@@ -78,7 +78,12 @@ ssp_setup() {
             PATH="$PATH" bash "$work/src/${0#"$SSP_SRC"/}" "$@" || status=$?
         # what the script does as root once the rest has run (ssp_as_root)
         if declare -F ssp_as_root >/dev/null; then
-            ssp_as_root || status=1
+            ssp_as_root || { status=1; echo "as root: ssp_as_root of $(basename "$0") failed" >>"$work/failures.txt"; }
+        fi
+        # what failed (the script writes it in SSP_WORK/failures.txt), last
+        if [ $status -ne 0 ] && [ -s "$work/failures.txt" ]; then
+            ssp_log "what failed (outputs in $work):"
+            cat "$work/failures.txt" >&2
         fi
         # what the run wrote for the tree (SSP_COPY_BACK: a folder), back in it
         if [ -n "${SSP_COPY_BACK:-}" ] && [ -d "$work/src/$SSP_COPY_BACK" ]; then

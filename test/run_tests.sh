@@ -46,6 +46,14 @@ else
     export SSP_RUN_ID=t
 fi
 status=0
+# what failed, a line or a few each: printed last (by the run as root too,
+# after the package), where a CI log that keeps only its tail shows it
+SSP_FAILURES=$SSP_WORK/failures.txt
+: >"$SSP_FAILURES"
+failed() {
+    status=1
+    printf '%s\n' "$*" >>"$SSP_FAILURES"
+}
 
 # pg_regress and the isolation specs run as make installcheck does, each
 # against a server of its own with the settings of test/regress.conf (ssp
@@ -67,11 +75,12 @@ if ! installcheck REGRESS="$regress_tests" ISOLATION= \
         ssp_log "comparing with the run id $SSP_RUN_ID replaced"
         for t in $regress_tests; do
             sed "s/_$SSP_RUN_ID\b/_t/g" "$SSP_WORK/regress/results/$t.out" |
-                diff -u "$SSP_SRC/expected/$t.out" - || status=1
+                diff -u "$SSP_SRC/expected/$t.out" - || failed "pg_regress: $t"
         done
     else
-        status=1
         cat "$SSP_WORK/regress/regression.diffs" || true
+        failed "pg_regress failed: $(sed -n 's|^diff .* [^ ]*/results/\([^ /]*\)\.out$|\1|p' "$SSP_WORK/regress/regression.diffs" 2>/dev/null | tr '\n' ' ')"
+        head -c 3000 "$SSP_WORK/regress/regression.diffs" >>"$SSP_FAILURES" 2>/dev/null || true
     fi
 fi
 ssp_cleanup
@@ -83,8 +92,9 @@ ssp_start_postgres "$SSP_WORK/isolation" "${regress_conf[@]}"
 isolation_tests=${SSP_ISOLATION:-$(sed -n 's/^ISOLATION = //p' "$SSP_SRC/Makefile")}
 if [ -n "$isolation_tests" ] && ! installcheck REGRESS= ISOLATION="$isolation_tests" \
         ISOLATION_OPTS="--inputdir=$SSP_SRC --outputdir=$SSP_WORK/isolation --load-extension=ssp"; then
-    status=1
     cat "$SSP_WORK/isolation/regression.diffs" || true
+    failed "isolation tests:"
+    head -c 3000 "$SSP_WORK/isolation/regression.diffs" >>"$SSP_FAILURES" 2>/dev/null || true
 fi
 ssp_cleanup
 
@@ -95,10 +105,19 @@ mkdir -p "$TESTDIR"
 # the TAP tests that inject faults add their figures here (SspTest::report)
 export SSP_RELIABILITY_REPORT="$SSP_WORK/reliability.tsv"
 : >"$SSP_RELIABILITY_REPORT"
-if ! prove -j "${SSP_TAP_JOBS:-2}" --timer -I "$PG_PGXS/src/test/perl" -I "$SSP_SRC/test/tap" ${SSP_TAP:-"$SSP_SRC"/test/tap/t/*.pl}; then
-    status=1
-    tail -n 60 "$TESTDIR"/tmp_check/log/regress_log_* || true
+set -o pipefail
+if ! prove -j "${SSP_TAP_JOBS:-2}" --timer -I "$PG_PGXS/src/test/perl" -I "$SSP_SRC/test/tap" ${SSP_TAP:-"$SSP_SRC"/test/tap/t/*.pl} 2>&1 |
+        tee "$SSP_WORK/prove.out"; then
+    # the summary prove prints last, and the end of each failed test's log
+    failed "TAP tests:"
+    sed -n '/^Test Summary Report/,$p' "$SSP_WORK/prove.out" >>"$SSP_FAILURES"
+    for t in $(sed -n 's/^\([^ ]*\.pl\) *(Wstat.*/\1/p' "$SSP_WORK/prove.out"); do
+        log="$TESTDIR/tmp_check/log/regress_log_$(basename "$t" .pl)"
+        printf '%s\n' "-- the end of $log" >>"$SSP_FAILURES"
+        grep -E '^(not ok|#)' "$log" 2>/dev/null | tail -n 25 >>"$SSP_FAILURES" || true
+    done
 fi
+set +o pipefail
 
 if [ -s "$SSP_RELIABILITY_REPORT" ]; then
     ssp_log "reliability report"
@@ -110,23 +129,24 @@ if [ -s "$SSP_RELIABILITY_REPORT" ]; then
           for (i = 2; i <= 7; i++) t[i] += $i }
         END { printf fmt, "total", "", t[2], t[3], t[4], t[5], t[6], t[7]
               if (t[6] + t[7] > 0) { print "MESSAGES LOST OR COUNTED TWICE"; exit 1 } }' \
-        "$SSP_RELIABILITY_REPORT" | tee "$SSP_WORK/reliability.txt" >&2 || status=1
+        "$SSP_RELIABILITY_REPORT" | tee "$SSP_WORK/reliability.txt" >&2 || failed "reliability: messages lost or counted twice"
 fi
 
 ssp_log "make demo, briefly, then make demo-stop"
-bash "$SSP_SRC/test/check_demo.sh" || status=1
+bash "$SSP_SRC/test/check_demo.sh" || failed "make demo (test/check_demo.sh)"
 
 if [ -z "${SSP_INNER:-}" ]; then
     ssp_log "the Debian package, unpacked (test/check_package.sh)"
-    bash "$SSP_SRC/test/check_package.sh" || status=1
+    bash "$SSP_SRC/test/check_package.sh" || failed "the Debian package, unpacked (test/check_package.sh)"
 fi
 
 ssp_log "fuzzing the decoders"
-bash "$SSP_SRC/test/fuzz/run_fuzz.sh" "${SSP_FUZZ_SECONDS:-30}" || status=1
+bash "$SSP_SRC/test/fuzz/run_fuzz.sh" "${SSP_FUZZ_SECONDS:-30}" || failed "fuzzing (test/fuzz/run_fuzz.sh)"
 
 if [ $status -eq 0 ]; then
     ssp_log "all tests passed"
 else
-    ssp_log "tests FAILED; outputs in $SSP_WORK"
+    ssp_log "tests FAILED; outputs in $SSP_WORK; what failed:"
+    [ -n "${SSP_INNER:-}" ] || cat "$SSP_FAILURES" >&2
 fi
 exit $status

@@ -114,7 +114,10 @@ if ! prove -j "${SSP_TAP_JOBS:-2}" --timer -I "$PG_PGXS/src/test/perl" -I "$SSP_
     for t in $(sed -n 's/^\([^ ]*\.pl\) *(Wstat.*/\1/p' "$SSP_WORK/prove.out"); do
         log="$TESTDIR/tmp_check/log/regress_log_$(basename "$t" .pl)"
         printf '%s\n' "-- the end of $log" >>"$SSP_FAILURES"
-        grep -E '^(not ok|#)' "$log" 2>/dev/null | tail -n 25 >>"$SSP_FAILURES" || true
+        # its failed assertions, comments and death, without the harness's chatter
+        grep -E '(^|\) )(not ok|# )| line [0-9]+\.$' "$log" 2>/dev/null |
+            grep -vE '^# (Running|No postmaster|Postmaster PID|Checking port|Found port|Taking pg_)' |
+            tail -n 30 >>"$SSP_FAILURES" || true
     done
 fi
 set +o pipefail

@@ -133,6 +133,7 @@ static void
 open_sources(SspWorker *w, SspServed *s, MemoryContext cxt)
 {
 	MemoryContext old;
+	bool		stale = false;
 	int			i;
 
 	SetCurrentStatementStartTimestamp();
@@ -151,9 +152,29 @@ open_sources(SspWorker *w, SspServed *s, MemoryContext cxt)
 		w->kafka[i] = ssp_kafka_consumer(stream->serverid, GetUserId(), s->view->topics[i],
 										 psprintf("ssp.%s.%u", get_database_name(MyDatabaseId),
 												  s->view->view));
+
+		/*
+		 * The stream's schema registry was read in an earlier transaction:
+		 * options changed since are in the signature but not in it, and no
+		 * invalidation would come to tell (a worker started while the
+		 * server was altered would wait on an old registry URL for ever).
+		 */
+		if (stream->registry)
+		{
+			SspRegistry *now = ssp_registry_open(stream->serverid, GetUserId());
+
+			stale |= now == NULL || now->hash != ((SspRegistry *) stream->registry)->hash;
+		}
 	}
 	MemoryContextSwitchTo(old);
 	CommitTransactionCommand();
+	if (stale)
+	{
+		ereport(LOG,
+				(errmsg("ssp: the schema registry of the streams of continuous view \"%s\" changed while its worker started; its worker starts again",
+						s->view->name)));
+		proc_exit(0);
+	}
 }
 
 /*

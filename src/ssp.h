@@ -107,9 +107,8 @@ typedef struct SspStream
 	TupleDesc	batch_desc;		/* batch.c: the columns of ssp_batch */
 	void	   *value_paths;	/* decode.c: JSON paths of the value columns */
 	void	   *key_paths;		/* decode.c: JSON paths of the key columns */
-	const char **pb_only[2];	/* decode.c: the value's [0] and key's [1] */
-	int			pb_nonly[2];	/* top-level Protobuf fields that columns read */
-	StringInfo	pb_json[2];		/* decode.c: a Protobuf message as JSON */
+	List	   *pb_plans;		/* decode.c: SspPbPlan per message type and source */
+	StringInfo	pb_json[2];		/* decode.c: a Protobuf value [0] or key [1] as JSON */
 } SspStream;
 
 /* A message as decode.c sees it; kafka.c fills it. */

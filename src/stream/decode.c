@@ -396,8 +396,9 @@ ssp_text_input(SspColumn *col, const char *data, size_t len)
 	return text_input(col, data, len);
 }
 
-static Datum
-epoch_input(SspColumn *col, const char *number)
+/* ssp_epoch_input: a JSON number into a timestamp column: milliseconds since 1970 */
+Datum
+ssp_epoch_input(SspColumn *col, const char *number)
 {
 	char	   *end;
 	double		d;
@@ -518,7 +519,7 @@ json_input(SspColumn *col, JsonFound *f, bool *isnull, bool bytea_text)
 		return json_array_input(col, f);
 	if (f->type == JSON_TOKEN_NUMBER &&
 		(col->typid == TIMESTAMPTZOID || col->typid == TIMESTAMPOID))
-		return epoch_input(col, f->scalar);
+		return ssp_epoch_input(col, f->scalar);
 	if (f->scalar == NULL)		/* an object or array: its JSON text */
 		return text_input(col, f->raw, f->rawlen);
 	if (bytea_text && col->typid == BYTEAOID)
@@ -608,6 +609,13 @@ parse_csv(const char *data, size_t len, char ***fields, bool **quoted)
 	}
 	return n;
 }
+
+/*
+ * SKIP: is column i left out: when decoding only column "only", or when the
+ * stream's reader does not need it (it stays NULL, unconverted)?
+ */
+#define SKIP(i, only) (((only) >= 0 && (i) != (only)) || \
+					   (stream->needed && !stream->needed[i]))
 
 /* Confluent's framing and Avro ------------------------------------------ */
 
@@ -713,75 +721,70 @@ decode_avro(SspStream *stream, SspSource source, const char *data, size_t len,
 }
 
 /*
- * json_text: a value or key of a format read as JSON, as its JSON text:
- * jsonschema's past its framing, protobuf's written as JSON by its
- * message's schema (only the top-level fields that the tree's columns
- * read).
+ * decode_protobuf: a value or key in Protobuf (Confluent's framing) into
+ * its columns: by the plan of its message's type, straight from the
+ * message, and, for the columns that need it (nested paths, json, repeated
+ * fields, maps, messages), from the message written as JSON (only the
+ * top-level fields they read).
  */
 static void
-json_text(SspStream *stream, SspSource source, SspFormat format, PathTree *tree,
-		  const char **data, size_t *len)
+decode_protobuf(SspStream *stream, SspSource source, const char *data, size_t len,
+				Datum *values, bool *nulls, DecodeContext *dc, int only)
 {
 	const char *what = source == SSP_SRC_KEY ? "key" : "value";
+	int			k = source == SSP_SRC_KEY ? 1 : 0;
+	PathTree  **tree = source == SSP_SRC_KEY ? (PathTree **) &stream->key_paths :
+		(PathTree **) &stream->value_paths;
+	SspSchema  *schema = unframe(stream, what, &data, &len, SSP_SCHEMA_PROTOBUF);
+	SspPbPlan  *plan;
+	StringInfo	buf;
+	JsonFound  *found;
+	int			i;
 
-	if (format == SSP_FORMAT_JSONSCHEMA)
-		unframe(stream, what, data, len, SSP_SCHEMA_JSON);
-	else if (format == SSP_FORMAT_PROTOBUF)
+	if (schema == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+				 errmsg("stream \"%s\" in format protobuf needs a schema registry",
+						stream->relname)));
+	plan = ssp_pb_plan(stream, source, ssp_pb_framed(compiled(schema), &data, &len));
+	ssp_pb_decode(stream, plan, data, len, values, nulls, only, &dc->column);
+	if (plan->nonly == 0)
+		return;
+
+	/* one buffer per source for the stream's life: no allocation a message */
+	if (stream->pb_json[k] == NULL)
 	{
-		int			k = source == SSP_SRC_KEY ? 1 : 0;
-		SspSchema  *schema = unframe(stream, what, data, len, SSP_SCHEMA_PROTOBUF);
-		SspPbMessage *m;
-		StringInfo	buf;
+		MemoryContext old = MemoryContextSwitchTo(stream->cxt);
 
-		if (schema == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
-					 errmsg("stream \"%s\" in format protobuf needs a schema registry",
-							stream->relname)));
-		m = ssp_pb_framed(compiled(schema), data, len);
-		if (stream->pb_only[k] == NULL)
-		{
-			const char **only = MemoryContextAlloc(stream->cxt, sizeof(char *) *
-												   Max(list_length(tree->root->children), 1));
-			ListCell   *lc;
-			int			n = 0;
-
-			foreach(lc, tree->root->children)
-				only[n++] = ((PathNode *) lfirst(lc))->name;
-			stream->pb_nonly[k] = n;
-			stream->pb_only[k] = only;
-		}
-		/* one buffer per source for the stream's life: no allocation a message */
-		if (stream->pb_json[k] == NULL)
-		{
-			MemoryContext old = MemoryContextSwitchTo(stream->cxt);
-
-			stream->pb_json[k] = makeStringInfo();
-			MemoryContextSwitchTo(old);
-		}
-		buf = stream->pb_json[k];
-		if (buf->maxlen > 8 * 1024 * 1024)
-		{
-			/* not kept at the size of the largest message ever seen */
-			pfree(buf->data);
-			buf->data = MemoryContextAlloc(stream->cxt, 1024);
-			buf->maxlen = 1024;
-		}
-		resetStringInfo(buf);
-		ssp_pb_json(m, *data, *len, stream->pb_only[k], stream->pb_nonly[k], buf);
-		*data = buf->data;
-		*len = buf->len;
+		stream->pb_json[k] = makeStringInfo();
+		MemoryContextSwitchTo(old);
 	}
+	buf = stream->pb_json[k];
+	if (buf->maxlen > 8 * 1024 * 1024)
+	{
+		/* not kept at the size of the largest message ever seen */
+		pfree(buf->data);
+		buf->data = MemoryContextAlloc(stream->cxt, 1024);
+		buf->maxlen = 1024;
+	}
+	resetStringInfo(buf);
+	ssp_pb_json(plan->message, data, len, plan->only, plan->nonly, buf);
+	if (*tree == NULL)
+		*tree = build_paths(stream, source, stream->cxt);
+	found = parse_json_fields(stream, *tree, buf->data, buf->len);
+	for (i = 0; i < stream->ncolumns; i++)
+	{
+		SspColumn  *col = &stream->columns[i];
+
+		if (col->source != source || plan->direct[i] || SKIP(i, only))
+			continue;
+		dc->column = col->name;
+		values[col->attnum - 1] = json_input(col, &found[i], &nulls[col->attnum - 1], true);
+	}
+	dc->column = NULL;
 }
 
 /* Messages --------------------------------------------------------------- */
-
-/*
- * SKIP: is column i left out: when decoding only column "only", or when the
- * stream's reader does not need it (it stays NULL, unconverted)?
- */
-#define SKIP(i, only) (((only) >= 0 && (i) != (only)) || \
-					   (stream->needed && !stream->needed[i]))
 
 static void
 decode_value(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
@@ -796,8 +799,9 @@ decode_value(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 
 	if (stream->format == SSP_FORMAT_AVRO)
 		decode_avro(stream, SSP_SRC_VALUE, msg->value, msg->value_len, values, nulls, dc);
-	else if (stream->format == SSP_FORMAT_JSON || stream->format == SSP_FORMAT_JSONSCHEMA ||
-			 stream->format == SSP_FORMAT_PROTOBUF)
+	else if (stream->format == SSP_FORMAT_PROTOBUF)
+		decode_protobuf(stream, SSP_SRC_VALUE, msg->value, msg->value_len, values, nulls, dc, only);
+	else if (stream->format == SSP_FORMAT_JSON || stream->format == SSP_FORMAT_JSONSCHEMA)
 	{
 		JsonFound  *found;
 		const char *data = msg->value;
@@ -806,7 +810,8 @@ decode_value(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 		if (stream->value_paths == NULL)
 			stream->value_paths = build_paths(stream, SSP_SRC_VALUE, stream->cxt);
 		dc->column = NULL;
-		json_text(stream, SSP_SRC_VALUE, stream->format, stream->value_paths, &data, &len);
+		if (stream->format == SSP_FORMAT_JSONSCHEMA)
+			unframe(stream, "value", &data, &len, SSP_SCHEMA_JSON);
 		found = parse_json_fields(stream, stream->value_paths, data, len);
 		for (i = 0; i < stream->ncolumns; i++)
 		{
@@ -815,8 +820,7 @@ decode_value(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 			if (col->source != SSP_SRC_VALUE || SKIP(i, only))
 				continue;
 			dc->column = col->name;
-			values[col->attnum - 1] = json_input(col, &found[i], &nulls[col->attnum - 1],
-												 stream->format == SSP_FORMAT_PROTOBUF);
+			values[col->attnum - 1] = json_input(col, &found[i], &nulls[col->attnum - 1], false);
 		}
 	}
 	else if (stream->format == SSP_FORMAT_CSV)
@@ -879,13 +883,18 @@ decode_key(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 		decode_avro(stream, SSP_SRC_KEY, msg->key, msg->key_len, values, nulls, dc);
 		return;
 	}
-	if (stream->nkey > 1 || stream->key_format == SSP_FORMAT_JSONSCHEMA ||
-		stream->key_format == SSP_FORMAT_PROTOBUF)
+	if (stream->key_format == SSP_FORMAT_PROTOBUF)
+	{
+		decode_protobuf(stream, SSP_SRC_KEY, msg->key, msg->key_len, values, nulls, dc, only);
+		return;
+	}
+	if (stream->nkey > 1 || stream->key_format == SSP_FORMAT_JSONSCHEMA)
 	{
 		if (stream->key_paths == NULL)
 			stream->key_paths = build_paths(stream, SSP_SRC_KEY, stream->cxt);
 		dc->column = NULL;
-		json_text(stream, SSP_SRC_KEY, stream->key_format, stream->key_paths, &data, &len);
+		if (stream->key_format == SSP_FORMAT_JSONSCHEMA)
+			unframe(stream, "key", &data, &len, SSP_SCHEMA_JSON);
 		found = parse_json_fields(stream, stream->key_paths, data, len);
 	}
 	for (i = 0; i < stream->ncolumns; i++)
@@ -896,8 +905,7 @@ decode_key(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 			continue;
 		dc->column = col->name;
 		if (found)
-			values[col->attnum - 1] = json_input(col, &found[i], &nulls[col->attnum - 1],
-												 stream->key_format == SSP_FORMAT_PROTOBUF);
+			values[col->attnum - 1] = json_input(col, &found[i], &nulls[col->attnum - 1], false);
 		else
 		{
 			nulls[col->attnum - 1] = false;

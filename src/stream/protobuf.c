@@ -26,7 +26,9 @@
 #include "utils/numeric.h"
 #include "utils/timestamp.h"
 
+#include "common/shortest_dec.h"
 #include "stream/protobuf.h"
+#include "stream/stream.h"
 #include "stream/protobuf_internal.h"
 
 /* Reading --------------------------------------------------------------- */
@@ -55,6 +57,247 @@ ssp_pb_json(SspPbMessage *m, const char *data, size_t len,
 			const char *const *only, int nonly, StringInfo out)
 {
 	ssp_pb_to_json(m, data, len, only, nonly, out);
+}
+
+/*
+ * ssp_pb_plan: how the columns of source (a stream's value or key) are
+ * read from messages of type m: a column whose path names a top-level
+ * field that ssp_pb_values reads, and that is not json or jsonb, straight
+ * from the message; the others from the message written as JSON, of only
+ * the top-level fields they need.  Made once per message type and source,
+ * kept in the stream's memory.
+ */
+SspPbPlan *
+ssp_pb_plan(SspStream *stream, SspSource source, SspPbMessage *m)
+{
+	MemoryContext old;
+	SspPbPlan  *plan;
+	ListCell   *lc;
+	int			i;
+
+	foreach(lc, stream->pb_plans)
+	{
+		plan = lfirst(lc);
+		if (plan->source == source && plan->message == m)
+			return plan;
+	}
+	old = MemoryContextSwitchTo(stream->cxt);
+	plan = palloc0(sizeof(SspPbPlan));
+	plan->source = source;
+	plan->message = m;
+	plan->fields = palloc(sizeof(int) * Max(stream->ncolumns, 1));
+	plan->columns = palloc(sizeof(int) * Max(stream->ncolumns, 1));
+	plan->values = palloc(sizeof(SspPbValue) * Max(stream->ncolumns, 1));
+	plan->direct = palloc0(sizeof(bool) * Max(stream->ncolumns, 1));
+	plan->only = palloc(sizeof(char *) * Max(stream->ncolumns, 1));
+	for (i = 0; i < stream->ncolumns; i++)
+	{
+		SspColumn  *col = &stream->columns[i];
+		List	   *path = source == SSP_SRC_KEY ? list_make1(makeString(col->name)) : col->path;
+		const char *first = strVal(linitial(path));
+		SspPbField *f = NULL;
+		int			k;
+
+		if (col->source != source || (stream->needed && !stream->needed[i]))
+			continue;
+		for (k = 0; k < m->nfields; k++)
+			if (strcmp(m->fields[k].name, first) == 0)
+				f = &m->fields[k];
+		if (m->wk == PBW_NONE && list_length(path) == 1 &&
+			(f == NULL || ssp_pb_direct(f)) &&
+			col->typid != JSONOID && col->typid != JSONBOID)
+		{
+			plan->direct[i] = true;
+			if (f == NULL)
+				continue;		/* no such field: NULL */
+			plan->fields[plan->ndirect] = f - m->fields;
+			plan->columns[plan->ndirect++] = i;
+			continue;
+		}
+		/* through JSON: the top-level field, once */
+		for (k = 0; k < plan->nonly; k++)
+			if (strcmp(plan->only[k], first) == 0)
+				break;
+		if (k == plan->nonly)
+			plan->only[plan->nonly++] = pstrdup(first);
+	}
+	stream->pb_plans = lcons(plan, stream->pb_plans);
+	MemoryContextSwitchTo(old);
+	return plan;
+}
+
+/*
+ * value_text: a value's text as the JSON path reads it (a JSON string's
+ * contents, or a number's or a boolean's token), *number if JSON writes it
+ * as a number.
+ */
+static char *
+value_text(SspPbValue *v, bool *number)
+{
+	char		buf[DOUBLE_SHORTEST_DECIMAL_LEN];
+	StringInfoData out;
+	size_t		k;
+
+	*number = false;
+	switch (v->kind)
+	{
+		case PBV_INT:
+			*number = true;
+			return psprintf(INT64_FORMAT, v->i);
+		case PBV_UINT:
+			*number = true;
+			return psprintf(UINT64_FORMAT, v->u);
+		case PBV_DOUBLE:
+		case PBV_FLOAT:
+			{
+				double		d = v->kind == PBV_FLOAT ? v->f : v->d;
+
+				if (isnan(d))
+					return pstrdup("NaN");
+				if (isinf(d))
+					return pstrdup(d > 0 ? "Infinity" : "-Infinity");
+				*number = true;
+				if (v->kind == PBV_FLOAT)
+					float_to_shortest_decimal_buf(v->f, buf);
+				else
+					double_to_shortest_decimal_buf(v->d, buf);
+				return pstrdup(buf);
+			}
+		case PBV_BOOL:
+			return pstrdup(v->i ? "true" : "false");
+		case PBV_ENUM:
+			if (v->name)
+				return pstrdup(v->name);
+			*number = true;
+			return psprintf("%d", (int32) v->i);
+		case PBV_STRING:
+			return pnstrdup((const char *) v->p, v->len);
+		case PBV_BYTES:
+			initStringInfo(&out);
+			appendStringInfoString(&out, "\\x");
+			for (k = 0; k < v->len; k++)
+				appendStringInfo(&out, "%02x", v->p[k]);
+			return out.data;
+		case PBV_TIMESTAMP:
+			initStringInfo(&out);
+			ssp_pb_timestamp_text(v->i, v->nanos, &out);
+			return out.data;
+		case PBV_NULL:
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * value_datum: a value into a column, as the JSON path would make it from
+ * the value's JSON: the common pairs straight (integers into integers,
+ * numerics, doubles and timestamps as milliseconds since 1970; doubles into
+ * doubles; strings; bytes into bytea; booleans; Timestamps of whole
+ * microseconds into timestamptz), the rest from the value's text.
+ */
+static Datum
+value_datum(SspColumn *col, SspPbValue *v, bool *isnull)
+{
+	Oid			typid = col->typid;
+	char	   *text;
+	bool		number;
+
+	*isnull = false;
+	if (v->kind == PBV_UINT && v->u <= (uint64) PG_INT64_MAX)
+	{
+		v->kind = PBV_INT;
+		v->i = (int64) v->u;
+	}
+	switch (v->kind)
+	{
+		case PBV_NULL:
+			*isnull = true;
+			return (Datum) 0;
+		case PBV_INT:
+			if (typid == INT8OID)
+				return Int64GetDatum(v->i);
+			if (typid == INT4OID && v->i >= PG_INT32_MIN && v->i <= PG_INT32_MAX)
+				return Int32GetDatum((int32) v->i);
+			if (typid == INT2OID && v->i >= PG_INT16_MIN && v->i <= PG_INT16_MAX)
+				return Int16GetDatum((int16) v->i);
+			if (typid == FLOAT8OID)
+				return Float8GetDatum((double) v->i);
+			if (typid == NUMERICOID && col->typmod < 0)
+				return NumericGetDatum(int64_to_numeric(v->i));
+			/* milliseconds since 1970, exactly as a double holds them */
+			if ((typid == TIMESTAMPTZOID || typid == TIMESTAMPOID) &&
+				v->i >= -(INT64CONST(1) << 53) && v->i <= (INT64CONST(1) << 53))
+			{
+				Datum		ts = ssp_ms_to_timestamptz(v->i);
+
+				return typid == TIMESTAMPOID ?
+					DirectFunctionCall1(timestamptz_timestamp, ts) : ts;
+			}
+			break;
+		case PBV_DOUBLE:
+			if (typid == FLOAT8OID)
+				return Float8GetDatum(v->d);
+			break;
+		case PBV_BOOL:
+			if (typid == BOOLOID)
+				return BoolGetDatum(v->i != 0);
+			break;
+		case PBV_STRING:
+			if (typid != BYTEAOID)
+				return ssp_text_input(col, (const char *) v->p, v->len);
+			break;
+		case PBV_BYTES:
+			if (typid == BYTEAOID)
+			{
+				bytea	   *b = palloc(VARHDRSZ + v->len);
+
+				SET_VARSIZE(b, VARHDRSZ + v->len);
+				memcpy(VARDATA(b), v->p, v->len);
+				return PointerGetDatum(b);
+			}
+			break;
+		case PBV_TIMESTAMP:
+			if (typid == TIMESTAMPTZOID && col->typmod < 0 && v->nanos % 1000 == 0)
+				return TimestampTzGetDatum((v->i - (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
+											SECS_PER_DAY) * USECS_PER_SEC + v->nanos / 1000);
+			break;
+		default:
+			break;
+	}
+	text = value_text(v, &number);
+	if (number && (typid == TIMESTAMPTZOID || typid == TIMESTAMPOID))
+		return ssp_epoch_input(col, text);
+	if (typid == BYTEAOID)
+		return DirectFunctionCall1(byteain, CStringGetDatum(text));
+	return ssp_text_input(col, text, strlen(text));
+}
+
+/*
+ * ssp_pb_decode: the columns of a plan read straight from a message (data,
+ * past its framing) into values/nulls (by attnum - 1); only column index
+ * "only" if it is not -1.  *column names the column being converted, for
+ * the error context.
+ */
+void
+ssp_pb_decode(SspStream *stream, SspPbPlan *plan, const char *data, size_t len,
+			  Datum *values, bool *nulls, int only, const char **column)
+{
+	int			k;
+
+	/* with no column at all, the message is still read: a malformed one errs */
+	if (plan->ndirect == 0 && plan->nonly > 0)
+		return;
+	ssp_pb_values(plan->message, data, len, plan->ndirect, plan->fields, plan->values);
+	for (k = 0; k < plan->ndirect; k++)
+	{
+		SspColumn  *col = &stream->columns[plan->columns[k]];
+
+		if (only >= 0 && plan->columns[k] != only)
+			continue;
+		*column = col->name;
+		values[col->attnum - 1] = value_datum(col, &plan->values[k], &nulls[col->attnum - 1]);
+	}
+	*column = NULL;
 }
 
 /* Writing --------------------------------------------------------------- */

@@ -115,6 +115,39 @@ typedef struct SspPbSchema
 	SspPbName  *names;
 } SspPbSchema;
 
+/*
+ * A top-level field's value, as ssp_pb_values finds it for a column read
+ * without JSON: the field's last value (a oneof's member set last, a
+ * Timestamp merged), its default when absent, PBV_NULL when absent with
+ * presence.
+ */
+typedef enum SspPbValueKind
+{
+	PBV_NULL,
+	PBV_INT,					/* i: int32, int64, sint, sfixed */
+	PBV_UINT,					/* u: uint32, uint64, fixed */
+	PBV_DOUBLE,					/* d */
+	PBV_FLOAT,					/* f */
+	PBV_BOOL,					/* i: 0 or 1 */
+	PBV_STRING,					/* p, len: UTF-8 without zero bytes, checked */
+	PBV_BYTES,					/* p, len */
+	PBV_ENUM,					/* i, and name (NULL: a number it does not name) */
+	PBV_TIMESTAMP				/* i: seconds since 1970, nanos: checked */
+} SspPbValueKind;
+
+typedef struct SspPbValue
+{
+	SspPbValueKind kind;
+	int64		i;
+	uint64		u;
+	double		d;
+	float		f;
+	const uint8 *p;
+	size_t		len;
+	const char *name;
+	int32		nanos;
+} SspPbValue;
+
 /* the most nesting a message may have, as Google's parsers allow */
 #define SSP_PB_MAX_DEPTH 100
 /* the most values one message may hold, whatever its bytes */
@@ -132,5 +165,9 @@ extern SspPbField *ssp_pb_field(SspPbMessage *m, int32 number);
 extern SspPbMessage *ssp_pb_read_indexes(SspPbSchema *schema, const char **data, size_t *len);
 extern void ssp_pb_to_json(SspPbMessage *m, const char *data, size_t len,
 						   const char *const *only, int nonly, StringInfo out);
+extern bool ssp_pb_direct(SspPbField *f);
+extern void ssp_pb_values(SspPbMessage *m, const char *data, size_t len,
+						  int nfields, const int *fields, SspPbValue *values);
+extern void ssp_pb_timestamp_text(int64 seconds, int32 nanos, StringInfo out);
 
 #endif							/* SSP_PROTOBUF_INTERNAL_H */

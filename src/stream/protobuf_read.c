@@ -371,9 +371,9 @@ json_string(StringInfo out, const char *s, size_t len)
 	appendStringInfoChar(out, '"');
 }
 
-/* utf8_string: a string field's bytes, which must be UTF-8 without zeros */
+/* check_utf8: a string field's bytes, which must be UTF-8 without zeros */
 static void
-utf8_string(StringInfo out, SspPbField *f, const uint8 *p, size_t len)
+check_utf8(SspPbField *f, const uint8 *p, size_t len)
 {
 	size_t		i = 0;
 
@@ -387,6 +387,12 @@ utf8_string(StringInfo out, SspPbField *f, const uint8 *p, size_t len)
 			data_error("field \"%s\" holds a string that is not UTF-8", f->name);
 		i += l;
 	}
+}
+
+static void
+utf8_string(StringInfo out, SspPbField *f, const uint8 *p, size_t len)
+{
+	check_utf8(f, p, len);
 	json_string(out, (const char *) p, len);
 }
 
@@ -435,18 +441,87 @@ json_float(StringInfo out, float f)
 	}
 }
 
-static void
-enum_value(StringInfo out, SspPbEnum *e, int32 v)
+/* enum_name: the name of an enum's value v, or NULL if it names none */
+static const char *
+enum_name(SspPbEnum *e, int32 v)
 {
 	int			i;
 
 	for (i = 0; i < e->n; i++)
 		if (e->numbers[i] == v)
-		{
-			json_string(out, e->names[i], strlen(e->names[i]));
-			return;
-		}
-	appendStringInfo(out, "%d", v); /* a value the schema does not name */
+			return e->names[i];
+	return NULL;
+}
+
+static void
+enum_value(StringInfo out, SspPbEnum *e, int32 v)
+{
+	const char *name = enum_name(e, v);
+
+	if (name)
+		json_string(out, name, strlen(name));
+	else
+		appendStringInfo(out, "%d", v); /* a value the schema does not name */
+}
+
+/* read_number: one value of a numeric, bool or enum field at *p (wire type wt) */
+static void
+read_number(SspPbField *f, int wt, const uint8 **p, const uint8 *end, SspPbValue *v)
+{
+	uint64		u = wt == WT_VARINT ? varint(p, end) :
+		fixed(p, end, wt == WT_I64 ? 8 : 4);
+	uint32		u32 = (uint32) u;
+
+	switch (f->type)
+	{
+		case PB_INT32:
+		case PB_SFIXED32:
+			v->kind = PBV_INT;
+			v->i = (int32) u32;
+			break;
+		case PB_INT64:
+		case PB_SFIXED64:
+			v->kind = PBV_INT;
+			v->i = (int64) u;
+			break;
+		case PB_UINT32:
+		case PB_FIXED32:
+			v->kind = PBV_UINT;
+			v->u = u32;
+			break;
+		case PB_UINT64:
+		case PB_FIXED64:
+			v->kind = PBV_UINT;
+			v->u = u;
+			break;
+		case PB_SINT32:
+			v->kind = PBV_INT;
+			v->i = (int32) ((u32 >> 1) ^ -(u32 & 1));
+			break;
+		case PB_SINT64:
+			v->kind = PBV_INT;
+			v->i = zigzag(u);
+			break;
+		case PB_BOOL:
+			v->kind = PBV_BOOL;
+			v->i = u != 0;
+			break;
+		case PB_ENUM:
+			v->kind = PBV_ENUM;
+			v->i = (int32) u32;
+			v->name = enum_name(f->enumt, (int32) u32);
+			break;
+		case PB_FLOAT:
+			v->kind = PBV_FLOAT;
+			memcpy(&v->f, &u32, sizeof(v->f));
+			break;
+		case PB_DOUBLE:
+			v->kind = PBV_DOUBLE;
+			memcpy(&v->d, &u, sizeof(v->d));
+			break;
+		default:
+			data_error("field \"%s\" is not a number", f->name);
+	}
 }
 
 /*
@@ -457,68 +532,34 @@ static void
 number(StringInfo out, SspPbField *f, int wt, const uint8 **p, const uint8 *end,
 	   bool quoted)
 {
-	uint64		v = wt == WT_VARINT ? varint(p, end) :
-		fixed(p, end, wt == WT_I64 ? 8 : 4);
-	uint32		v32 = (uint32) v;
+	SspPbValue	v;
 
+	read_number(f, wt, p, end, &v);
 	if (quoted)
 		appendStringInfoChar(out, '"');
-	switch (f->type)
+	switch (v.kind)
 	{
-		case PB_INT32:
-		case PB_SFIXED32:
-			appendStringInfo(out, "%d", (int32) v32);
+		case PBV_INT:
+			appendStringInfo(out, INT64_FORMAT, v.i);
 			break;
-		case PB_INT64:
-		case PB_SFIXED64:
-			appendStringInfo(out, INT64_FORMAT, (int64) v);
+		case PBV_UINT:
+			appendStringInfo(out, UINT64_FORMAT, v.u);
 			break;
-		case PB_UINT32:
-		case PB_FIXED32:
-			appendStringInfo(out, "%u", v32);
+		case PBV_BOOL:
+			appendStringInfoString(out, v.i ? "true" : "false");
 			break;
-		case PB_UINT64:
-		case PB_FIXED64:
-			appendStringInfo(out, UINT64_FORMAT, v);
+		case PBV_ENUM:
+			if (v.name)
+				json_string(out, v.name, strlen(v.name));
+			else
+				appendStringInfo(out, "%d", (int32) v.i);
 			break;
-		case PB_SINT32:
-			appendStringInfo(out, "%d", (int32) ((v32 >> 1) ^ -(v32 & 1)));
+		case PBV_FLOAT:
+			json_float(out, v.f);
 			break;
-		case PB_SINT64:
-			appendStringInfo(out, INT64_FORMAT, zigzag(v));
-			break;
-		case PB_BOOL:
-			appendStringInfoString(out, v ? "true" : "false");
-			break;
-		case PB_ENUM:
-			enum_value(out, f->enumt, (int32) v32);
-			break;
-		case PB_FLOAT:
-			{
-				union
-				{
-					uint32		i;
-					float		f;
-				}			u;
-
-				u.i = v32;
-				json_float(out, u.f);
-				break;
-			}
-		case PB_DOUBLE:
-			{
-				union
-				{
-					uint64		i;
-					double		d;
-				}			u;
-
-				u.i = v;
-				json_double(out, u.d);
-				break;
-			}
 		default:
-			data_error("field \"%s\" is not a number", f->name);
+			json_double(out, v.d);
+			break;
 	}
 	if (quoted)
 		appendStringInfoChar(out, '"');
@@ -768,13 +809,25 @@ fraction(StringInfo out, int32 nanos)
 		appendStringInfo(out, ".%09d", nanos);
 }
 
+/* timestamp_check: a Timestamp in Google's range, 0001-01-01 to 9999-12-31 */
 static void
-timestamp_value(Scan *s, StringInfo out)
+timestamp_check(int64 seconds, int64 nanos)
 {
-	int64		seconds = int_field(s, 0);
-	int64		nanos = int_field(s, 1);
-	int64		days;
-	int64		rem;
+	if (seconds < INT64CONST(-62135596800) || seconds > INT64CONST(253402300799) ||
+		nanos < 0 || nanos > 999999999)
+		data_error("a Timestamp of " INT64_FORMAT " seconds and " INT64_FORMAT " nanoseconds is out of range",
+				   seconds, nanos);
+}
+
+/*
+ * ssp_pb_timestamp_text: a Timestamp (checked) as Google's JSON writes it,
+ * without the quotes: "2026-12-01T10:00:00.500Z".
+ */
+void
+ssp_pb_timestamp_text(int64 seconds, int32 nanos, StringInfo out)
+{
+	int64		days = seconds / 86400;
+	int64		rem = seconds % 86400;
 	int64		z,
 				era,
 				doe,
@@ -785,13 +838,6 @@ timestamp_value(Scan *s, StringInfo out)
 	int			month,
 				day;
 
-	/* 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z, as Google's */
-	if (seconds < INT64CONST(-62135596800) || seconds > INT64CONST(253402300799) ||
-		nanos < 0 || nanos > 999999999)
-		data_error("a Timestamp of " INT64_FORMAT " seconds and " INT64_FORMAT " nanoseconds is out of range",
-				   seconds, nanos);
-	days = seconds / 86400;
-	rem = seconds % 86400;
 	if (rem < 0)
 	{
 		rem += 86400;
@@ -809,10 +855,22 @@ timestamp_value(Scan *s, StringInfo out)
 	month = (int) (mp < 10 ? mp + 3 : mp - 9);
 	if (month <= 2)
 		y++;
-	appendStringInfo(out, "\"%04d-%02d-%02dT%02d:%02d:%02d", (int) y, month, day,
+	appendStringInfo(out, "%04d-%02d-%02dT%02d:%02d:%02d", (int) y, month, day,
 					 (int) (rem / 3600), (int) (rem / 60 % 60), (int) (rem % 60));
-	fraction(out, (int32) nanos);
-	appendStringInfoString(out, "Z\"");
+	fraction(out, nanos);
+	appendStringInfoChar(out, 'Z');
+}
+
+static void
+timestamp_value(Scan *s, StringInfo out)
+{
+	int64		seconds = int_field(s, 0);
+	int64		nanos = int_field(s, 1);
+
+	timestamp_check(seconds, nanos);
+	appendStringInfoChar(out, '"');
+	ssp_pb_timestamp_text(seconds, (int32) nanos, out);
+	appendStringInfoChar(out, '"');
 }
 
 static void
@@ -1037,4 +1095,161 @@ ssp_pb_to_json(SspPbMessage *m, const char *data, size_t len,
 	if (m->wk != PBW_NONE)
 		r.only = NULL;
 	emit_message(&r, m, &seg, 1, out);
+}
+
+/* Values for columns --------------------------------------------------------- */
+
+/*
+ * ssp_pb_direct: can ssp_pb_values read a top-level field: a singular
+ * number, bool, enum, string, bytes or Timestamp, without a proto2
+ * default (its value's text is JSON's: the JSON path reads it)?
+ */
+bool
+ssp_pb_direct(SspPbField *f)
+{
+	if (f->repeated || f->map || f->default_value != NULL)
+		return false;
+	if (f->type == PB_MESSAGE)
+		return f->message->wk == PBW_TIMESTAMP;
+	return f->type != PB_GROUP;
+}
+
+/* default_of: an absent field's value without presence: proto3's default */
+static void
+default_of(SspPbField *f, SspPbValue *v)
+{
+	int			i;
+
+	switch (f->type)
+	{
+		case PB_STRING:
+		case PB_BYTES:
+			v->kind = f->type == PB_STRING ? PBV_STRING : PBV_BYTES;
+			v->p = (const uint8 *) "";
+			v->len = 0;
+			break;
+		case PB_BOOL:
+			v->kind = PBV_BOOL;
+			break;
+		case PB_ENUM:
+			/* the value numbered 0 (proto3's first), else proto2's first */
+			for (i = 0; i < f->enumt->n; i++)
+				if (f->enumt->numbers[i] == 0)
+					break;
+			if (i == f->enumt->n)
+				i = 0;
+			v->kind = PBV_ENUM;
+			if (i < f->enumt->n)
+			{
+				v->i = f->enumt->numbers[i];
+				v->name = f->enumt->names[i];
+			}
+			break;
+		case PB_DOUBLE:
+			v->kind = PBV_DOUBLE;
+			break;
+		case PB_FLOAT:
+			v->kind = PBV_FLOAT;
+			break;
+		case PB_UINT32:
+		case PB_UINT64:
+		case PB_FIXED32:
+		case PB_FIXED64:
+			v->kind = PBV_UINT;
+			break;
+		default:
+			v->kind = PBV_INT;
+			break;
+	}
+}
+
+/*
+ * ssp_pb_values: of a message of type m, the values of its top-level
+ * fields whose indexes are in fields (each one ssp_pb_direct can read), as
+ * ssp_pb_to_json would write them: the last given, the oneof member set
+ * last (the others NULL), a Timestamp given twice merged, an absent field
+ * its default or, with presence, NULL.  Strings are checked, Timestamps
+ * too; the bytes point into data.
+ */
+void
+ssp_pb_values(SspPbMessage *m, const char *data, size_t len,
+			  int nfields, const int *fields, SspPbValue *values)
+{
+	PbRead		r;
+	Segment		seg = {(const uint8 *) data, len};
+	Scan		s;
+	int			k;
+
+	memset(&r, 0, sizeof(r));
+	enter(&r);
+	scan(&r, m, &seg, 1, &s);
+	for (k = 0; k < nfields; k++)
+	{
+		int			i = fields[k];
+		SspPbField *f = &m->fields[i];
+		SspPbValue *v = &values[k];
+		int			after = -1;
+		Occ		   *o;
+
+		memset(v, 0, sizeof(SspPbValue));
+		if (f->oneof >= 0)
+		{
+			int			j;
+
+			/* setting another member cleared this one */
+			for (j = 0; j < m->nfields; j++)
+				if (j != i && m->fields[j].oneof == f->oneof && s.tail[j] > after)
+					after = s.tail[j];
+		}
+		if (s.tail[i] < 0 || s.tail[i] < after)
+		{
+			if (s.tail[i] < 0 && !f->presence)
+				default_of(f, v);
+			else
+				v->kind = PBV_NULL;
+			continue;
+		}
+		count_value(&r);
+		o = &s.occ[s.tail[i]];
+		if (f->type == PB_MESSAGE)
+		{
+			/* a Timestamp: what was given since another member was set, merged */
+			Segment    *segs = palloc(sizeof(Segment) * s.nocc);
+			Scan		ts;
+			int			n = 0;
+			int			j;
+
+			for (j = s.head[i]; j >= 0; j = s.occ[j].next)
+			{
+				if (j <= after)
+					continue;
+				segs[n].p = s.occ[j].p;
+				segs[n++].len = s.occ[j].len;
+			}
+			enter(&r);
+			scan(&r, f->message, segs, n, &ts);
+			v->kind = PBV_TIMESTAMP;
+			v->i = int_field(&ts, 0);
+			timestamp_check(v->i, int_field(&ts, 1));
+			v->nanos = (int32) int_field(&ts, 1);
+			scan_free(&ts);
+			pfree(segs);
+			r.depth--;
+		}
+		else if (f->type == PB_STRING || f->type == PB_BYTES)
+		{
+			if (f->type == PB_STRING)
+				check_utf8(f, o->p, o->len);
+			v->kind = f->type == PB_STRING ? PBV_STRING : PBV_BYTES;
+			v->p = o->p;
+			v->len = o->len;
+		}
+		else
+		{
+			const uint8 *p = o->p;
+
+			read_number(f, o->wt, &p, o->p + o->len, v);
+		}
+	}
+	scan_free(&s);
 }

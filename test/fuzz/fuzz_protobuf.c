@@ -10,7 +10,10 @@
  * framing after the schema id (message indexes, then the message) of the
  * schema below (every scalar type, enums, nested and recursive messages,
  * repeated fields, maps, oneofs, proto2 defaults and the well-known
- * types), read whole into JSON.  Each must end in an error (ereport, which
+ * types), read whole into JSON, then its top-level fields that columns
+ * read without JSON (ssp_pb_values), each against that field alone as JSON
+ * (the same value, NULL where JSON leaves it out, and an error exactly
+ * when JSON errs on it).  Each must end in an error (ereport, which
  * here jumps back) or with JSON of balanced brackets, never read past its
  * input (AddressSanitizer: the input is copied to a buffer of its exact
  * size), never loop without end, never recurse past its bound.  palloc is
@@ -21,9 +24,11 @@
  */
 #include "postgres.h"
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdlib.h>
 
+#include "common/shortest_dec.h"
 #include "miscadmin.h"
 
 #include "protobuf_internal.h"
@@ -227,6 +232,130 @@ check_json(const char *s, int len)
 		abort();
 }
 
+/* value_json: a value as ssp_pb_to_json writes it, to compare them */
+static void
+value_json(SspPbValue *v, StringInfo out)
+{
+	char		buf[DOUBLE_SHORTEST_DECIMAL_LEN];
+	size_t		k;
+
+	switch (v->kind)
+	{
+		case PBV_NULL:
+			break;
+		case PBV_INT:
+			appendStringInfo(out, INT64_FORMAT, v->i);
+			break;
+		case PBV_UINT:
+			appendStringInfo(out, UINT64_FORMAT, v->u);
+			break;
+		case PBV_BOOL:
+			appendStringInfoString(out, v->i ? "true" : "false");
+			break;
+		case PBV_ENUM:
+			if (v->name)
+				appendStringInfo(out, "\"%s\"", v->name);
+			else
+				appendStringInfo(out, "%d", (int32) v->i);
+			break;
+		case PBV_DOUBLE:
+		case PBV_FLOAT:
+			{
+				double		d = v->kind == PBV_FLOAT ? v->f : v->d;
+
+				if (isnan(d))
+					appendStringInfoString(out, "\"NaN\"");
+				else if (isinf(d))
+					appendStringInfoString(out, d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+				else
+				{
+					if (v->kind == PBV_FLOAT)
+						float_to_shortest_decimal_buf(v->f, buf);
+					else
+						double_to_shortest_decimal_buf(v->d, buf);
+					appendStringInfoString(out, buf);
+				}
+				break;
+			}
+		case PBV_STRING:
+			appendStringInfoChar(out, '"');
+			for (k = 0; k < v->len; k++)
+			{
+				if (v->p[k] == '"' || v->p[k] == '\\')
+					appendStringInfo(out, "\\%c", v->p[k]);
+				else if (v->p[k] < 0x20)
+					appendStringInfo(out, "\\u%04x", v->p[k]);
+				else
+					appendStringInfoChar(out, v->p[k]);
+			}
+			appendStringInfoChar(out, '"');
+			break;
+		case PBV_BYTES:
+			appendStringInfoString(out, "\"\\\\x");
+			for (k = 0; k < v->len; k++)
+				appendStringInfo(out, "%02x", v->p[k]);
+			appendStringInfoChar(out, '"');
+			break;
+		case PBV_TIMESTAMP:
+			appendStringInfoChar(out, '"');
+			ssp_pb_timestamp_text(v->i, v->nanos, out);
+			appendStringInfoChar(out, '"');
+			break;
+	}
+}
+
+/*
+ * check_values: each top-level field ssp_pb_values reads, against the same
+ * field alone written as JSON: {"name":value}, or {} for NULL; an error in
+ * one exactly when the other errs.
+ */
+static void
+check_values(SspPbMessage *m, const char *p, size_t len)
+{
+	int			i;
+
+	if (m->wk != PBW_NONE)
+		return;
+	for (i = 0; i < m->nfields; i++)
+	{
+		const char *only[1];
+		StringInfoData json;
+		StringInfoData mine;
+		SspPbValue	v;
+		volatile bool json_failed = false;
+
+		if (!ssp_pb_direct(&m->fields[i]))
+			continue;
+		only[0] = m->fields[i].name;
+		initStringInfo(&json);
+		if (sigsetjmp(fuzz_jump, 0) == 0)
+			ssp_pb_to_json(m, p, len, only, 1, &json);
+		else
+			json_failed = true;
+		if (sigsetjmp(fuzz_jump, 0) != 0)
+		{
+			if (!json_failed)
+				abort();		/* an error the JSON path does not give */
+			continue;
+		}
+		ssp_pb_values(m, p, len, 1, &i, &v);
+		if (json_failed)
+			abort();			/* a value where the JSON path errs */
+		initStringInfo(&mine);
+		if (v.kind != PBV_NULL)
+			appendStringInfo(&mine, "{\"%s\":", only[0]);
+		else
+			appendStringInfoChar(&mine, '{');
+		value_json(&v, &mine);
+		appendStringInfoChar(&mine, '}');
+		if (strcmp(mine.data, json.data) != 0)
+		{
+			fprintf(stderr, "field %s: values %s, JSON %s\n", only[0], mine.data, json.data);
+			abort();
+		}
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -279,6 +408,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #ifdef FUZZ_PRINT
 			fprintf(stderr, "%s\n", out.data);	/* -DFUZZ_PRINT: what it reads */
 #endif
+			check_values(m, p, len);
 		}
 		free(copy);
 	}

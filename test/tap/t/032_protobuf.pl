@@ -31,7 +31,7 @@ use SspTest;
 my $k = SspTest::start_kafka(partitions => 2);
 my $b = $k->{bootstrap};
 SspTest::kafka($k, 'topics', '--create', '--topic', $_, '--partitions', '2', '--replication-factor', '1')
-  for qw(ptypes pevolve phostile pwritten pauto pauto2 pkeyed);
+  for qw(ptypes pnanos pevolve phostile pwritten pauto pauto2 pkeyed);
 my $reg = SspTest::start_registry($k);
 
 my $node = SspTest::new_node('protobuf');
@@ -137,6 +137,37 @@ is($node->safe_psql('postgres', "SET timezone = 'UTC'; SET intervalstyle = 'post
 is($node->safe_psql('postgres', q{SELECT count(*) FROM ssp.dead_letters WHERE view = 'ptypes_v'::regclass}),
 	'0', 'no dead letters');
 
+# 1b. The same fields into other types: read straight from the message, they
+# are what the JSON path makes of them (a number into a timestamp as
+# milliseconds, an enum as its name or number, bytes as bytea's text, a
+# Timestamp into timestamp, a double into numeric by its shortest text, a
+# uint64 past 2^63 into float8, a float into float8 by its text)
+$node->safe_psql('postgres', q{
+	CREATE FOREIGN TABLE ptypes_x (b text, i32 timestamptz, i64 text, u64 float8, fl float8, db numeric,
+	    raw text, color text, ts timestamp, s bytea, sf32 numeric(6,2), opt varchar(10))
+	  SERVER kafka OPTIONS (topic 'ptypes', format 'protobuf');
+});
+is($node->safe_psql('postgres', q{SET timezone = 'UTC';
+	SELECT b, i32, i64, u64, fl, db, raw, color, ts, s, sf32, opt FROM ptypes_x ORDER BY i32}),
+	join("\n",
+		'true|1969-12-31 23:59:59.995+00|9007199254740993|1.8446744073709552e+19|1.5|-22500000000|\x00ff41|GREEN|'
+		  . '2024-01-01 00:00:00.123|\x68c3a96c6c6f20e29c9320227122|-7.00|here',
+		'false|1970-01-01 00:00:00+00|0|0|0|0|\x|RED||\x|0.00|',
+		'false|1970-01-25 20:31:23.647+00|0|0|-Infinity|NaN|\x|7|1969-12-31 23:59:59.999999|\x|0.00|'),
+	'the fields into other types, as from their JSON');
+SspTest::proto_produce($k, $reg->{url}, 'pnanos', $types_proto,
+	[ '{"ts": "2024-01-01T00:00:00.123456789Z", "i64": "-7", "phone": "12"}', '{"ts": "0001-01-01T00:00:00Z"}' ],
+	'--message', 'ssp.test.Row', '--reference', "shared/addr.proto=$addr_proto", '--partition', '0');
+$node->safe_psql('postgres', q{
+	CREATE FOREIGN TABLE pnanos (ts timestamptz, ts0 timestamptz(0) OPTIONS (field 'ts'), i64 int,
+	    email text, phone bigint)
+	  SERVER kafka OPTIONS (topic 'pnanos', format 'protobuf');
+});
+is($node->safe_psql('postgres', q{SET timezone = 'UTC'; SELECT ts, ts0, i64, email, phone FROM pnanos ORDER BY ts}),
+	"0001-01-01 00:00:00+00|0001-01-01 00:00:00+00|0||\n"
+	  . "2024-01-01 00:00:00.123457+00|2024-01-01 00:00:00+00|-7||12",
+	'a Timestamp of nanoseconds rounded, a typmod applied, the oneof member unset NULL');
+
 # 2. Two versions of a schema on one topic: by field name -------------------------
 my $v1 = 'syntax = "proto3"; message Order { int64 id = 1; string note = 2; float amount = 3; }';
 my $v2 = 'syntax = "proto2"; package v2; message Order { required int64 id = 1; optional double amount = 4;'
@@ -199,6 +230,7 @@ $node->safe_psql('postgres', q{
 	  SELECT region, count(*) AS n, sum(amount) AS amount, count(next) AS nexts,
 	         max(next->>'region') AS nregion, sum((next->>'amount')::bigint) AS namount
 	  FROM phostile GROUP BY region;
+	CREATE VIEW phostile_n WITH (ssp.continuous) AS SELECT count(*) AS n FROM phostile;
 });
 my $id = sprintf('%08x', $eid);
 # a message nested 150 deep: field 3 in field 3 ...
@@ -241,6 +273,10 @@ is($node->safe_psql('postgres', q{
 is($node->safe_psql('postgres', q{SELECT region, n, amount, nexts, nregion, namount FROM phostile_v ORDER BY 1}),
 	"|1|0|0||\neu|3|15|1||0\nmm|1|4|1|a|2",
 	'the good messages around them count; a field of another wire type is skipped; a field given twice: the last, or a message merged');
+SspTest::wait_views($node, 'postgres', 'phostile_n');
+is($node->safe_psql('postgres', q{SELECT n, (SELECT count(*) FROM ssp.dead_letters WHERE view = 'phostile_n'::regclass)
+	FROM phostile_n}), '7|5',
+	'a view of no column still reads each message: the malformed are dead letters (a field no column reads is not)');
 
 # 4. INSERT: the subject's schema, read back by Google's decoder ---------------------
 my $w_proto = <<'EOP';

@@ -31,6 +31,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -47,6 +48,7 @@
 #include "runtime/outbox.h"
 #include "runtime/reader.h"
 #include "runtime/supervisor.h"
+#include "registry/registry.h"
 
 /*
  * ssp_error_text: an error as ssp.views.last_error shows it, its detail
@@ -192,6 +194,7 @@ ssp_reader_union_streams(SspWorker *w)
 {
 	MemoryContext old;
 	ListCell   *lc;
+	bool		stale = false;
 	int			i;
 
 	if (w->streams_cxt)
@@ -225,9 +228,27 @@ ssp_reader_union_streams(SspWorker *w)
 		if (all)
 			stream->needed = NULL;
 		w->src.streams[i] = stream;
+
+		/*
+		 * The streams (and the schema registry they read) are opened here,
+		 * in a later transaction than the signature config_changed compares
+		 * (open_sources): a server altered in between would leave this
+		 * process reading an old registry URL while its signature matched
+		 * the new options, and no invalidation would come again to tell.
+		 */
+		if (stream->registry && w->registry_hash &&
+			((SspRegistry *) stream->registry)->hash != w->registry_hash[i])
+			stale = true;
 	}
 	MemoryContextSwitchTo(old);
 	CommitTransactionCommand();
+	if (stale)
+	{
+		ereport(LOG,
+				(errmsg("ssp: the schema registry of the streams of continuous view \"%s\" changed while its worker started; its worker starts again",
+						((SspServed *) linitial(w->served))->view->name)));
+		proc_exit(0);
+	}
 }
 
 /*

@@ -133,7 +133,6 @@ static void
 open_sources(SspWorker *w, SspServed *s, MemoryContext cxt)
 {
 	MemoryContext old;
-	bool		stale = false;
 	int			i;
 
 	SetCurrentStatementStartTimestamp();
@@ -144,6 +143,7 @@ open_sources(SspWorker *w, SspServed *s, MemoryContext cxt)
 	w->src.nparts = palloc0(sizeof(int) * w->src.n);
 	w->kafka = palloc0(sizeof(SspKafka *) * w->src.n);
 	w->signature = palloc0(sizeof(char *) * w->src.n);
+	w->registry_hash = palloc0(sizeof(uint32) * w->src.n);
 	for (i = 0; i < w->src.n; i++)
 	{
 		SspStream  *stream = s->src.streams[i];
@@ -153,28 +153,15 @@ open_sources(SspWorker *w, SspServed *s, MemoryContext cxt)
 										 psprintf("ssp.%s.%u", get_database_name(MyDatabaseId),
 												  s->view->view));
 
-		/*
-		 * The stream's schema registry was read in an earlier transaction:
-		 * options changed since are in the signature but not in it, and no
-		 * invalidation would come to tell (a worker started while the
-		 * server was altered would wait on an old registry URL for ever).
-		 */
-		if (stream->registry)
+		/* the registry's options as the signature has them (reader.c checks) */
 		{
-			SspRegistry *now = ssp_registry_open(stream->serverid, GetUserId());
+			SspRegistry *reg = ssp_registry_open(stream->serverid, GetUserId());
 
-			stale |= now == NULL || now->hash != ((SspRegistry *) stream->registry)->hash;
+			w->registry_hash[i] = reg ? reg->hash : 0;
 		}
 	}
 	MemoryContextSwitchTo(old);
 	CommitTransactionCommand();
-	if (stale)
-	{
-		ereport(LOG,
-				(errmsg("ssp: the schema registry of the streams of continuous view \"%s\" changed while its worker started; its worker starts again",
-						s->view->name)));
-		proc_exit(0);
-	}
 }
 
 /*

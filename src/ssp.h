@@ -109,6 +109,7 @@ typedef struct SspStream
 	void	   *key_paths;		/* decode.c: JSON paths of the key columns */
 	List	   *pb_plans;		/* decode.c: SspPbPlan per message type and source */
 	StringInfo	pb_json[2];		/* decode.c: a Protobuf value [0] or key [1] as JSON */
+	struct SspSchema *last_schema[2];	/* decode.c: the last value's and key's schema */
 } SspStream;
 
 /* A message as decode.c sees it; kafka.c fills it. */

@@ -643,6 +643,16 @@ unframe(SspStream *stream, const char *what, const char **data, size_t *len,
 						what, (unsigned char) (*data)[0])));
 	if (stream->registry)
 	{
+		int			k = strcmp(what, "key") == 0 ? 1 : 0;
+
+		/* most messages name the schema the one before named: no lookup */
+		if (stream->last_schema[k] && stream->last_schema[k]->id == id &&
+			stream->last_schema[k]->type == type && stream->last_schema[k]->missing == NULL)
+		{
+			*data += SSP_REGISTRY_HEADER;
+			*len -= SSP_REGISTRY_HEADER;
+			return stream->last_schema[k];
+		}
 		schema = ssp_registry_schema(stream->registry, id);
 		if (schema->missing)
 			ereport(ERROR,
@@ -655,6 +665,12 @@ unframe(SspStream *stream, const char *what, const char **data, size_t *len,
 							what, id, type_names[schema->type], what,
 							type == SSP_SCHEMA_AVRO ? "avro" :
 							type == SSP_SCHEMA_PROTOBUF ? "protobuf" : "jsonschema")));
+		/*
+		 * a schema the registry gave never changes (one it lacks may come),
+		 * and stays in this process's cache (registry.c) for its life
+		 */
+		if (schema->text)
+			stream->last_schema[k] = schema;
 	}
 	*data += SSP_REGISTRY_HEADER;
 	*len -= SSP_REGISTRY_HEADER;

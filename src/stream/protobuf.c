@@ -17,6 +17,7 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
@@ -243,6 +244,9 @@ value_datum(SspColumn *col, SspPbValue *v, bool *isnull)
 				return BoolGetDatum(v->i != 0);
 			break;
 		case PBV_STRING:
+			/* UTF-8 without zero bytes, checked: text of a UTF-8 database as it is */
+			if (typid == TEXTOID && GetDatabaseEncoding() == PG_UTF8)
+				return PointerGetDatum(cstring_to_text_with_len((const char *) v->p, v->len));
 			if (typid != BYTEAOID)
 				return ssp_text_input(col, (const char *) v->p, v->len);
 			break;
@@ -302,7 +306,8 @@ ssp_pb_decode(SspStream *stream, SspPbPlan *plan, const char *data, size_t len,
 
 /* Writing --------------------------------------------------------------- */
 
-static void encode_message(SspPbMessage *m, JsonbValue *v, StringInfo out, int depth);
+static void encode_message(SspPbMessage *m, SspPbField *outer, JsonbValue *v, StringInfo out,
+						   int depth);
 
 static void
 put_varint(StringInfo out, uint64 v)
@@ -600,7 +605,7 @@ one(SspPbField *f, JsonbValue *v, StringInfo out, int depth)
 		StringInfoData sub;
 
 		initStringInfo(&sub);
-		encode_message(f->message, v, &sub, depth + 1);
+		encode_message(f->message, f, v, &sub, depth + 1);
 		put_tag(out, f->number, 2);
 		put_bytes(out, sub.data, sub.len);
 		pfree(sub.data);
@@ -708,17 +713,21 @@ field_named(SspPbMessage *m, const char *name, int len)
 	return NULL;
 }
 
-/* well_known: a well-known type from its JSON form */
+/*
+ * well_known: a well-known type from its JSON form; errors name the field
+ * that holds it (outer), or its own first field at the top
+ */
 static void
-well_known(SspPbMessage *m, JsonbValue *v, StringInfo out, int depth)
+well_known(SspPbMessage *m, SspPbField *outer, JsonbValue *v, StringInfo out, int depth)
 {
 	SspPbField *f0 = &m->fields[0];
+	SspPbField *named = outer ? outer : f0;
 
 	switch (m->wk)
 	{
 		case PBW_TIMESTAMP:
 			{
-				char	   *s = scalar_text(f0, v);
+				char	   *s = scalar_text(named, v);
 				TimestampTz ts = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
 																		 CStringGetDatum(s),
 																		 ObjectIdGetDatum(InvalidOid),
@@ -728,7 +737,7 @@ well_known(SspPbMessage *m, JsonbValue *v, StringInfo out, int depth)
 				int64		nanos = (us % USECS_PER_SEC) * 1000;
 
 				if (TIMESTAMP_NOT_FINITE(ts))
-					write_error(f0, "a Timestamp cannot be infinite");
+					write_error(named, "a Timestamp cannot be infinite");
 				if (nanos < 0)
 				{
 					nanos += 1000000000;
@@ -736,7 +745,7 @@ well_known(SspPbMessage *m, JsonbValue *v, StringInfo out, int depth)
 				}
 				/* Google's range: 0001-01-01 to 9999-12-31 */
 				if (sec < INT64CONST(-62135596800) || sec > INT64CONST(253402300799))
-					write_error(f0, "\"%s\" is out of a Timestamp's range (years 1 to 9999)", s);
+					write_error(named, "\"%s\" is out of a Timestamp's range (years 1 to 9999)", s);
 				put_tag(out, 1, 0);
 				put_varint(out, (uint64) sec);
 				if (nanos)
@@ -748,7 +757,7 @@ well_known(SspPbMessage *m, JsonbValue *v, StringInfo out, int depth)
 			}
 		case PBW_DURATION:
 			{
-				char	   *s = scalar_text(f0, v);
+				char	   *s = scalar_text(named, v);
 				Interval   *iv = DatumGetIntervalP(DirectFunctionCall3(interval_in,
 																	   CStringGetDatum(s),
 																	   ObjectIdGetDatum(InvalidOid),
@@ -758,7 +767,7 @@ well_known(SspPbMessage *m, JsonbValue *v, StringInfo out, int depth)
 				/* Google's range: 10,000 years either way */
 				if (us / USECS_PER_SEC < INT64CONST(-315576000000) ||
 					us / USECS_PER_SEC > INT64CONST(315576000000))
-					write_error(f0, "\"%s\" is out of a Duration's range (10,000 years)", s);
+					write_error(named, "\"%s\" is out of a Duration's range (10,000 years)", s);
 
 				put_tag(out, 1, 0);
 				put_varint(out, (uint64) (us / USECS_PER_SEC));
@@ -799,7 +808,7 @@ well_known(SspPbMessage *m, JsonbValue *v, StringInfo out, int depth)
 			break;
 		case PBW_FIELD_MASK:
 			{
-				char	   *s = scalar_text(f0, v);
+				char	   *s = scalar_text(named, v);
 				char	   *path;
 				char	   *save = NULL;
 
@@ -833,7 +842,7 @@ well_known(SspPbMessage *m, JsonbValue *v, StringInfo out, int depth)
 }
 
 static void
-encode_message(SspPbMessage *m, JsonbValue *v, StringInfo out, int depth)
+encode_message(SspPbMessage *m, SspPbField *outer, JsonbValue *v, StringInfo out, int depth)
 {
 	JsonbIterator *it;
 	JsonbValue	k;
@@ -848,7 +857,7 @@ encode_message(SspPbMessage *m, JsonbValue *v, StringInfo out, int depth)
 	check_stack_depth();
 	if (m->wk != PBW_NONE && m->wk != PBW_ANY && m->wk != PBW_EMPTY)
 	{
-		well_known(m, v, out, depth);
+		well_known(m, outer, v, out, depth);
 		return;
 	}
 	if (!is_container(v, true))
@@ -890,7 +899,7 @@ ssp_pb_encode(SspPbWriter *writer, const char *json, StringInfo out)
 	v.val.binary.data = &jb->root;
 	v.val.binary.len = VARSIZE(jb) - VARHDRSZ;
 	appendBinaryStringInfo(out, writer->indexes.data, writer->indexes.len);
-	encode_message(writer->message, &v, out, 0);
+	encode_message(writer->message, NULL, &v, out, 0);
 }
 
 /* auto_register -------------------------------------------------------- */

@@ -57,14 +57,21 @@ typedef struct Occ
 	int			next;			/* the field's next occurrence, or -1 */
 } Occ;
 
+/* occurrences and fields a Scan holds without palloc (most messages) */
+#define SCAN_INLINE 32
+
 /* A message's fields as found on the wire. */
 typedef struct Scan
 {
 	SspPbMessage *m;
 	Occ		   *occ;
 	int			nocc;
+	int			cap;
 	int		   *head;			/* [field]: its first occurrence, or -1 */
 	int		   *tail;			/* [field]: its last */
+	Occ			occ_inline[SCAN_INLINE];
+	int			head_inline[SCAN_INLINE];
+	int			tail_inline[SCAN_INLINE];
 } Scan;
 
 typedef struct PbRead
@@ -84,8 +91,8 @@ static void emit_message(PbRead *r, SspPbMessage *m, Segment *segs, int nsegs,
 			(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION), \
 			 errmsg("invalid Protobuf message: %s", psprintf(__VA_ARGS__))))
 
-static uint64
-varint(const uint8 **p, const uint8 *end)
+static pg_noinline uint64
+varint_long(const uint8 **p, const uint8 *end)
 {
 	uint64		v = 0;
 	int			shift = 0;
@@ -106,6 +113,15 @@ varint(const uint8 **p, const uint8 *end)
 		if (shift > 63)
 			data_error("a number does not fit in 64 bits");
 	}
+}
+
+/* varint: a base-128 number; most (tags, small values) are one byte */
+static inline uint64
+varint(const uint8 **p, const uint8 *end)
+{
+	if (*p < end && **p < 0x80)
+		return *(*p)++;
+	return varint_long(p, end);
 }
 
 static int64
@@ -243,14 +259,22 @@ unknown_enum(SspPbField *f, uint64 v)
 static void
 scan(PbRead *r, SspPbMessage *m, Segment *segs, int nsegs, Scan *s)
 {
-	int			cap = 16;
 	int			i;
 
 	s->m = m;
 	s->nocc = 0;
-	s->occ = palloc(sizeof(Occ) * cap);
-	s->head = palloc(sizeof(int) * Max(m->nfields, 1));
-	s->tail = palloc(sizeof(int) * Max(m->nfields, 1));
+	s->cap = SCAN_INLINE;
+	s->occ = s->occ_inline;
+	if (m->nfields <= SCAN_INLINE)
+	{
+		s->head = s->head_inline;
+		s->tail = s->tail_inline;
+	}
+	else
+	{
+		s->head = palloc(sizeof(int) * m->nfields);
+		s->tail = palloc(sizeof(int) * m->nfields);
+	}
 	for (i = 0; i < m->nfields; i++)
 		s->head[i] = s->tail[i] = -1;
 	for (i = 0; i < nsegs; i++)
@@ -308,17 +332,22 @@ scan(PbRead *r, SspPbMessage *m, Segment *segs, int nsegs, Scan *s)
 			if (wt != wire_type(f->type) &&
 				!(wt == WT_LEN && f->repeated && wire_type(f->type) != WT_LEN))
 				continue;
-			if (wt == WT_VARINT)
+			if (wt == WT_VARINT && f->type == PB_ENUM && f->enumt->closed)
 			{
 				const uint8 *q = start;
 
 				if (unknown_enum(f, varint(&q, end)))
 					continue;	/* proto2: kept among the unknown fields */
 			}
-			if (s->nocc == cap)
+			if (s->nocc == s->cap)
 			{
-				cap *= 2;
-				s->occ = repalloc(s->occ, sizeof(Occ) * cap);
+				Occ		   *more = palloc(sizeof(Occ) * s->cap * 2);
+
+				memcpy(more, s->occ, sizeof(Occ) * s->cap);
+				if (s->occ != s->occ_inline)
+					pfree(s->occ);
+				s->occ = more;
+				s->cap *= 2;
 			}
 			fi = f - m->fields;
 			s->occ[s->nocc].p = start;
@@ -338,9 +367,13 @@ scan(PbRead *r, SspPbMessage *m, Segment *segs, int nsegs, Scan *s)
 static void
 scan_free(Scan *s)
 {
-	pfree(s->occ);
-	pfree(s->head);
-	pfree(s->tail);
+	if (s->occ != s->occ_inline)
+		pfree(s->occ);
+	if (s->head != s->head_inline)
+	{
+		pfree(s->head);
+		pfree(s->tail);
+	}
 }
 
 /* JSON text ----------------------------------------------------------------- */
@@ -1214,8 +1247,10 @@ ssp_pb_values(SspPbMessage *m, const char *data, size_t len,
 		if (f->type == PB_MESSAGE)
 		{
 			/* a Timestamp: what was given since another member was set, merged */
-			Segment    *segs = palloc(sizeof(Segment) * s.nocc);
+			Segment		one[4];
+			Segment    *segs = s.nocc <= lengthof(one) ? one : palloc(sizeof(Segment) * s.nocc);
 			Scan		ts;
+			int64		nanos;
 			int			n = 0;
 			int			j;
 
@@ -1230,10 +1265,12 @@ ssp_pb_values(SspPbMessage *m, const char *data, size_t len,
 			scan(&r, f->message, segs, n, &ts);
 			v->kind = PBV_TIMESTAMP;
 			v->i = int_field(&ts, 0);
-			timestamp_check(v->i, int_field(&ts, 1));
-			v->nanos = (int32) int_field(&ts, 1);
+			nanos = int_field(&ts, 1);
+			timestamp_check(v->i, nanos);
+			v->nanos = (int32) nanos;
 			scan_free(&ts);
-			pfree(segs);
+			if (segs != one)
+				pfree(segs);
 			r.depth--;
 		}
 		else if (f->type == PB_STRING || f->type == PB_BYTES)

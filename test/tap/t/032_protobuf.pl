@@ -273,9 +273,19 @@ is($node->safe_psql('postgres', q{
 is($node->safe_psql('postgres', q{SELECT region, n, amount, nexts, nregion, namount FROM phostile_v ORDER BY 1}),
 	"|1|0|0||\neu|3|15|1||0\nmm|1|4|1|a|2",
 	'the good messages around them count; a field of another wire type is skipped; a field given twice: the last, or a message merged');
-SspTest::wait_views($node, 'postgres', 'phostile_n');
+# a schema the registry holds but ssp cannot read (a proto2 group): its
+# messages are dead letters that say so
+my $bad = SspTest::register_schema($reg, 'phostile-bad',
+	{ schema => 'syntax = "proto2"; message G { optional group Inner = 1 { optional int32 a = 2; } }',
+	  schemaType => 'PROTOBUF' });
+my $badid = sprintf('%08x', $bad);
+$node->safe_psql('postgres', qq{INSERT INTO phostile_raw VALUES ('\\x00${badid}000b10010c', 0)});
+SspTest::wait_views($node, 'postgres', 'phostile_v', 'phostile_n');
+is($node->safe_psql('postgres', qq{SELECT error FROM ssp.dead_letters
+	WHERE view = 'phostile_v'::regclass AND error ~ 'schema $bad'}) =~ /schema $bad is not a valid Protobuf schema: .*group/ ? 'ok' : 'no',
+	'ok', 'a message of a schema ssp cannot read: a dead letter that says why');
 is($node->safe_psql('postgres', q{SELECT n, (SELECT count(*) FROM ssp.dead_letters WHERE view = 'phostile_n'::regclass)
-	FROM phostile_n}), '7|5',
+	FROM phostile_n}), '7|6',
 	'a view of no column still reads each message: the malformed are dead letters (a field no column reads is not)');
 
 # 4. INSERT: the subject's schema, read back by Google's decoder ---------------------
@@ -328,6 +338,18 @@ like($e5, qr/Protobuf message "ssp.w.Written" has no field "nope"/, 'a column th
 ($r5, $o5, $e5) = $node->psql('postgres', q{
 	INSERT INTO pwritten (id, kind) VALUES (3, 'HUGE')});
 like($e5, qr/"HUGE" is not a value of enum "ssp.w.Written.Kind"/, 'an enum value the schema lacks: refused');
+($r5, $o5, $e5) = $node->psql('postgres', q{INSERT INTO pwritten (id, at) VALUES (4, '10000-01-01 00:00:00+00')});
+like($e5, qr/cannot write Protobuf field "at": "10000-01-01T00:00:00(\.0+)?Z?[^"]*" is out of a Timestamp's range \(years 1 to 9999\)/,
+	'a time past a Timestamp\'s range: refused');
+($r5, $o5, $e5) = $node->psql('postgres', q{INSERT INTO pwritten (id, at) VALUES (5, 'infinity')});
+like($e5, qr/cannot write Protobuf field "at": a Timestamp cannot be infinite/, 'an infinite time: refused');
+($r5, $o5, $e5) = $node->psql('postgres', q{
+	CREATE FOREIGN TABLE pwritten_nomsg (id bigint)
+	  SERVER kafka OPTIONS (topic 'pwritten', format 'protobuf', message 'ssp.w.Nope');
+	INSERT INTO pwritten_nomsg VALUES (1)});
+like($e5, qr/cannot insert into stream "pwritten_nomsg": its schema has no message "ssp.w.Nope"/,
+	'option message naming no message of the schema: refused');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM pwritten'), '2', 'and nothing of them was written');
 
 # auto_register: a schema from the columns
 my ($r6, $o6, $e6) = $node->psql('postgres', q{

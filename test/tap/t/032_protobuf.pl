@@ -31,7 +31,7 @@ use SspTest;
 my $k = SspTest::start_kafka(partitions => 2);
 my $b = $k->{bootstrap};
 SspTest::kafka($k, 'topics', '--create', '--topic', $_, '--partitions', '2', '--replication-factor', '1')
-  for qw(ptypes pnanos pevolve phostile pwritten pauto pauto2 pkeyed);
+  for qw(ptypes pnanos pevolve phostile pwritten pauto pauto2 pauto63 pkeyed);
 my $reg = SspTest::start_registry($k);
 
 my $node = SspTest::new_node('protobuf');
@@ -136,6 +136,18 @@ is($node->safe_psql('postgres', "SET timezone = 'UTC'; SET intervalstyle = 'post
 	SELECT $cols FROM ptypes ORDER BY i32, b"), $expected, 'and by a scan');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM ssp.dead_letters WHERE view = 'ptypes_v'::regclass}),
 	'0', 'no dead letters');
+
+# a second view of the stream, reading other columns, a nested path among
+# them: it catches up, joins the first's reader, which decodes for both
+$node->safe_psql('postgres', q{
+	CREATE VIEW ptypes_v2 WITH (ssp.continuous) AS
+	  SELECT color, count(*) AS n, sum(i32) AS i32, max(ts) AS ts, max(city) AS city
+	  FROM ptypes GROUP BY color;
+});
+SspTest::wait_views($node, 'postgres', 'ptypes_v2');
+is($node->safe_psql('postgres', "SET timezone = 'UTC'; SELECT color, n, i32, ts, city FROM ptypes_v2 ORDER BY color"),
+	"7|1|2147483647|1969-12-31 23:59:59.999999+00|\nGREEN|1|-5|2024-01-01 00:00:00.123+00|Oslo\nRED|1|0||",
+	'a second view of other columns of the stream');
 
 # 1b. The same fields into other types: read straight from the message, they
 # are what the JSON path makes of them (a number into a timestamp as
@@ -376,6 +388,32 @@ $node->safe_psql('postgres', q{
 	CREATE FOREIGN TABLE "2pauto" (id bigint) SERVER kafka OPTIONS (topic 'pauto2', format 'protobuf', auto_register 'true');
 	INSERT INTO "2pauto" VALUES (1)});
 is($node->safe_psql('postgres', q{SELECT id FROM "2pauto"}), '1', 'a stream whose name begins with a digit');
+# names of the longest legal length: the schema auto_register derives from
+# them, Google's decoder reading what ssp wrote, a scan and a view (whose
+# name is as long); with quotes, spaces and dots, which no Protobuf name
+# can hold, auto_register refuses, saying why
+my $hostile = 'p' . ('"q. ' x 15) . 'zz';
+is(length($hostile), 63, 'a name of 63 bytes');
+(my $hq = $hostile) =~ s/"/""/g;
+my ($r63, $o63, $e63) = $node->psql('postgres', qq{
+	CREATE FOREIGN TABLE "$hq" ("$hq" bigint)
+	  SERVER kafka OPTIONS (topic 'pauto63', format 'protobuf', auto_register 'true');
+	INSERT INTO "$hq" VALUES (1)});
+like($e63, qr/cannot derive a Protobuf schema for stream .*is not a Protobuf field name.*\n.*HINT:  Register the subject's schema/s,
+	'auto_register with names no Protobuf name can hold: refused, with a hint');
+my $long = 'p' . ('q_9' x 20) . 'zz';
+my $lview = substr($long, 0, 61) . '_v';
+$node->safe_psql('postgres', qq{
+	CREATE FOREIGN TABLE $long ($long bigint, $lview text)
+	  SERVER kafka OPTIONS (topic 'pauto63', format 'protobuf', auto_register 'true');
+	INSERT INTO $long VALUES (63, 'x'), (64, NULL);
+	CREATE VIEW $lview WITH (ssp.continuous) AS SELECT count(*) AS n, sum($long) AS s, max($lview) AS m FROM $long;
+});
+SspTest::wait_views($node, 'postgres', $lview);
+is($node->safe_psql('postgres', qq{SELECT n, s, m FROM $lview}), '2|127|x', 'a view of 63-byte names');
+is($node->safe_psql('postgres', qq{SELECT $long, $lview FROM $long ORDER BY 1}), "63|x\n64|", 'a scan of them');
+like(SspTest::proto_consume($k, $reg->{url}, 'pauto63', 2), qr/\{"[^"]+":"63","[^"]+":"x"\}/,
+	"Google's decoder reads the message auto_register derived from them");
 
 # keys in Protobuf, both ways
 $node->safe_psql('postgres', q{

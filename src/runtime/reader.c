@@ -48,7 +48,6 @@
 #include "runtime/outbox.h"
 #include "runtime/reader.h"
 #include "runtime/supervisor.h"
-#include "registry/registry.h"
 
 /*
  * ssp_error_text: an error as ssp.views.last_error shows it, its detail
@@ -236,8 +235,8 @@ ssp_reader_union_streams(SspWorker *w)
 		 * process reading an old registry URL while its signature matched
 		 * the new options, and no invalidation would come again to tell.
 		 */
-		if (stream->registry && w->registry_hash &&
-			((SspRegistry *) stream->registry)->hash != w->registry_hash[i])
+		if (w->signature &&
+			strcmp(w->signature[i], ssp_server_kafka_signature(stream->serverid, GetUserId())) != 0)
 			stale = true;
 	}
 	MemoryContextSwitchTo(old);
@@ -245,7 +244,7 @@ ssp_reader_union_streams(SspWorker *w)
 	if (stale)
 	{
 		ereport(LOG,
-				(errmsg("ssp: the schema registry of the streams of continuous view \"%s\" changed while its worker started; its worker starts again",
+				(errmsg("ssp: the Kafka properties of the streams of continuous view \"%s\" changed while its worker started; its worker starts again",
 						((SspServed *) linitial(w->served))->view->name)));
 		proc_exit(0);
 	}

@@ -47,8 +47,6 @@ typedef struct SspWorker
 	MemoryContext streams_cxt;	/* src.streams' */
 	SspKafka  **kafka;			/* per source: its consumer */
 	char	  **signature;		/* per source: its client's properties */
-	uint32	   *registry_hash;	/* per source: its schema registry's options
-								 * as the signature has them (0: none) */
 	int64	   *next;			/* per slot: next offset to read, -1: oldest */
 	int64	   *eof;			/* per slot: end seen, -1: none */
 	bool	   *lost;			/* per slot: next offset deleted */

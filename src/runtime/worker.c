@@ -143,7 +143,6 @@ open_sources(SspWorker *w, SspServed *s, MemoryContext cxt)
 	w->src.nparts = palloc0(sizeof(int) * w->src.n);
 	w->kafka = palloc0(sizeof(SspKafka *) * w->src.n);
 	w->signature = palloc0(sizeof(char *) * w->src.n);
-	w->registry_hash = palloc0(sizeof(uint32) * w->src.n);
 	for (i = 0; i < w->src.n; i++)
 	{
 		SspStream  *stream = s->src.streams[i];
@@ -152,13 +151,6 @@ open_sources(SspWorker *w, SspServed *s, MemoryContext cxt)
 		w->kafka[i] = ssp_kafka_consumer(stream->serverid, GetUserId(), s->view->topics[i],
 										 psprintf("ssp.%s.%u", get_database_name(MyDatabaseId),
 												  s->view->view));
-
-		/* the registry's options as the signature has them (reader.c checks) */
-		{
-			SspRegistry *reg = ssp_registry_open(stream->serverid, GetUserId());
-
-			w->registry_hash[i] = reg ? reg->hash : 0;
-		}
 	}
 	MemoryContextSwitchTo(old);
 	CommitTransactionCommand();

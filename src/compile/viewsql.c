@@ -788,7 +788,6 @@ ssp_build_append_only(Build *b, List *names, const char *mrel, const char *view,
 	ListCell   *lc;
 	int			i = 0;
 	StringInfoData sel;
-
 	StringInfoData cols;
 
 	if (b->opts->primary_key)

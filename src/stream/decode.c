@@ -620,16 +620,18 @@ parse_csv(const char *data, size_t len, char ***fields, bool **quoted)
 /* Confluent's framing and Avro ------------------------------------------ */
 
 /*
- * unframe: past the magic byte and schema id of a message (what names its
- * value or key), checking that the registry, if the stream has one, knows
- * the id as a schema of the type.  Errors are about the message (class 22):
+ * unframe: past the magic byte and schema id of a message's value or key
+ * (source), checking that the registry, if the stream has one, knows the
+ * id as a schema of the type.  Errors are about the message (class 22):
  * the registry's own failures are class 08 (registry.c).
  */
 static SspSchema *
-unframe(SspStream *stream, const char *what, const char **data, size_t *len,
+unframe(SspStream *stream, SspSource source, const char **data, size_t *len,
 		SspSchemaType type)
 {
 	static const char *const type_names[] = {"Avro", "Protobuf", "JSON Schema"};
+	const char *what = source == SSP_SRC_KEY ? "key" : "value";
+	int			k = source == SSP_SRC_KEY ? 1 : 0;
 	SspSchema  *schema = NULL;
 	int32		id;
 
@@ -643,8 +645,6 @@ unframe(SspStream *stream, const char *what, const char **data, size_t *len,
 						what, (unsigned char) (*data)[0])));
 	if (stream->registry)
 	{
-		int			k = strcmp(what, "key") == 0 ? 1 : 0;
-
 		/* most messages name the schema the one before named: no lookup */
 		if (stream->last_schema[k] && stream->last_schema[k]->id == id &&
 			stream->last_schema[k]->type == type && stream->last_schema[k]->missing == NULL)
@@ -730,8 +730,7 @@ decode_avro(SspStream *stream, SspSource source, const char *data, size_t len,
 	if (source == SSP_SRC_VALUE && stream->avro_writer)
 		writer = stream->avro_writer;
 	else
-		writer = compiled(unframe(stream, source == SSP_SRC_KEY ? "key" : "value",
-								  &data, &len, SSP_SCHEMA_AVRO));
+		writer = compiled(unframe(stream, source, &data, &len, SSP_SCHEMA_AVRO));
 	dc->column = NULL;
 	ssp_avro_decode(ssp_avro_plan(stream, source, writer), data, len, values, nulls, &dc->column);
 }
@@ -747,11 +746,10 @@ static void
 decode_protobuf(SspStream *stream, SspSource source, const char *data, size_t len,
 				Datum *values, bool *nulls, DecodeContext *dc, int only)
 {
-	const char *what = source == SSP_SRC_KEY ? "key" : "value";
 	int			k = source == SSP_SRC_KEY ? 1 : 0;
 	PathTree  **tree = source == SSP_SRC_KEY ? (PathTree **) &stream->key_paths :
 		(PathTree **) &stream->value_paths;
-	SspSchema  *schema = unframe(stream, what, &data, &len, SSP_SCHEMA_PROTOBUF);
+	SspSchema  *schema = unframe(stream, source, &data, &len, SSP_SCHEMA_PROTOBUF);
 	SspPbPlan  *plan;
 	StringInfo	buf;
 	JsonFound  *found;
@@ -827,7 +825,7 @@ decode_value(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 			stream->value_paths = build_paths(stream, SSP_SRC_VALUE, stream->cxt);
 		dc->column = NULL;
 		if (stream->format == SSP_FORMAT_JSONSCHEMA)
-			unframe(stream, "value", &data, &len, SSP_SCHEMA_JSON);
+			unframe(stream, SSP_SRC_VALUE, &data, &len, SSP_SCHEMA_JSON);
 		found = parse_json_fields(stream, stream->value_paths, data, len);
 		for (i = 0; i < stream->ncolumns; i++)
 		{
@@ -910,7 +908,7 @@ decode_key(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 			stream->key_paths = build_paths(stream, SSP_SRC_KEY, stream->cxt);
 		dc->column = NULL;
 		if (stream->key_format == SSP_FORMAT_JSONSCHEMA)
-			unframe(stream, "key", &data, &len, SSP_SCHEMA_JSON);
+			unframe(stream, SSP_SRC_KEY, &data, &len, SSP_SCHEMA_JSON);
 		found = parse_json_fields(stream, stream->key_paths, data, len);
 	}
 	for (i = 0; i < stream->ncolumns; i++)

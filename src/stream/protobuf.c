@@ -94,13 +94,16 @@ ssp_pb_plan(SspStream *stream, SspSource source, SspPbMessage *m)
 	for (i = 0; i < stream->ncolumns; i++)
 	{
 		SspColumn  *col = &stream->columns[i];
-		List	   *path = source == SSP_SRC_KEY ? list_make1(makeString(col->name)) : col->path;
-		const char *first = strVal(linitial(path));
+		List	   *path;
+		const char *first;
 		SspPbField *f = NULL;
 		int			k;
 
 		if (col->source != source || (stream->needed && !stream->needed[i]))
 			continue;
+		/* a key column is the key's field of its name */
+		path = source == SSP_SRC_KEY ? list_make1(makeString(col->name)) : col->path;
+		first = strVal(linitial(path));
 		for (k = 0; k < m->nfields; k++)
 			if (strcmp(m->fields[k].name, first) == 0)
 				f = &m->fields[k];

@@ -396,9 +396,9 @@ ssp_text_input(SspColumn *col, const char *data, size_t len)
 	return text_input(col, data, len);
 }
 
-/* ssp_epoch_input: a JSON number into a timestamp column: milliseconds since 1970 */
-Datum
-ssp_epoch_input(SspColumn *col, const char *number)
+/* epoch_input: a JSON number into a timestamp column: milliseconds since 1970 */
+static Datum
+epoch_input(SspColumn *col, const char *number)
 {
 	char	   *end;
 	double		d;
@@ -415,6 +415,24 @@ ssp_epoch_input(SspColumn *col, const char *number)
 	if (col->typid == TIMESTAMPOID)
 		return DirectFunctionCall1(timestamptz_timestamp, ts);
 	return ts;
+}
+
+/*
+ * ssp_scalar_input: a JSON scalar into the column, from its text (a
+ * string's contents, or a number's or boolean's token; number says which):
+ * a number into a timestamp is milliseconds since 1970; with bytea_text
+ * (Protobuf's JSON, whose bytes are bytea's text "\\x..."), a bytea column
+ * reads the text by bytea's input function, not as its bytes.  protobuf.c
+ * reads the values it does not convert itself through it, as from JSON.
+ */
+Datum
+ssp_scalar_input(SspColumn *col, const char *text, bool number, bool bytea_text)
+{
+	if (number && (col->typid == TIMESTAMPTZOID || col->typid == TIMESTAMPOID))
+		return epoch_input(col, text);
+	if (bytea_text && col->typid == BYTEAOID)
+		return DirectFunctionCall1(byteain, CStringGetDatum(text));
+	return text_input(col, text, strlen(text));
 }
 
 /* json_array_input: a JSON array into an array column. */
@@ -495,10 +513,8 @@ json_array_input(SspColumn *col, JsonFound *f)
 }
 
 /*
- * json_input: a JSON value into the column; *isnull for JSON null.  With
- * bytea_text (Protobuf's JSON, whose bytes are bytea's text "\\x..."), a
- * string into a bytea column is read by bytea's input function, not taken
- * as its bytes.
+ * json_input: a JSON value into the column; *isnull for JSON null.
+ * bytea_text as for ssp_scalar_input.
  */
 static Datum
 json_input(SspColumn *col, JsonFound *f, bool *isnull, bool bytea_text)
@@ -517,14 +533,9 @@ json_input(SspColumn *col, JsonFound *f, bool *isnull, bool bytea_text)
 	}
 	if (f->type == JSON_TOKEN_ARRAY_START && OidIsValid(col->elemtype))
 		return json_array_input(col, f);
-	if (f->type == JSON_TOKEN_NUMBER &&
-		(col->typid == TIMESTAMPTZOID || col->typid == TIMESTAMPOID))
-		return ssp_epoch_input(col, f->scalar);
 	if (f->scalar == NULL)		/* an object or array: its JSON text */
 		return text_input(col, f->raw, f->rawlen);
-	if (bytea_text && col->typid == BYTEAOID)
-		return DirectFunctionCall1(byteain, CStringGetDatum(f->scalar));
-	return text_input(col, f->scalar, strlen(f->scalar));
+	return ssp_scalar_input(col, f->scalar, f->type == JSON_TOKEN_NUMBER, bytea_text);
 }
 
 /* CSV ---------------------------------------------------------------------- */

@@ -272,11 +272,7 @@ value_datum(SspColumn *col, SspPbValue *v, bool *isnull)
 			break;
 	}
 	text = value_text(v, &number);
-	if (number && (typid == TIMESTAMPTZOID || typid == TIMESTAMPOID))
-		return ssp_epoch_input(col, text);
-	if (typid == BYTEAOID)
-		return DirectFunctionCall1(byteain, CStringGetDatum(text));
-	return ssp_text_input(col, text, strlen(text));
+	return ssp_scalar_input(col, text, number, true);
 }
 
 /*

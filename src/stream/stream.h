@@ -27,7 +27,8 @@ extern void ssp_decode_message_lenient(SspStream *stream, SspMessage *msg,
 extern int64 ssp_timestamptz_to_ms(Datum ts);
 extern Datum ssp_text_input(SspColumn *col, const char *data, size_t len);
 extern Datum ssp_ms_to_timestamptz(int64 ms);
-extern Datum ssp_epoch_input(SspColumn *col, const char *number);
+extern Datum ssp_scalar_input(SspColumn *col, const char *text, bool number,
+							  bool bytea_text);
 
 /* encode.c */
 extern void ssp_encode_row(SspStream *stream, Datum *values, bool *nulls,

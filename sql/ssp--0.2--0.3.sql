@@ -22,6 +22,11 @@ $$;
 -- place of the one it replaces.
 ALTER TABLE continuous_views ADD COLUMN replaces regclass;
 
+-- The watermark the view's last batch began with: a left join of two
+-- streams emits a left row without a partner in the batch after the
+-- watermark passed its bound, so its windows close by this one.
+ALTER TABLE continuous_views ADD COLUMN batch_watermark timestamptz;
+
 -- The readers of this database, from shared memory: one row per reader
 -- (a stream, or the two streams of a join, for one owner, part and batch
 -- settings).  What a role may not see of a reader of another owner's

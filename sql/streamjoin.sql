@@ -37,9 +37,6 @@ CREATE VIEW r WITH (ssp.continuous) AS
 CREATE VIEW r WITH (ssp.continuous) AS
   SELECT count(*) FROM orders o JOIN payments p ON p.ts BETWEEN o.ts AND o.ts + interval '1 day'
   JOIN clicks c ON c.order_id = o.order_id;
-CREATE VIEW r WITH (ssp.continuous) AS
-  SELECT ssp.tumble(p.ts, '1 hour'), count(*) FROM orders o JOIN payments p
-    ON p.ts BETWEEN o.ts AND o.ts + interval '1 day' GROUP BY 1;
 CREATE VIEW r WITH (ssp.continuous, ssp.primary_key = 'order_id') AS
   SELECT o.order_id FROM orders o JOIN payments p ON p.ts BETWEEN o.ts AND o.ts + interval '1 day';
 

@@ -83,6 +83,11 @@ typedef struct Build
 	char	   *window_end;		/* SQL over the batch: the window's end */
 	char	   *window_from;	/* extra FROM for hopping windows */
 	char	   *sizesql;
+	char	   *window_delay;	/* over a join: SQL interval a window closes
+								 * after the watermark passes its end (NULL: 0) */
+	char	   *window_base;	/* SQL: the watermark that closes windows in
+								 * the apply statement ($1, or for a left join
+								 * the one its last batch began with) */
 	/* a sliding view: steps of event time, combined when read */
 	char	   *step_expr;		/* SQL over the batch: an event's step */
 	AttrNumber	step_attnum;	/* the stream column step_expr reads */
@@ -99,6 +104,9 @@ typedef struct Build
 	char	   *apply_prefix;	/* statements before the apply statement */
 	char	   *purge_left;		/* SQL: a left row can match no more */
 	char	   *purge_right;
+	char	   *join_hi;		/* SQL intervals: the right's event time is at */
+	char	   *join_lo;		/* most hi, at least lo after the left's */
+	char	   *join_time;		/* SQL: a pair's event time, the later of the two */
 	char	   *buffers[2];		/* the buffer tables, qualified */
 	List	   *buffer_names;	/* unqualified names of those CREATE VIEW made */
 	/* what a rollup of an aggregating view reads (rollup.c) */
@@ -135,6 +143,7 @@ extern char *ssp_merge_many(AggPlan *p, const char *readagg, const char *expr);
 /* join.c */
 extern JoinExpr *ssp_find_stream_join(Build *b, Node *node);
 extern void ssp_build_stream_join(Build *b, JoinExpr *j, List *names, StringInfo create);
+extern char *ssp_join_window_delay(Build *b, Node *ts);
 
 /* viewsql.c */
 extern char *ssp_interval_sql(Interval *iv);

@@ -137,10 +137,27 @@ term_sql(Term *t, const char *base)
 	return psprintf("(%s %s %s)", base, t->minus ? "-" : "+", ssp_interval_sql(t->offset));
 }
 
+/* difference_sql: the SQL interval c - a, of two terms' offsets. */
+static char *
+difference_sql(Term *c, Term *a)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "('0'::interval");
+	if (c->offset)
+		appendStringInfo(&buf, " %s %s", c->minus ? "-" : "+", ssp_interval_sql(c->offset));
+	if (a->offset)
+		appendStringInfo(&buf, " %s %s", a->minus ? "+" : "-", ssp_interval_sql(a->offset));
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
 /*
  * find_bound: from a conjunct of the ON condition that compares the two
  * event times, what lets each side's buffered rows go: for the left side
- * an upper bound on the right's time, for the right a lower bound.
+ * an upper bound on the right's time, for the right a lower bound; and
+ * the bound itself, as the right's time less the left's (join_hi, join_lo).
  */
 static void
 find_bound(Build *b, Node *qual, char *evref[2])
@@ -182,12 +199,14 @@ find_bound(Build *b, Node *qual, char *evref[2])
 		/* right + a <= left + c: no right row at or after $1 matches once
 		 * left + c < $1 + a */
 		b->purge_left = psprintf("%s < %s", term_sql(&r, evref[0]), term_sql(&l, "$1"));
+		b->join_hi = difference_sql(&r, &l);
 	}
 	else if (!less && b->purge_right == NULL)
 	{
 		/* right + a >= left + c: no left row at or after $1 matches once
 		 * right + a < $1 + c */
 		b->purge_right = psprintf("%s < %s", term_sql(&l, evref[1]), term_sql(&r, "$1"));
+		b->join_lo = difference_sql(&r, &l);
 	}
 }
 
@@ -316,6 +335,7 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, StringInfo create)
 		}
 		buf[i] = b->buffers[i];
 	}
+	b->join_time = psprintf("GREATEST(%s, %s)", evref[0], evref[1]);
 	foreach(lc, conjuncts(j->quals))
 		find_bound(b, lfirst(lc), evref);
 	if (b->purge_left == NULL || b->purge_right == NULL)
@@ -410,4 +430,55 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, StringInfo create)
 							left ? psprintf(" UNION ALL SELECT g._ssp_row, NULL::%s FROM _ssp_gone g "
 											"WHERE NOT (g._ssp_row)._ssp_matched", buf[1]) : "",
 							alias[0], alias[1]);
+}
+
+/*
+ * ssp_join_window_delay: for a window over the join on ts, how long after
+ * the watermark passes a window's end the window closes, as SQL (NULL: at
+ * once).  ts must be the event time of either stream, or GREATEST of both.
+ *
+ * Rows of either stream are not late from the watermark W on, but a pair
+ * may hold an older row still buffered: with the right's time within
+ * [lo, hi] of the left's, a new pair's left time is at least W - hi, its
+ * right time at least W + lo, and the later of the two at least W.  A left
+ * row emitted unmatched once the watermark passed its time plus hi is that
+ * late too, and is emitted in the batch after that watermark was computed:
+ * so a left join's windows close by the watermark its last batch began
+ * with, less hi (viewsql.c, window_base).
+ */
+char *
+ssp_join_window_delay(Build *b, Node *ts)
+{
+	bool		left = b->stream_join->jointype == JOIN_LEFT;
+	int			side = -1;
+
+	while (IsA(ts, RelabelType))
+		ts = (Node *) ((RelabelType *) ts)->arg;
+	if (IsA(ts, Var))
+		side = term(b, ts).side;
+	else if (IsA(ts, MinMaxExpr) && ((MinMaxExpr *) ts)->op == IS_GREATEST &&
+			 list_length(((MinMaxExpr *) ts)->args) == 2)
+	{
+		Term		t0 = term(b, linitial(((MinMaxExpr *) ts)->args));
+		Term		t1 = term(b, lsecond(((MinMaxExpr *) ts)->args));
+
+		if (t0.side >= 0 && t1.side >= 0 && t0.side != t1.side && !t0.offset && !t1.offset)
+			side = 2;
+	}
+	if (side < 0 || (side < 2 && term(b, ts).offset))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a window over a join of two streams must be over the event time of one of them, or the later of the two"),
+				 errhint("Window on the event time of either stream, or on %s.", b->join_time)));
+	if (side == 1 && left)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a window over a left join of two streams cannot be over the event time of its right stream"),
+				 errdetail("A left row emitted without a partner has no time there."),
+				 errhint("Window on the left stream's event time, or on the later of the two.")));
+	if (side == 0 || left)
+		return psprintf("GREATEST(%s, '0'::interval)", b->join_hi);
+	if (side == 1)
+		return psprintf("GREATEST(- %s, '0'::interval)", b->join_lo);
+	return NULL;
 }

@@ -755,10 +755,11 @@ ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 	b->window = -1;
 	if (b->stream_join)
 	{
-		if (opts->primary_key || opts->sliding || opts->retention || opts->emit_final)
+		if (opts->primary_key)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("options ssp.primary_key, ssp.sliding, ssp.retention and ssp.emit cannot be used with a join of two streams")));
+					 errmsg("ssp.primary_key cannot be used with a join of two streams"),
+					 errdetail("A pair of rows is not the latest version of a key.")));
 		ssp_build_stream_join(b, b->stream_join, b->rtnames, create);
 	}
 	setup_from(b);
@@ -767,8 +768,6 @@ ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 	else
 		ssp_build_append_only(b, names, mrel, view, create, viewsql, apply);
 	AtEOXact_GUC(true, save_nestlevel);
-	if (b->stream_join && b->window >= 0)
-		ssp_refuse("a window over a join of two streams", "Windows over joined streams are not supported yet; group the joined rows by other keys.");
 	if (opts->primary_key && (q->hasAggs || q->groupClause))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

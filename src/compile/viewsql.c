@@ -44,6 +44,31 @@
  * statement that counts late events (for ssp.hop, events whose every
  * window is closed), and the one that applies retention.
  */
+/*
+ * closes: SQL, the event time by which the watermark closes a window that
+ * ends at end: end itself, or over a join of streams that much later.
+ */
+static char *
+closes(Build *b, const char *end)
+{
+	if (b->window_delay == NULL)
+		return pstrdup(end);
+	return psprintf("(%s + %s)", end, b->window_delay);
+}
+
+/*
+ * watermark_of: SQL, the watermark that has closed a view's windows as of
+ * its last commit (a left join of streams: the one its last batch began
+ * with, whose unmatched rows that batch's successor emits).
+ */
+static char *
+watermark_of(Build *b, const char *mrel)
+{
+	return psprintf("(SELECT c.%s FROM ssp.continuous_views c WHERE c.mrel = %s::regclass)",
+					b->stream_join && b->stream_join->jointype == JOIN_LEFT ?
+					"batch_watermark" : "watermark", quote_literal_cstr(mrel));
+}
+
 static void
 find_window(Build *b, const char *mrel)
 {
@@ -51,11 +76,12 @@ find_window(Build *b, const char *mrel)
 	char	   *quals;
 	char	   *last_end;
 
-	ssp_find_window(b->stream, b->group_exprs, w);
+	ssp_find_window(b->stream_join ? NULL : b->stream, b->group_exprs, w);
 	b->window = w->index;
 	if (b->window < 0)
 		return;
 	b->sizesql = ssp_interval_sql(w->size);
+	b->window_base = "$1";
 	if (w->session)
 	{
 		/* an event is late once no open session could take it */
@@ -71,6 +97,12 @@ find_window(Build *b, const char *mrel)
 			b->retention_sql = psprintf("DELETE FROM %s m WHERE m._session_end + %s < $1 - %s::interval",
 										mrel, b->sizesql, quote_literal_cstr(b->opts->retention));
 		return;
+	}
+	if (b->stream_join)
+	{
+		b->window_delay = ssp_join_window_delay(b, w->ts);
+		if (b->stream_join->jointype == JOIN_LEFT)
+			b->window_base = watermark_of(b, mrel);
 	}
 	if (w->hop)
 	{
@@ -92,12 +124,16 @@ find_window(Build *b, const char *mrel)
 	}
 	b->window_end = psprintf("(%s + %s)", b->window_start, b->sizesql);
 	quals = b->query->jointree->quals ? ssp_deparse(b, b->query->jointree->quals) : "true";
-	b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM %s WHERE (%s) AND NOT %s > COALESCE($1, '-infinity')",
-						   b->from, quals, last_end);
+	/* a join's pairs are never late (join.c), only its streams' rows */
+	if (!b->stream_join)
+		b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM %s WHERE (%s) AND NOT %s > COALESCE($1, '-infinity')",
+							   b->from, quals, last_end);
 	if (b->opts->retention)
-		b->retention_sql = psprintf("DELETE FROM %s m WHERE m.%s + %s < $1 - %s::interval",
-									mrel, quote_identifier(list_nth(b->group_cols, b->window)),
-									b->sizesql, quote_literal_cstr(b->opts->retention));
+		b->retention_sql = psprintf("DELETE FROM %s m WHERE %s < %s - %s::interval", mrel,
+									closes(b, psprintf("m.%s + %s",
+													   quote_identifier(list_nth(b->group_cols, b->window)),
+													   b->sizesql)),
+									b->window_base, quote_literal_cstr(b->opts->retention));
 }
 
 /*
@@ -119,6 +155,19 @@ find_sliding(Build *b, const char *mrel)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("ssp.sliding cannot be combined with ssp.tumble or ssp.hop")));
+	b->in_range = psprintf("m._step + %s::interval > pg_catalog.now() - %s::interval", step, sliding);
+	b->retention_sql = psprintf("DELETE FROM %s m WHERE NOT (%s)", mrel, b->in_range);
+	if (b->stream_join)
+	{
+		/*
+		 * A pair's time is the later of its two (a left row emitted
+		 * unmatched: its own).  Its streams' late rows are counted as in
+		 * any join; a pair out of the range is not kept, and not counted:
+		 * pairs are read once.
+		 */
+		b->step_expr = psprintf("ssp.tumble(%s, %s::interval)", b->join_time, step);
+		return;
+	}
 	for (i = 0; evatt == 0 && i < s->ncolumns; i++)
 		if (s->columns[i].source == SSP_SRC_TIMESTAMP)
 			evatt = s->columns[i].attnum;
@@ -130,12 +179,10 @@ find_sliding(Build *b, const char *mrel)
 	b->step_expr = psprintf("ssp.tumble(b.%s, %s::interval)",
 							quote_identifier(get_attname(s->relid, evatt, false)), step);
 	b->step_attnum = evatt;
-	b->in_range = psprintf("m._step + %s::interval > pg_catalog.now() - %s::interval", step, sliding);
 	quals = b->query->jointree->quals ? ssp_deparse(b, b->query->jointree->quals) : "true";
 	b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM %s WHERE (%s) AND NOT "
 						   "%s + %s::interval > pg_catalog.now() - %s::interval",
 						   b->from, quals, b->step_expr, step, sliding);
-	b->retention_sql = psprintf("DELETE FROM %s m WHERE NOT (%s)", mrel, b->in_range);
 }
 
 /*
@@ -238,15 +285,14 @@ aggregating_view(Build *b, List *names, const char *mrel, const char *view,
 	if (q->havingQual)
 		appendStringInfo(&where, " WHERE %s", ssp_final_sql(b, q->havingQual));
 	if (b->window >= 0)
-		b->closed_sql = psprintf("m.%s + %s", b->spec.session ? "_session_end" :
-								 quote_identifier(list_nth(b->group_cols, b->window)),
-								 b->sizesql);
+		b->closed_sql = closes(b, psprintf("m.%s + %s", b->spec.session ? "_session_end" :
+										   quote_identifier(list_nth(b->group_cols, b->window)),
+										   b->sizesql));
 	if (b->opts->emit_final)
 	{
 		/* only windows the watermark has closed */
-		appendStringInfo(&where, " %s %s <= "
-						 "(SELECT c.watermark FROM ssp.continuous_views c WHERE c.mrel = %s::regclass)",
-						 q->havingQual ? "AND" : "WHERE", b->closed_sql, quote_literal_cstr(mrel));
+		appendStringInfo(&where, " %s %s <= %s", q->havingQual ? "AND" : "WHERE",
+						 b->closed_sql, watermark_of(b, mrel));
 	}
 	appendStringInfo(viewsql, " FROM %s%s", from, where.data);
 
@@ -315,10 +361,19 @@ build_outbox(Build *b, List *names, const char *mrel, StringInfo create)
 					 "key jsonb NOT NULL, value jsonb NOT NULL)", outbox);
 	if (b->opts->emit_final)
 	{
+		/*
+		 * Run before the batch's watermarks are stored: the windows closed
+		 * since the last commit ($1: the watermark the batch began with,
+		 * $2: the one it stored; a left join of streams closes windows by
+		 * the first, as watermark_of says).
+		 */
+		bool		left = b->stream_join && b->stream_join->jointype == JOIN_LEFT;
+
 		b->outbox_final_sql =
 			psprintf("INSERT INTO %s (key, value) SELECT %s, %s || '{\"_op\": \"insert\", \"_before\": null}' "
-					 "FROM %s m WHERE %s > COALESCE($1, '-infinity') AND %s <= $2%s%s",
-					 outbox, key, row, mrel, b->closed_sql, b->closed_sql,
+					 "FROM %s m WHERE %s > COALESCE(%s, '-infinity') AND %s <= %s%s%s",
+					 outbox, key, row, mrel, b->closed_sql, left ? watermark_of(b, mrel) : "$1",
+					 b->closed_sql, left ? "$1" : "$2",
 					 b->query->havingQual ? " AND " : "",
 					 b->query->havingQual ? ssp_final_sql(b, b->query->havingQual) : "");
 		return;
@@ -663,7 +718,8 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 		if (q->jointree->quals)
 			conds = lappend(conds, psprintf("(%s)", ssp_deparse(b, q->jointree->quals)));
 		if (b->window_end)
-			conds = lappend(conds, psprintf("%s > COALESCE($1, '-infinity')", b->window_end));
+			conds = lappend(conds, psprintf("%s > COALESCE(%s, '-infinity')",
+											closes(b, b->window_end), b->window_base));
 		if (b->step_expr)
 			conds = lappend(conds, psprintf("%s + %s::interval > pg_catalog.now() - %s::interval",
 											b->step_expr, quote_literal_cstr(b->opts->step),

@@ -159,7 +159,8 @@ interval_us(Interval *iv)
 /*
  * ssp_find_window: the window of a query, from its group keys, into spec
  * (index -1 if none).  Errors if the window is not over the stream's event
- * time, its size, slide and origin are not constants, or there are two.
+ * time (stream NULL: a join's, not checked here), its size, slide and
+ * origin are not constants, or there are two.
  */
 void
 ssp_find_window(SspStream *stream, List *group_exprs, SspWindowSpec *spec)
@@ -212,6 +213,8 @@ ssp_find_window(SspStream *stream, List *group_exprs, SspWindowSpec *spec)
 		if (list_length(f->args) > nconst)
 			spec->origin = list_nth(f->args, nconst);
 
+		if (stream == NULL)
+			continue;			/* over a join: join.c checks the time */
 		if (IsA(spec->ts, Var))
 			ok = ssp_is_event_time(stream, ((Var *) spec->ts)->varattno);
 		if (!ok)

@@ -294,7 +294,8 @@ apply_range(BatchState *bs, int lo, int hi)
 	TimestampTz *maxev = palloc(sizeof(TimestampTz) * Max(nparts, 1));
 	int			p;
 
-	if (lo >= hi)
+	/* a join of streams runs on nothing too: the watermark lets rows go */
+	if (lo >= hi && (bs->n > 0 || bs->view->buffers == NIL))
 		return;
 	for (p = 0; p < nparts; p++)
 		maxev[p] = DT_NOBEGIN;
@@ -521,8 +522,9 @@ fenced(SspView *view)
 /*
  * store_progress: the partitions' next offsets (and for a windowed view
  * their event times), compare-and-set against from (the offsets the batch
- * began from; -1: none stored), the counters and the watermark, in the
- * batch's transaction.
+ * began from; -1: none stored), the counters and the watermark (and the one
+ * the batch began with, by which a left join of streams closes windows), in
+ * the batch's transaction.
  */
 static void
 store_progress(BatchState *bs, const int64 *from, const int64 *next,
@@ -532,8 +534,9 @@ store_progress(BatchState *bs, const int64 *from, const int64 *next,
 	int			nparts = src->nslots;
 	Oid			argtypes[9] = {OIDOID, TEXTARRAYOID, INT4ARRAYOID, INT8ARRAYOID,
 	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, INT8ARRAYOID, INT8OID};
-	Datum		args[8];
-	char		nulls[8] = "        ";
+	Datum		args[9];
+	char		nulls[9] = "         ";
+	TimestampTz before = bs->et ? bs->et->watermark : DT_NOBEGIN;
 	Datum	   *expect = palloc(sizeof(Datum) * Max(nparts, 1));
 	bool	   *expect_null = palloc(sizeof(bool) * Max(nparts, 1));
 	Datum	   *topics = palloc(sizeof(Datum) * Max(nparts, 1));
@@ -588,28 +591,15 @@ store_progress(BatchState *bs, const int64 *from, const int64 *next,
 										1, &isnull)) != n)
 			fenced(bs->view);
 	}
-	argtypes[6] = INT8OID;
-	args[6] = Int64GetDatum(bs->applied);
-	args[7] = Int64GetDatum(bs->dead);
-	args[1] = Int64GetDatum(bs->late);
-	argtypes[1] = INT8OID;
-	args[2] = TimestampTzGetDatum(watermark);
-	argtypes[2] = TIMESTAMPTZOID;
-	nulls[2] = watermark == DT_NOBEGIN ? 'n' : ' ';
-	if (SPI_execute_plan(kept_plan(PLAN_COUNTERS,
-								   "UPDATE ssp.continuous_views SET processed = processed + $7, "
-								   "dead_letters = dead_letters + $8, late_events = late_events + $2, "
-								   "watermark = $3, last_commit = pg_catalog.now() "
-								   "WHERE view = $1::regclass", 8, argtypes),
-						 args, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "ssp: could not update ssp.continuous_views");
-	/* ssp.emit = 'final' with ssp.output_topic: the windows this batch closes */
+	/*
+	 * ssp.emit = 'final' with ssp.output_topic: the windows this batch
+	 * closes, before the watermarks that closed the last ones are replaced
+	 */
 	if (bs->view->outbox_final_sql)
 	{
 		Oid			wtypes[2] = {TIMESTAMPTZOID, TIMESTAMPTZOID};
 		Datum		wargs[2];
 		char		wnulls[2] = "  ";
-		TimestampTz before = bs->et ? bs->et->watermark : DT_NOBEGIN;
 
 		wargs[0] = TimestampTzGetDatum(before);
 		wnulls[0] = before == DT_NOBEGIN ? 'n' : ' ';
@@ -619,6 +609,24 @@ store_progress(BatchState *bs, const int64 *from, const int64 *next,
 								  false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "ssp: could not add the closed windows to the outbox");
 	}
+	argtypes[6] = INT8OID;
+	args[6] = Int64GetDatum(bs->applied);
+	args[7] = Int64GetDatum(bs->dead);
+	args[1] = Int64GetDatum(bs->late);
+	argtypes[1] = INT8OID;
+	args[2] = TimestampTzGetDatum(watermark);
+	argtypes[2] = TIMESTAMPTZOID;
+	nulls[2] = watermark == DT_NOBEGIN ? 'n' : ' ';
+	argtypes[8] = TIMESTAMPTZOID;
+	args[8] = TimestampTzGetDatum(before);
+	nulls[8] = before == DT_NOBEGIN ? 'n' : ' ';
+	if (SPI_execute_plan(kept_plan(PLAN_COUNTERS,
+								   "UPDATE ssp.continuous_views SET processed = processed + $7, "
+								   "dead_letters = dead_letters + $8, late_events = late_events + $2, "
+								   "watermark = $3, batch_watermark = $9, last_commit = pg_catalog.now() "
+								   "WHERE view = $1::regclass", 9, argtypes),
+						 args, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "ssp: could not update ssp.continuous_views");
 	/* with no watermark yet, $1 is NULL and nothing is deleted */
 	if (bs->view->retention_sql &&
 		SPI_execute_with_args(bs->view->retention_sql, 1, &argtypes[2], &args[2], nulls + 2,
@@ -712,11 +720,32 @@ ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
 		}
 		store_progress(&bs, from, next, watermark);
 		if (bs.et)
+		{
+			et->began = et->watermark;
 			et->watermark = watermark;
+		}
 	}
 
 	end_view_xact(ok, nested);
 	return ok;
+}
+
+/*
+ * ssp_batch_due: would a batch of no messages change the view now?  It
+ * would if quiet partitions went idle and move its watermark, or, for a
+ * join of streams, if the watermark its last batch stored has passed
+ * buffered rows' bounds: the next batch lets them go (emitting a left
+ * join's unmatched rows), and for a left join closes windows.
+ */
+bool
+ssp_batch_due(SspView *view, SspEventTime *et, const bool *lagging, int nslots)
+{
+	if (view->late_sql == NULL)
+		return false;
+	if (view->buffers != NIL && et->began != et->watermark)
+		return true;
+	return ssp_watermark(et->maxev, et->seen_at, lagging, nslots, et->watermark,
+						 view->idle_ms, view->grace) != et->watermark;
 }
 
 /*

@@ -20,6 +20,7 @@ typedef struct SspEventTime
 								 * when the worker started watching it */
 	bool	   *lagging;		/* has messages not read yet (set by caller) */
 	TimestampTz watermark;		/* DT_NOBEGIN: none yet */
+	TimestampTz began;			/* the one the last batch began with */
 } SspEventTime;
 
 /*
@@ -51,6 +52,7 @@ typedef struct SspDecoded
 extern bool ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs,
 							int n, const int64 *from, const int64 *next,
 							SspEventTime *et, SspDecoded *shared, bool nested);
+extern bool ssp_batch_due(SspView *view, SspEventTime *et, const bool *lagging, int nslots);
 extern SspDecoded *ssp_decode_batch(SspSources *src, SspMessage *msgs, int n,
 									bool event_times, MemoryContext cxt);
 extern void ssp_decoded_free(SspDecoded *d);

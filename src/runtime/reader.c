@@ -176,6 +176,7 @@ ssp_served_load(Oid viewoid, int part, SspWorkerSlot *slot, SspReaderKey *key)
 		s->stored = lappend(s->stored, so);
 	}
 	s->et.watermark = s->view->watermark;
+	s->et.began = DT_NOBEGIN;
 	SPI_finish();
 	MemoryContextSwitchTo(old);
 	PopActiveSnapshot();
@@ -836,10 +837,7 @@ apply_view(SspWorker *w, Applied *a, int n, const int64 *next, SspDecoded *decod
 		msgs = w->vmsgs;
 		decoded = NULL;
 	}
-	if (vn == 0 && !any && !(s->view->late_sql &&
-							 ssp_watermark(s->et.maxev, s->et.seen_at, w->lagging, w->src.nslots,
-										   s->et.watermark, s->view->idle_ms,
-										   s->view->grace) != s->et.watermark))
+	if (vn == 0 && !any && !ssp_batch_due(s->view, &s->et, w->lagging, w->src.nslots))
 	{
 		for (p = 0; p < w->src.nslots; p++)
 			a->next[p] = -1;

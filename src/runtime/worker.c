@@ -473,9 +473,9 @@ partitions_added(SspWorker *w)
 	return false;
 }
 
-/* watermark_moves: would idle partitions move a view's watermark now? */
+/* batch_due: would a batch of nothing change a view now (ssp_batch_due)? */
 static bool
-watermark_moves(SspWorker *w)
+batch_due(SspWorker *w)
 {
 	ListCell   *lc;
 
@@ -483,9 +483,7 @@ watermark_moves(SspWorker *w)
 	{
 		SspServed  *s = lfirst(lc);
 
-		if (s->view->late_sql &&
-			ssp_watermark(s->et.maxev, s->et.seen_at, w->lagging, w->src.nslots,
-						  s->et.watermark, s->view->idle_ms, s->view->grace) != s->et.watermark)
+		if (ssp_batch_due(s->view, &s->et, w->lagging, w->src.nslots))
 			return true;
 	}
 	return false;
@@ -557,8 +555,8 @@ collect(SspWorker *w, WaitEventSet *wait, bool *dirty)
 				w->restart = true;
 				return 0;
 			}
-			/* quiet partitions went idle: a batch of nothing moves the watermark */
-			if (n == 0 && watermark_moves(w))
+			/* a batch of nothing moves the watermark, or lets a join's rows go */
+			if (n == 0 && batch_due(w))
 			{
 				*dirty = true;
 				return 0;

@@ -240,7 +240,7 @@ ssp_reset(PG_FUNCTION_ARGS)
 							  NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not lock continuous view \"%s\"", v->name);
 	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET generation = generation + 1, "
-							  "processed = 0, dead_letters = 0, late_events = 0, watermark = NULL, "
+							  "processed = 0, dead_letters = 0, late_events = 0, watermark = NULL, batch_watermark = NULL, "
 							  "start = $2, last_commit = NULL "
 							  "WHERE view = $1::regclass",
 							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)

@@ -16,6 +16,8 @@ INSERT INTO segments VALUES ('retail', 'Ada'), ('pro', 'Grace');
 CREATE VIEW big_customers AS SELECT id FROM customers WHERE id > 40;
 CREATE TABLE tiers (customer_id bigint PRIMARY KEY, tier text);
 INSERT INTO tiers SELECT g, CASE WHEN g % 2 = 0 THEN 'even' ELSE 'odd' END FROM generate_series(1, 50) g;
+CREATE TABLE flagged (customer_id bigint);
+INSERT INTO flagged VALUES (45), (46);
 
 -- refused
 CREATE VIEW r WITH (ssp.continuous) AS
@@ -28,7 +30,15 @@ CREATE VIEW r WITH (ssp.continuous) AS
   SELECT js.segment, count(*) FROM orders o JOIN customers c ON c.id = o.customer_id
   JOIN segments USING (segment) AS js GROUP BY 1;
 CREATE VIEW r WITH (ssp.continuous) AS
-  SELECT count(*) FROM orders o JOIN (SELECT * FROM customers) c ON c.id = o.customer_id;
+  SELECT count(*) FROM orders o JOIN (SELECT * FROM payments) p ON p.order_id = o.order_id;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o WHERE EXISTS (SELECT FROM payments p WHERE p.order_id = o.order_id);
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o WHERE o.amount > (SELECT max(amount) FROM payments);
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o, LATERAL (SELECT * FROM customers c WHERE c.id = o.customer_id) c;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM orders o, generate_series(1, 2) g;
 CREATE VIEW r WITH (ssp.continuous) AS
   SELECT count(*) FROM orders o JOIN customers b ON b.id = o.customer_id;
 
@@ -51,6 +61,22 @@ CREATE VIEW seg_using WITH (ssp.continuous) AS
   GROUP BY segment, manager;
 CREATE VIEW tier_totals WITH (ssp.continuous) AS
   SELECT tier, count(*) AS n, sum(amount) AS total FROM orders NATURAL JOIN tiers GROUP BY tier;
+-- semi- and anti-joins with tables, and a subquery over tables in FROM,
+-- read in each batch's snapshot as joined tables are
+CREATE VIEW pro_orders WITH (ssp.continuous) AS
+  SELECT count(*) AS n, sum(amount) AS total FROM orders o
+  WHERE EXISTS (SELECT FROM customers c WHERE c.id = o.customer_id AND c.segment = 'pro');
+CREATE VIEW orphan_orders WITH (ssp.continuous) AS
+  SELECT o.customer_id, count(*) AS n FROM orders o
+  WHERE NOT EXISTS (SELECT FROM customers c WHERE c.id = o.customer_id) GROUP BY 1;
+CREATE VIEW big_in WITH (ssp.continuous) AS
+  SELECT order_id, amount FROM orders WHERE customer_id IN (SELECT id FROM big_customers)
+    AND customer_id NOT IN (SELECT customer_id FROM flagged) AND amount > (SELECT avg(id) FROM customers);
+CREATE VIEW by_segment_sub WITH (ssp.continuous) AS
+  SELECT s.seg, count(*) AS n, sum(o.amount) AS total
+  FROM orders o JOIN (SELECT id, upper(segment) FROM customers WHERE segment IS NOT NULL) s(id, seg)
+    ON s.id = o.customer_id
+  GROUP BY s.seg;
 -- a join with another continuous view
 CREATE VIEW segment_totals WITH (ssp.continuous) AS
   SELECT o.customer_id, count(*) AS n FROM orders o GROUP BY o.customer_id;
@@ -84,6 +110,39 @@ SELECT count(*) AS differences FROM
    (SELECT tier, count(*), sum(amount) FROM all_orders NATURAL JOIN tiers GROUP BY tier
     EXCEPT ALL SELECT * FROM tier_totals)) d;
 SELECT * FROM tier_totals ORDER BY tier;
+SELECT ssp.wait('pro_orders'), ssp.wait('orphan_orders'), ssp.wait('big_in'), ssp.wait('by_segment_sub');
+SELECT * FROM pro_orders;
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM pro_orders EXCEPT ALL SELECT count(*), sum(amount) FROM all_orders o
+      WHERE EXISTS (SELECT FROM customers c WHERE c.id = o.customer_id AND c.segment = 'pro'))
+   UNION ALL (SELECT count(*), sum(amount) FROM all_orders o
+      WHERE EXISTS (SELECT FROM customers c WHERE c.id = o.customer_id AND c.segment = 'pro')
+    EXCEPT ALL SELECT * FROM pro_orders)) d;
+SELECT * FROM orphan_orders ORDER BY customer_id;
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM orphan_orders EXCEPT ALL SELECT o.customer_id, count(*) FROM all_orders o
+      WHERE NOT EXISTS (SELECT FROM customers c WHERE c.id = o.customer_id) GROUP BY 1)
+   UNION ALL (SELECT o.customer_id, count(*) FROM all_orders o
+      WHERE NOT EXISTS (SELECT FROM customers c WHERE c.id = o.customer_id) GROUP BY 1
+    EXCEPT ALL SELECT * FROM orphan_orders)) d;
+SELECT count(*) AS rows, min(amount), max(amount) FROM big_in;
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM big_in EXCEPT ALL SELECT order_id, amount FROM all_orders
+      WHERE customer_id IN (SELECT id FROM big_customers)
+        AND customer_id NOT IN (SELECT customer_id FROM flagged) AND amount > (SELECT avg(id) FROM customers))
+   UNION ALL (SELECT order_id, amount FROM all_orders
+      WHERE customer_id IN (SELECT id FROM big_customers)
+        AND customer_id NOT IN (SELECT customer_id FROM flagged) AND amount > (SELECT avg(id) FROM customers)
+    EXCEPT ALL SELECT * FROM big_in)) d;
+SELECT * FROM by_segment_sub ORDER BY seg;
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM by_segment_sub EXCEPT ALL SELECT upper(c.segment), count(*), sum(o.amount)
+      FROM all_orders o JOIN customers c ON c.id = o.customer_id WHERE c.segment IS NOT NULL GROUP BY 1)
+   UNION ALL (SELECT upper(c.segment), count(*), sum(o.amount)
+      FROM all_orders o JOIN customers c ON c.id = o.customer_id WHERE c.segment IS NOT NULL GROUP BY 1
+    EXCEPT ALL SELECT * FROM by_segment_sub)) d;
+-- dropping what only a subquery reads needs CASCADE
+DROP TABLE flagged;
 
 -- the table as of each batch: changing it later does not rewrite the past
 UPDATE customers SET segment = 'pro' WHERE segment = 'retail';

@@ -14,7 +14,7 @@ CREATE VIEW r WITH (ssp.continuous) AS SELECT DISTINCT region FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders ORDER BY region;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders LIMIT 10;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT region, row_number() OVER () FROM orders;
-CREATE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders WHERE amount > (SELECT 1);
+CREATE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders WHERE amount > (SELECT max(amount) FROM orders);
 CREATE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders UNION SELECT 'x';
 CREATE VIEW r WITH (ssp.continuous) AS WITH x AS (SELECT * FROM orders) SELECT region FROM x;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT region, count(*) FROM orders GROUP BY ROLLUP (region);

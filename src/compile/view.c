@@ -248,6 +248,28 @@ ssp_parse_view_options(List *options)
 	return opts;
 }
 
+/*
+ * reads_stream_walker: does a query (or expression) read a stream, at any
+ * depth?  Subqueries over tables are read in each batch's snapshot, as the
+ * tables the stream is joined with; one over a stream would scan the topic.
+ */
+static bool
+reads_stream_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		return rte->rtekind == RTE_RELATION && ssp_is_stream(rte->relid);
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, reads_stream_walker, context,
+								 QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, reads_stream_walker, context);
+}
+
 /* check_query: refuse what ssp cannot maintain; returns the streams. */
 static List *
 check_query(Query *q)
@@ -270,8 +292,9 @@ check_query(Query *q)
 		ssp_refuse("ORDER BY", "A view's rows have no order; put ORDER BY in the queries that read it.");
 	if (q->limitCount || q->limitOffset)
 		ssp_refuse("LIMIT or OFFSET", "A limit over an unbounded stream changes as rows arrive; put it in the queries that read the view.");
-	if (q->hasSubLinks)
-		ssp_refuse("subqueries", "Subqueries are not maintained incrementally.");
+	if (q->hasSubLinks &&
+		query_tree_walker(q, reads_stream_walker, NULL, QTW_IGNORE_RANGE_TABLE))
+		ssp_refuse("a subquery that reads a stream", "Join the two streams with ON and a bound between their event times; subqueries may read tables and views.");
 	if (q->groupingSets)
 		ssp_refuse("GROUPING SETS, ROLLUP or CUBE", "Each grouping set would need its own state.");
 	if (q->hasTargetSRFs)
@@ -284,9 +307,16 @@ check_query(Query *q)
 		rte = lfirst(lc);
 		if (rte->rtekind == RTE_RELATION && ssp_is_stream(rte->relid))
 			streams = lappend_oid(streams, rte->relid);
-		else if (rte->rtekind == RTE_SUBQUERY || rte->rtekind == RTE_FUNCTION ||
-				 rte->rtekind == RTE_VALUES || rte->rtekind == RTE_TABLEFUNC)
-			ssp_refuse("subqueries, functions or VALUES in FROM", "A continuous view joins its stream with tables and views only.");
+		else if (rte->rtekind == RTE_SUBQUERY)
+		{
+			if (rte->lateral)
+				ssp_refuse("a LATERAL subquery", "A subquery in FROM is read as a table in each batch's snapshot; move what it takes from the stream into the join's ON.");
+			if (reads_stream_walker((Node *) rte->subquery, NULL))
+				ssp_refuse("a subquery that reads a stream", "Join the two streams with ON and a bound between their event times; subqueries may read tables and views.");
+		}
+		else if (rte->rtekind == RTE_FUNCTION || rte->rtekind == RTE_VALUES ||
+				 rte->rtekind == RTE_TABLEFUNC)
+			ssp_refuse("functions or VALUES in FROM", "A continuous view joins its stream with tables, views and subqueries over them only.");
 		if (rte->tablesample)
 			ssp_refuse("TABLESAMPLE", "A continuous view reads every row.");
 	}
@@ -521,6 +551,21 @@ from_sql(Build *b, List *names, Node *node)
 
 		if (is_stream_rte(q, rtindex))
 			return "ssp_batch b";
+		if (rte->rtekind == RTE_SUBQUERY)
+		{
+			/* a subquery over tables, named with its columns as the query names them */
+			StringInfoData sub;
+			ListCell   *lc;
+
+			initStringInfo(&sub);
+			appendStringInfo(&sub, "(%s) %s(", pg_get_querydef(rte->subquery, false),
+							 quote_identifier(list_nth(names, rtindex - 1)));
+			foreach(lc, rte->eref->colnames)
+				appendStringInfo(&sub, "%s%s", foreach_current_index(lc) ? ", " : "",
+								 quote_identifier(strVal(lfirst(lc))));
+			appendStringInfoChar(&sub, ')');
+			return sub.data;
+		}
 		return psprintf("%s %s",
 						quote_qualified_identifier(get_namespace_name(get_rel_namespace(rte->relid)),
 												   get_rel_name(rte->relid)),
@@ -646,6 +691,8 @@ needed_columns(Build *b, Oid stream)
 
 	if (b->stream_join)
 		return NULL;			/* the buffers keep every column */
+	if (q->hasSubLinks)
+		return NULL;			/* a subquery may read any column */
 
 	foreach(lc, q->rtable)
 	{

@@ -47,7 +47,8 @@ typedef enum SspFormat
 	SSP_FORMAT_BYTEA,
 	SSP_FORMAT_AVRO,			/* Confluent's framing, or option "schema" */
 	SSP_FORMAT_JSONSCHEMA,		/* JSON in Confluent's framing */
-	SSP_FORMAT_PROTOBUF			/* Protobuf in Confluent's framing */
+	SSP_FORMAT_PROTOBUF,		/* Protobuf in Confluent's framing */
+	SSP_FORMAT_DEBEZIUM			/* Debezium's JSON envelope: a changelog */
 } SspFormat;
 
 /* Where a column's value comes from. */
@@ -96,6 +97,11 @@ typedef struct SspStream
 	void	   *write_schema[2];	/* encode.c: value's [0] and key's [1] writer schema */
 	int32		write_id[2];	/* and its id (-1: unframed); 0: not looked up yet */
 	bool		on_error_null;	/* on_error 'null' rather than 'error' */
+	bool		changelog;		/* each message the new version of its key
+								 * (option changelog 'upsert', or format
+								 * debezium); the key: the key columns */
+	bool		deleted;		/* decode.c: the message just decoded deletes
+								 * its key (a Debezium delete) */
 	AttrNumber	timestamp_attnum;	/* event time column, or 0 */
 	int			natts;			/* attributes of the relation (incl. dropped) */
 	int			ncolumns;

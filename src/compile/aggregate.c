@@ -286,6 +286,61 @@ ssp_merge_many(AggPlan *p, const char *readagg, const char *expr)
 	return psprintf("%s(%s)", readagg, expr);
 }
 
+/*
+ * plan_retracting: an aggregate over a changelog, whose old versions leave
+ * it as new ones enter: over signed rows d (d._sign -1 for a version that
+ * leaves, 1 for one that enters, the aggregate's input d._iN as stored when
+ * it entered; p->input says what that is).  count, sum and avg of integers
+ * and numerics can take a value back; an aggregate that cannot is refused.
+ */
+static AggPlan *
+plan_retracting(Build *b, Aggref *agg, AggPlan *p, int n)
+{
+	const char *name = aggname(agg);
+	Oid			argtype = agg->aggargtypes ? linitial_oid(agg->aggargtypes) : InvalidOid;
+	bool		isexact = argtype == INT2OID || argtype == INT4OID ||
+		argtype == INT8OID || argtype == NUMERICOID;
+	char	   *c1 = psprintf("_a%d", n);
+	char	   *c2 = psprintf("_a%d_n", n);
+	char	   *in = psprintf("d._i%d", n);
+	char	   *counted = psprintf("pg_catalog.sum(CASE WHEN %s IS NULL THEN 0 ELSE d._sign END)", in);
+	bool		count = strcmp(name, "count") == 0 && list_length(agg->args) <= 1;
+
+	check_agg(agg);
+	if (!is_builtin(agg) || !(count || ((strcmp(name, "sum") == 0 || strcmp(name, "avg") == 0) && isexact)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate %s cannot be kept over a changelog", format_procedure(agg->aggfnoid)),
+				 errdetail("When a key's row changes, its old version leaves the aggregate; only count, and sum and avg of integers and numerics, can take a value back."),
+				 errhint("Keep the rows with ssp.primary_key in a view of their own, and aggregate it when you query it%s.",
+						 isexact || argtype == InvalidOid ? "" : "; or cast the argument to numeric")));
+	/* the input as it entered: the argument, where FILTER passes (count(*): 1) */
+	if (agg->args)
+		p->input = ssp_deparse(b, (Node *) ((TargetEntry *) linitial(agg->args))->expr);
+	else
+		p->input = "1";
+	if (agg->aggfilter)
+		p->input = psprintf("CASE WHEN %s THEN %s END", ssp_deparse(b, (Node *) agg->aggfilter), p->input);
+	else if (!agg->args)
+		p->input = NULL;		/* count(*): nothing to keep */
+	if (p->input == NULL)
+		counted = "pg_catalog.sum(d._sign)";
+
+	COL(c2, "bigint", counted, psprintf("m.%s + excluded.%s", c2, c2), "pg_catalog.sum");
+	if (count)
+	{
+		p->final = psprintf("m.%s", c2);
+		return p;
+	}
+	COL(c1, "numeric", psprintf("pg_catalog.sum(d._sign * (%s)::numeric)", in), SUM_MERGE(c1), "pg_catalog.sum");
+	if (strcmp(name, "sum") == 0)
+		p->final = psprintf("CASE WHEN m.%s > 0 THEN m.%s::%s END", c2, c1,
+							format_type_with_typemod(agg->aggtype, -1));
+	else
+		p->final = psprintf("(m.%s / NULLIF(m.%s, 0)::numeric)", c1, c2);
+	return p;
+}
+
 /* plan_agg: what an aggregate becomes; refuses unsupported ones. */
 static AggPlan *
 plan_agg(Build *b, Aggref *agg, int n)
@@ -303,6 +358,8 @@ plan_agg(Build *b, Aggref *agg, int n)
 	char	   *c2 = psprintf("_a%d_n", n);
 	char	   *c3 = psprintf("_a%d_sq", n);
 
+	if (b->stream->changelog)
+		return plan_retracting(b, agg, p, n);
 	check_agg(agg);
 	if (!is_builtin(agg) || (!b->opts->fast_path && agg->args != NIL))
 		return plan_generic(b, agg, p, c1);

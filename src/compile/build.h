@@ -48,6 +48,8 @@ typedef struct AggPlan
 	List	   *readaggs;		/* per column: the aggregate that merges many
 								 * (NULL: generic, ssp_merge_many) */
 	char	   *final;			/* the finished value, over m.cols */
+	char	   *input;			/* over a changelog: what is kept of a row for
+								 * it, over the batch (NULL: nothing) */
 	/* the generic path: any aggregate with a combine function */
 	char	   *fn;				/* the aggregate, a regprocedure literal */
 	char	   *nulls;			/* ", NULL::type" per input type */
@@ -71,6 +73,9 @@ typedef struct Build
 	char	   *definition;		/* the query as text, every name qualified */
 	List	   *dpcontext;		/* deparse context: the stream as "b" */
 	char	   *from;			/* FROM clause over the batch and joined tables */
+	const char *batch;			/* what the stream is read as in it: ssp_batch,
+								 * or over a changelog the batch's latest
+								 * version of each key (_ssp_latest) */
 	List	   *group_exprs;	/* Node */
 	List	   *group_cols;		/* char * column names in the mrel */
 	List	   *aggs;			/* Aggref, in order of first appearance */

@@ -550,7 +550,7 @@ from_sql(Build *b, List *names, Node *node)
 		RangeTblEntry *rte = rt_fetch(rtindex, q->rtable);
 
 		if (is_stream_rte(q, rtindex))
-			return "ssp_batch b";
+			return psprintf("%s b", b->batch);
 		if (rte->rtekind == RTE_SUBQUERY)
 		{
 			/* a subquery over tables, named with its columns as the query names them */
@@ -656,6 +656,35 @@ setup_deparse(Build *b, Oid stream)
 	b->dpcontext = deparse_context_for_plan_tree(ps, b->rtnames);
 }
 
+/*
+ * check_changelog: refuse what a view over a changelog cannot keep.  Its
+ * aggregates retract a key's old version when a new one comes
+ * (viewsql.c); a view without aggregates keeps the latest row per key.
+ */
+static void
+check_changelog(Build *b)
+{
+	Query	   *q = b->query;
+	SspStream  *s = b->stream->changelog ? b->stream : b->streams[1];
+
+	if (b->nstreams == 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a join of changelog \"%s\" with another stream is not supported", s->relname),
+				 errhint("Keep the changelog in a view with ssp.primary_key, and join the stream with that view.")));
+	if (!(q->hasAggs || q->groupClause) && b->opts->primary_key == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a continuous view of changelog \"%s\" without aggregates needs ssp.primary_key", s->relname),
+				 errdetail("Each message is the new version of its key's row: the view keeps the latest row per key."),
+				 errhint("Add ssp.primary_key = '...' naming the output columns of the key.")));
+	if (b->opts->sliding || b->opts->parallelism > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.sliding and ssp.parallelism cannot be used over changelog \"%s\"", s->relname),
+				 errdetail("A key's versions are kept in one place, and a version counts until the next one replaces it.")));
+}
+
 /* setup_from: the FROM clause of the apply statement. */
 static void
 setup_from(Build *b)
@@ -665,7 +694,7 @@ setup_from(Build *b)
 
 	if (list_length(b->query->rtable) == 1)
 	{
-		b->from = "ssp_batch b";
+		b->from = psprintf("%s b", b->batch);
 		return;
 	}
 	initStringInfo(&from);
@@ -693,6 +722,16 @@ needed_columns(Build *b, Oid stream)
 		return NULL;			/* the buffers keep every column */
 	if (q->hasSubLinks)
 		return NULL;			/* a subquery may read any column */
+	/* a changelog's key columns say which row a message replaces */
+	if (b->stream->changelog)
+	{
+		int			c;
+
+		for (c = 0; c < b->stream->ncolumns; c++)
+			if (b->stream->columns[c].source == SSP_SRC_KEY ||
+				b->stream->columns[c].source == SSP_SRC_RAWKEY)
+				attrs = bms_add_member(attrs, b->stream->columns[c].attnum - FirstLowInvalidHeapAttributeNumber);
+	}
 
 	foreach(lc, q->rtable)
 	{
@@ -800,6 +839,11 @@ ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 	b->definition = pg_get_querydef(b->analysed, false);
 	setup_deparse(b, b->stream_oids[0]);
 	b->window = -1;
+	b->batch = "ssp_batch";
+	if (b->stream->changelog || (b->nstreams == 2 && b->streams[1]->changelog))
+		check_changelog(b);
+	if (b->stream->changelog && (q->hasAggs || q->groupClause))
+		b->batch = "_ssp_latest";
 	if (b->stream_join)
 	{
 		if (opts->primary_key)

@@ -21,6 +21,7 @@
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
@@ -616,6 +617,158 @@ merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const c
 }
 
 /*
+ * build_changelog: an aggregating view over a changelog, whose rows are
+ * the latest version of each key.  What each key's version put into the
+ * aggregates is kept in a table of the view (NAME_versions, a "buffer":
+ * the key, the group it went to, each aggregate's input, as computed when
+ * it came, joined tables and WHERE included).  A batch, in one statement:
+ * takes the latest message of each key in it; deletes the keys' kept
+ * versions (they leave the aggregates, with sign -1); keeps the new ones
+ * that are not deletes and pass the WHERE (they enter, +1); and merges
+ * the signed sums into the groups (plan_retracting), deleting a group
+ * that has no row left (_ssp_rows, the rows in it).
+ */
+static void
+build_changelog(Build *b, List *names, const char *mrel, const char *view,
+				StringInfo create, StringInfo viewsql, StringInfo apply)
+{
+	Query	   *q = b->query;
+	SspStream  *s = b->stream;
+	MrelCols	m;
+	StringInfoData kdefs,
+				kcols,
+				ksel,
+				match,
+				sdefs,
+				ssel,
+				group,
+				set;
+	ListCell   *lc;
+	int			i;
+
+	ssp_find_window(s, b->group_exprs, &b->spec);
+	if (b->spec.index >= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a window over changelog \"%s\" is not supported", s->relname),
+				 errdetail("A key's version counts until the next one replaces it, whatever its time.")));
+	ssp_collect_aggs((Node *) q->targetList, b);
+	ssp_collect_aggs(q->havingQual, b);
+
+	/* the table of versions, named as view.c names the view's table */
+	if (b->buffers[0] == NULL)
+	{
+		b->buffer_names = list_make1(ChooseRelationName(b->relname, NULL, "versions", b->nspid, false));
+		b->buffers[0] = quote_qualified_identifier(get_namespace_name(b->nspid), linitial(b->buffer_names));
+	}
+	initStringInfo(&kdefs);
+	initStringInfo(&kcols);
+	initStringInfo(&ksel);
+	initStringInfo(&match);
+	initStringInfo(&sdefs);
+	initStringInfo(&ssel);
+	for (i = 0; i < s->ncolumns; i++)
+	{
+		SspColumn  *col = &s->columns[i];
+		char	   *k;
+
+		if (col->source != SSP_SRC_KEY && col->source != SSP_SRC_RAWKEY)
+			continue;
+		k = psprintf("_k%d", col->attnum);
+		appendStringInfo(&kdefs, "%s %s NOT NULL, ", k, format_type_with_typemod(col->typid, col->typmod));
+		appendStringInfo(&kcols, "%s%s", kcols.len ? ", " : "", k);
+		appendStringInfo(&ksel, "%sb.%s", ksel.len ? ", " : "", quote_identifier(col->name));
+		appendStringInfo(&match, "%sv.%s = b.%s", match.len ? " AND " : "", k, quote_identifier(col->name));
+	}
+	i = 0;
+	foreach(lc, b->group_exprs)
+	{
+		Node	   *e = lfirst(lc);
+
+		i++;
+		appendStringInfo(&sdefs, "_g%d %s, ", i, format_type_with_typemod(exprType(e), exprTypmod(e)));
+		appendStringInfo(&ssel, ", %s", ssp_deparse(b, e));
+	}
+	i = 0;
+	foreach(lc, b->plans)
+	{
+		AggPlan    *p = lfirst(lc);
+		Aggref	   *agg = list_nth(b->aggs, i++);
+
+		if (p->input == NULL)
+			continue;
+		appendStringInfo(&sdefs, "_i%d %s, ", i,
+						 agg->aggfilter && !agg->args ? "integer" :
+						 format_type_with_typemod(linitial_oid(agg->aggargtypes), -1));
+		appendStringInfo(&ssel, ", %s", p->input);
+	}
+	appendStringInfoString(&kdefs, sdefs.data);
+	kdefs.data[kdefs.len -= 2] = '\0';	/* the last ", " */
+	appendStringInfo(create, "CREATE TABLE %s (%s);\nCREATE INDEX ON %s (%s);\n",
+					 b->buffers[0], kdefs.data, b->buffers[0], kcols.data);
+
+	/* the view's table: its groups, the states, and the rows in each */
+	memset(&m, 0, sizeof(m));
+	m.create = create;
+	initStringInfo(&m.cols);
+	initStringInfo(&m.values);
+	initStringInfo(&m.sel);
+	initStringInfo(&m.keys);
+	initStringInfo(&group);
+	initStringInfo(&set);
+	appendStringInfo(create, "CREATE TABLE %s (", mrel);
+	i = 0;
+	foreach(lc, b->group_exprs)
+	{
+		Node	   *e = lfirst(lc);
+
+		i++;
+		add_key(&m, quote_identifier(list_nth(b->group_cols, i - 1)),
+				format_type_with_typemod(exprType(e), exprTypmod(e)), psprintf("d._g%d", i), "");
+		appendStringInfo(&group, "%s%d", i > 1 ? ", " : " GROUP BY ", i);
+	}
+	if (b->group_exprs == NIL)
+		add_key(&m, "_g0", "boolean NOT NULL DEFAULT true", "true", NULL);
+	foreach(lc, b->plans)
+	{
+		AggPlan    *p = lfirst(lc);
+		ListCell   *c,
+				   *t,
+				   *pa,
+				   *mg;
+
+		forfour(c, p->cols, t, p->types, pa, p->partials, mg, p->merges)
+		{
+			add_column(&m, lfirst(c), lfirst(t), lfirst(pa));
+			appendStringInfo(&set, "%s = %s, ", (char *) lfirst(c), (char *) lfirst(mg));
+		}
+	}
+	add_column(&m, "_ssp_rows", "bigint NOT NULL", "pg_catalog.sum(d._sign)");
+	appendStringInfo(create, ") WITH (fillfactor = 50);\nCREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT;\n"
+					 "CREATE INDEX ON %s (_ssp_rows) WHERE _ssp_rows = 0",
+					 mrel, m.keys.data, mrel);
+
+	appendStringInfo(apply,
+					 "WITH _ssp_latest AS (SELECT DISTINCT ON (%s) b.* FROM ssp_batch b "
+					 "ORDER BY %s, b._ssp_partition DESC, b._ssp_offset DESC), "
+					 "_ssp_old AS (DELETE FROM %s v USING _ssp_latest b WHERE %s RETURNING v.*), "
+					 "_ssp_new AS (INSERT INTO %s SELECT %s%s FROM %s WHERE NOT b._ssp_tombstone AND (%s) RETURNING *), "
+					 "_ssp_d AS (SELECT -1 AS _sign, * FROM _ssp_old UNION ALL SELECT 1, * FROM _ssp_new) "
+					 "INSERT INTO %s AS m (%s) SELECT %s FROM _ssp_d d%s HAVING pg_catalog.count(*) > 0 "
+					 "ON CONFLICT (%s) DO UPDATE SET %s_ssp_rows = m._ssp_rows + excluded._ssp_rows",
+					 ksel.data, ksel.data, b->buffers[0], match.data,
+					 b->buffers[0], ksel.data, ssel.data, b->from,
+					 q->jointree->quals ? ssp_deparse(b, q->jointree->quals) : "true",
+					 mrel, m.cols.data, m.sel.data, group.data, m.keys.data, set.data);
+	/* a group with no row left goes (the one group of a view without GROUP BY stays) */
+	if (b->group_exprs != NIL)
+		appendStringInfo(apply, ";\nDELETE FROM %s m WHERE m._ssp_rows = 0", mrel);
+	aggregating_view(b, names, mrel, view, viewsql);
+	if (b->opts->output_topic)
+		build_outbox(b, names, mrel, create);
+}
+
+/*
  * build_aggregating: the mrel, view and apply SQL of a view with GROUP BY
  * or aggregates.
  */
@@ -640,6 +793,11 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 		if (!tle->resjunk && tle->resname)
 			name = tle->resname;
 		b->group_cols = lappend(b->group_cols, name);
+	}
+	if (b->stream->changelog)
+	{
+		build_changelog(b, names, mrel, view, create, viewsql, apply);
+		return;
 	}
 	ssp_collect_aggs((Node *) q->targetList, b);
 	ssp_collect_aggs(q->havingQual, b);

@@ -83,11 +83,19 @@ check_table_option(DefElem *def)
 		if (strcmp(val, "json") != 0 && strcmp(val, "csv") != 0 &&
 			strcmp(val, "text") != 0 && strcmp(val, "bytea") != 0 &&
 			strcmp(val, "avro") != 0 && strcmp(val, "jsonschema") != 0 &&
-			strcmp(val, "protobuf") != 0)
+			strcmp(val, "protobuf") != 0 && strcmp(val, "debezium") != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 					 errmsg("unrecognized format \"%s\"", val),
-					 errhint("Valid formats are json, csv, text, bytea, avro, jsonschema and protobuf.")));
+					 errhint("Valid formats are json, csv, text, bytea, avro, jsonschema, protobuf and debezium.")));
+	}
+	else if (strcmp(def->defname, "changelog") == 0)
+	{
+		if (strcmp(val, "upsert") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+					 errmsg("unrecognized value \"%s\" for option \"changelog\"", val),
+					 errhint("The valid value is upsert: each message is the new version of its key, and a null message deletes it.")));
 	}
 	else if (strcmp(def->defname, "key_format") == 0)
 	{
@@ -149,7 +157,7 @@ check_table_option(DefElem *def)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 				 errmsg("unrecognized stream option \"%s\"", def->defname),
-				 errhint("Valid options are topic, format, key_format, schema, message, auto_register, timestamp, key and on_error.")));
+				 errhint("Valid options are topic, format, key_format, schema, message, auto_register, timestamp, key, changelog and on_error.")));
 }
 
 static void

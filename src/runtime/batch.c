@@ -72,7 +72,8 @@ typedef struct BatchState
 
 /*
  * batch_tupdesc: the columns of ssp_batch: the stream's, then
- * _ssp_partition, _ssp_offset and _ssp_tombstone (a null message value).
+ * _ssp_partition, _ssp_offset and _ssp_tombstone (a null message value, or
+ * a Debezium delete).
  * Needs a transaction the first time.
  */
 static TupleDesc
@@ -180,7 +181,7 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 		/* the hidden columns: where the message is, and if it is a tombstone */
 		bs->values[stream->natts] = Int32GetDatum(msg->partition);
 		bs->values[stream->natts + 1] = Int64GetDatum(msg->offset);
-		bs->values[stream->natts + 2] = BoolGetDatum(msg->value == NULL);
+		bs->values[stream->natts + 2] = BoolGetDatum(msg->value == NULL || stream->deleted);
 		memset(bs->nulls + stream->natts, false, SSP_BATCH_EXTRA);
 		if (bs->et && msg->partition < bs->src->nparts[msg->source])
 		{
@@ -216,7 +217,7 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 		args[1] = Int32GetDatum((int32) ++run);
 		args[2] = Int32GetDatum(bs->view->part);
 		rc = SPI_execute_with_args(bs->view->apply_sql, 3, argtypes, args, nulls, false, 0);
-		if (rc != SPI_OK_INSERT && rc != SPI_OK_MERGE)
+		if (rc != SPI_OK_INSERT && rc != SPI_OK_MERGE && rc != SPI_OK_DELETE)
 			elog(ERROR, "ssp: apply statement of view \"%s\" failed: %s",
 				 bs->view->name, SPI_result_code_string(rc));
 		*late = 0;
@@ -295,7 +296,7 @@ apply_range(BatchState *bs, int lo, int hi)
 	int			p;
 
 	/* a join of streams runs on nothing too: the watermark lets rows go */
-	if (lo >= hi && (bs->n > 0 || bs->view->buffers == NIL))
+	if (lo >= hi && (bs->n > 0 || bs->view->buffers == NIL || bs->et == NULL))
 		return;
 	for (p = 0; p < nparts; p++)
 		maxev[p] = DT_NOBEGIN;
@@ -871,7 +872,7 @@ ssp_decode_batch(SspSources *src, SspMessage *msgs, int n, bool event_times,
 			ssp_decode_message(stream, msg, values, nulls);
 			values[stream->natts] = Int32GetDatum(msg->partition);
 			values[stream->natts + 1] = Int64GetDatum(msg->offset);
-			values[stream->natts + 2] = BoolGetDatum(msg->value == NULL);
+			values[stream->natts + 2] = BoolGetDatum(msg->value == NULL || stream->deleted);
 			memset(nulls + stream->natts, false, SSP_BATCH_EXTRA);
 			if (d->maxev && msg->partition < src->nparts[msg->source])
 			{

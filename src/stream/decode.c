@@ -811,6 +811,133 @@ decode_protobuf(SspStream *stream, SspSource source, const char *data, size_t le
 
 /* Messages --------------------------------------------------------------- */
 
+/* Debezium ---------------------------------------------------------------- */
+
+/* The top-level fields of an envelope that debezium_row reads. */
+typedef struct Envelope
+{
+	JsonLexContext *lex;
+	const char *start;			/* where the current top-level value began */
+	const char *field;			/* its name, if one we read */
+	const char *op;				/* "op": its string, or NULL */
+	const char *span[2];		/* "after" and "payload": raw value */
+	size_t		spanlen[2];
+} Envelope;
+
+static const char *const envelope_fields[] = {"op", "after", "payload"};
+
+static void
+env_field_start(void *state, char *fname, bool isnull)
+{
+	Envelope   *e = state;
+	int			i;
+
+	if (e->lex->lex_level != 1)
+		return;					/* inside a top-level value */
+	e->field = NULL;
+	for (i = 0; i < 3; i++)
+		if (strcmp(fname, envelope_fields[i]) == 0)
+			e->field = envelope_fields[i];
+	e->start = e->lex->token_start;
+}
+
+static void
+env_field_end(void *state, char *fname, bool isnull)
+{
+	Envelope   *e = state;
+	int			i;
+
+	if (e->lex->lex_level != 1 || e->field == NULL)
+		return;
+	for (i = 1; i < 3; i++)
+		if (e->field == envelope_fields[i])
+		{
+			e->span[i - 1] = e->start;
+			e->spanlen[i - 1] = e->lex->prev_token_terminator - e->start;
+		}
+	e->field = NULL;
+}
+
+static void
+env_scalar(void *state, char *token, JsonTokenType tokentype)
+{
+	Envelope   *e = state;
+
+	if (e->lex->lex_level == 1 && e->field == envelope_fields[0])
+		e->op = tokentype == JSON_TOKEN_STRING ? token : NULL;
+}
+
+/* parse_envelope: the fields of a JSON object debezium_row reads. */
+static void
+parse_envelope(const char *data, size_t len, Envelope *e)
+{
+	JsonSemAction sem;
+
+	if (len > INT_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("message of %zu bytes is too large to decode", len)));
+	memset(e, 0, sizeof(*e));
+	memset(&sem, 0, sizeof(sem));
+	e->lex = makeJsonLexContextCstringLen((char *) data, (int) len, GetDatabaseEncoding(), true);
+	sem.semstate = e;
+	sem.object_field_start = env_field_start;
+	sem.object_field_end = env_field_end;
+	sem.scalar = env_scalar;
+	pg_parse_json_or_ereport(e->lex, &sem);
+}
+
+/*
+ * debezium_unwrap: the payload of Debezium's JSON converter with schemas
+ * ({"schema": ..., "payload": ...}), or data itself without.
+ */
+static void
+debezium_unwrap(const char **data, size_t *len, Envelope *e)
+{
+	parse_envelope(*data, *len, e);
+	if (e->op == NULL && e->span[1] && e->spanlen[1] > 0 && e->span[1][0] == '{')
+	{
+		*data = e->span[1];
+		*len = e->spanlen[1];
+		parse_envelope(*data, *len, e);
+	}
+}
+
+/*
+ * debezium_row: the row of a Debezium change event: its "after" for a
+ * create, an update or a snapshot read (op c, u, r); NULL for a delete (op
+ * d), which sets stream->deleted.  Anything else is an error: an event
+ * without op (a schema change, a heartbeat), a truncate (op t).
+ */
+static const char *
+debezium_row(SspStream *stream, const char *data, size_t len, size_t *rowlen)
+{
+	Envelope	e;
+
+	debezium_unwrap(&data, &len, &e);
+	if (e.op == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("message is not a Debezium change event"),
+				 errdetail("It has no field \"op\"%s.", e.span[1] ? " in its payload" : "")));
+	if (strcmp(e.op, "d") == 0)
+	{
+		stream->deleted = true;
+		return NULL;
+	}
+	if (strcmp(e.op, "c") != 0 && strcmp(e.op, "u") != 0 && strcmp(e.op, "r") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("Debezium operation \"%s\" is not supported", e.op),
+				 errdetail("A changelog applies creates (c), updates (u), snapshot reads (r) and deletes (d).")));
+	if (e.span[0] == NULL || e.spanlen[0] == 0 || e.span[0][0] != '{')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("Debezium event of operation \"%s\" has no row in \"after\"", e.op)));
+	*rowlen = e.spanlen[0];
+	return e.span[0];
+}
+
 static void
 decode_value(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 			 DecodeContext *dc, int only)
@@ -826,7 +953,8 @@ decode_value(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 		decode_avro(stream, SSP_SRC_VALUE, msg->value, msg->value_len, values, nulls, dc);
 	else if (stream->format == SSP_FORMAT_PROTOBUF)
 		decode_protobuf(stream, SSP_SRC_VALUE, msg->value, msg->value_len, values, nulls, dc, only);
-	else if (stream->format == SSP_FORMAT_JSON || stream->format == SSP_FORMAT_JSONSCHEMA)
+	else if (stream->format == SSP_FORMAT_JSON || stream->format == SSP_FORMAT_JSONSCHEMA ||
+			 stream->format == SSP_FORMAT_DEBEZIUM)
 	{
 		JsonFound  *found;
 		const char *data = msg->value;
@@ -837,6 +965,9 @@ decode_value(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 		dc->column = NULL;
 		if (stream->format == SSP_FORMAT_JSONSCHEMA)
 			unframe(stream, SSP_SRC_VALUE, &data, &len, SSP_SCHEMA_JSON);
+		if (stream->format == SSP_FORMAT_DEBEZIUM &&
+			(data = debezium_row(stream, data, len, &len)) == NULL)
+			return;				/* a delete: every value column is NULL */
 		found = parse_json_fields(stream, stream->value_paths, data, len);
 		for (i = 0; i < stream->ncolumns; i++)
 		{
@@ -913,13 +1044,21 @@ decode_key(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 		decode_protobuf(stream, SSP_SRC_KEY, msg->key, msg->key_len, values, nulls, dc, only);
 		return;
 	}
-	if (stream->nkey > 1 || stream->key_format == SSP_FORMAT_JSONSCHEMA)
+	/* Debezium's keys are objects of the key columns, perhaps wrapped */
+	if (stream->nkey > 1 || stream->key_format == SSP_FORMAT_JSONSCHEMA ||
+		(stream->format == SSP_FORMAT_DEBEZIUM && stream->key_format == SSP_FORMAT_JSON))
 	{
 		if (stream->key_paths == NULL)
 			stream->key_paths = build_paths(stream, SSP_SRC_KEY, stream->cxt);
 		dc->column = NULL;
 		if (stream->key_format == SSP_FORMAT_JSONSCHEMA)
 			unframe(stream, SSP_SRC_KEY, &data, &len, SSP_SCHEMA_JSON);
+		if (stream->format == SSP_FORMAT_DEBEZIUM && stream->key_format == SSP_FORMAT_JSON)
+		{
+			Envelope	e;
+
+			debezium_unwrap(&data, &len, &e);
+		}
 		found = parse_json_fields(stream, stream->key_paths, data, len);
 	}
 	for (i = 0; i < stream->ncolumns; i++)
@@ -1036,6 +1175,7 @@ decode(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls, int only)
 
 	memset(nulls, true, sizeof(bool) * stream->natts);
 	memset(values, 0, sizeof(Datum) * stream->natts);
+	stream->deleted = false;
 	decode_meta(stream, msg, values, nulls, &dc, only);
 	decode_key(stream, msg, values, nulls, &dc, only);
 	dc.column = NULL;

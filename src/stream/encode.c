@@ -387,6 +387,17 @@ encode_value(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
 			framed_writer(stream, SSP_SRC_VALUE, &out->value);
 			json_obj(&out->value, stream, cols, 0, values, nulls);
 			break;
+		case SSP_FORMAT_DEBEZIUM:
+			/* Debezium's envelope: a create, or a delete if every value column is NULL */
+			if (allnull)
+				appendStringInfoString(&out->value, "{\"before\": null, \"after\": null, \"op\": \"d\"}");
+			else
+			{
+				appendStringInfoString(&out->value, "{\"before\": null, \"after\": ");
+				json_obj(&out->value, stream, cols, 0, values, nulls);
+				appendStringInfoString(&out->value, ", \"op\": \"c\"}");
+			}
+			break;
 		case SSP_FORMAT_PROTOBUF:
 			{
 				StringInfoData json;
@@ -429,7 +440,8 @@ encode_key(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
 		out->key_null = false;
 	}
 	else if (list_length(cols) == 1 && stream->key_format != SSP_FORMAT_JSONSCHEMA &&
-			 stream->key_format != SSP_FORMAT_PROTOBUF)
+			 stream->key_format != SSP_FORMAT_PROTOBUF &&
+			 !(stream->format == SSP_FORMAT_DEBEZIUM && stream->key_format == SSP_FORMAT_JSON))
 	{
 		SspColumn  *col = linitial(cols);
 
@@ -441,7 +453,7 @@ encode_key(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
 	}
 	else if (cols != NIL)
 	{
-		/* several key columns: a JSON object named by column */
+		/* several key columns (or Debezium's key): a JSON object named by column */
 		SspStream	keys = *stream;
 		ListCell   *lc;
 		List	   *named = NIL;

@@ -107,10 +107,11 @@ read_column_options(SspStream *stream, SspColumn *col)
 			List	   *names = NIL;
 
 			if (stream->format != SSP_FORMAT_JSON && stream->format != SSP_FORMAT_AVRO &&
-				stream->format != SSP_FORMAT_JSONSCHEMA && stream->format != SSP_FORMAT_PROTOBUF)
+				stream->format != SSP_FORMAT_JSONSCHEMA && stream->format != SSP_FORMAT_PROTOBUF &&
+				stream->format != SSP_FORMAT_DEBEZIUM)
 				ereport(ERROR,
 						(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
-						 errmsg("column \"%s\" of stream \"%s\" has option \"field\", which applies only to formats json, avro, jsonschema and protobuf",
+						 errmsg("column \"%s\" of stream \"%s\" has option \"field\", which applies only to formats json, avro, jsonschema, protobuf and debezium",
 								col->name, stream->relname)));
 			/* split on dots; the validator refused empty names */
 			{
@@ -154,7 +155,8 @@ ssp_format_by_name(const char *name)
 		strcmp(name, "bytea") == 0 ? SSP_FORMAT_BYTEA :
 		strcmp(name, "avro") == 0 ? SSP_FORMAT_AVRO :
 		strcmp(name, "jsonschema") == 0 ? SSP_FORMAT_JSONSCHEMA :
-		strcmp(name, "protobuf") == 0 ? SSP_FORMAT_PROTOBUF : SSP_FORMAT_JSON;
+		strcmp(name, "protobuf") == 0 ? SSP_FORMAT_PROTOBUF :
+		strcmp(name, "debezium") == 0 ? SSP_FORMAT_DEBEZIUM : SSP_FORMAT_JSON;
 }
 
 /*
@@ -232,7 +234,11 @@ read_table_options(SspStream *stream, ForeignTable *ft)
 			key = val;
 		else if (strcmp(def->defname, "timestamp") == 0)
 			timestamp = val;
+		else if (strcmp(def->defname, "changelog") == 0)
+			stream->changelog = true;
 	}
+	if (stream->format == SSP_FORMAT_DEBEZIUM)
+		stream->changelog = true;
 
 	/* columns need the format, so read them now */
 	for (i = 0; i < stream->ncolumns; i++)
@@ -294,6 +300,13 @@ check_stream(SspStream *stream)
 		else if (col->source == SSP_SRC_RAWKEY)
 			stream->has_rawkey = true;
 	}
+
+	if (stream->changelog && stream->nkey == 0 && !stream->has_rawkey)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+				 errmsg("stream \"%s\" is a changelog without key columns", stream->relname),
+				 errdetail("Each message of a changelog is the new version of the row of its key."),
+				 errhint("Name the key columns in option \"key\", or give a column OPTIONS (meta 'key').")));
 
 	if (stream->nkey > 0 && stream->has_rawkey)
 		ereport(ERROR,

@@ -281,9 +281,61 @@ plan_generic(Build *b, Aggref *agg, AggPlan *p, char *c1)
 char *
 ssp_merge_many(AggPlan *p, const char *readagg, const char *expr)
 {
+	if (p->ordered)
+		return "NULL";			/* never: what would merge them is refused */
 	if (readagg == NULL)
 		return psprintf("ssp.agg_combine_agg(%s, %s%s)", p->fn, expr, p->nulls);
 	return psprintf("%s(%s)", readagg, expr);
+}
+
+/*
+ * plan_concat: array_agg, string_agg, json_agg and jsonb_agg, which
+ * Postgres cannot combine (a merge would not know which part comes
+ * first), kept as concatenations in arrival order: a batch's values in
+ * order of partition and offset, after those of the batches before.  Their
+ * states cannot be merged in any other order: a view with one refuses
+ * what would (viewsql.c, rollup.c).
+ */
+static void
+plan_concat(Build *b, Aggref *agg, AggPlan *p, const char *name, const char *arg,
+			const char *filter, char *c1)
+{
+	const char *order = " ORDER BY b._ssp_partition, b._ssp_offset";
+	const char *type = format_type_with_typemod(agg->aggtype, -1);
+	char	   *join;
+
+	if (b->stream_join)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate %s over a join of two streams is not supported", name),
+				 errdetail("It keeps values in arrival order, and a join's pairs have none.")));
+	p->ordered = true;
+	if (strcmp(name, "string_agg") == 0)
+	{
+		Node	   *sep = (Node *) ((TargetEntry *) lsecond(agg->args))->expr;
+
+		if (!IsA(sep, Const))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the delimiter of string_agg in a continuous view must be a constant"),
+					 errdetail("The parts of two batches are joined with it.")));
+		COL(c1, (char *) type, psprintf("pg_catalog.string_agg(%s, %s%s)%s", arg, ssp_deparse(b, sep), order, filter),
+			NULL, NULL);
+		join = psprintf("m.%s || %s || excluded.%s", c1, ssp_deparse(b, sep), c1);
+	}
+	else
+	{
+		COL(c1, (char *) type, psprintf("pg_catalog.%s(%s%s)%s", name, arg, order, filter), NULL, NULL);
+		/* json has no ||: the text of two arrays, made one */
+		join = strcmp(name, "json_agg") == 0 ?
+			psprintf("(pg_catalog.left(m.%s::text, -1) || ', ' || pg_catalog.substr(excluded.%s::text, 2))::json",
+					 c1, c1) :
+			psprintf("m.%s || excluded.%s", c1, c1);
+	}
+	/* a group's first batch may have had no value (FILTER): NULL */
+	llast(p->merges) = psprintf("CASE WHEN m.%s IS NULL THEN excluded.%s WHEN excluded.%s IS NULL THEN m.%s ELSE %s END",
+								c1, c1, c1, c1, join);
+	p->final = psprintf("m.%s", c1);
 }
 
 /*
@@ -419,6 +471,9 @@ plan_agg(Build *b, Aggref *agg, int n)
 	else if (is_regr(name))
 		plan_regr(p, name, arg, ssp_deparse(b, (Node *) ((TargetEntry *) lsecond(agg->args))->expr),
 				  filter, c1);
+	else if ((strcmp(name, "array_agg") == 0 || strcmp(name, "string_agg") == 0 ||
+			  strcmp(name, "json_agg") == 0 || strcmp(name, "jsonb_agg") == 0) && !agg->aggorder)
+		plan_concat(b, agg, p, name, arg, filter, c1);
 	else if ((strcmp(name, "bit_and") == 0 || strcmp(name, "bit_or") == 0 ||
 			  strcmp(name, "bit_xor") == 0) && agg->aggtype == argtype)
 	{

@@ -50,6 +50,8 @@ typedef struct AggPlan
 	char	   *final;			/* the finished value, over m.cols */
 	char	   *input;			/* over a changelog: what is kept of a row for
 								 * it, over the batch (NULL: nothing) */
+	bool		ordered;		/* its state is in arrival order (array_agg...):
+								 * merged only as a batch comes after another */
 	/* the generic path: any aggregate with a combine function */
 	char	   *fn;				/* the aggregate, a regprocedure literal */
 	char	   *nulls;			/* ", NULL::type" per input type */

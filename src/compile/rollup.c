@@ -133,6 +133,17 @@ load_source(Rollup *r)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("continuous view \"%s\" has no aggregates to combine", r->source_name),
 				 errhint("Group its rows with a plain query instead.")));
+	{
+		ListCell   *lc;
+
+		foreach(lc, b->plans)
+			if (((AggPlan *) lfirst(lc))->ordered)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("continuous view \"%s\" keeps array_agg, string_agg, json_agg or jsonb_agg, which a rollup cannot combine",
+								r->source_name),
+						 errdetail("Their values are in arrival order; a rollup would merge groups in no order.")));
+	}
 	r->from = b->rollup_from;
 	r->states = b->rollup_states;
 	r->ncolumns = list_length(b->rollup_columns);

@@ -804,6 +804,13 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	find_window(b, mrel);
 	if (b->opts->sliding)
 		find_sliding(b, mrel);
+	foreach(lc, b->plans)
+		if (((AggPlan *) lfirst(lc))->ordered &&
+			((b->window >= 0 && b->spec.session) || b->opts->sliding || b->opts->parallelism > 1))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("array_agg, string_agg, json_agg and jsonb_agg cannot be kept with session windows, ssp.sliding or ssp.parallelism"),
+					 errdetail("They keep values in arrival order; these merge states in another order.")));
 	if (b->window >= 0 && b->spec.session)
 	{
 		build_session(b, mrel, create, apply);

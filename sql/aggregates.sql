@@ -240,6 +240,7 @@ CREATE VIEW r WITH (ssp.continuous) AS SELECT percentile_cont(0.5) WITHIN GROUP 
 CREATE VIEW r WITH (ssp.continuous, ssp.parallelism = 2) AS SELECT string_agg(tx, ',') FROM m;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT array_agg(i4 ORDER BY i4) FROM m;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT string_agg(tx, tx) FROM m;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT string_agg(tx, NULL) FROM m;
 CREATE AGGREGATE unmergeable(int) (SFUNC = total_sfunc, STYPE = bigint, INITCOND = '0');
 CREATE VIEW r WITH (ssp.continuous) AS SELECT unmergeable(i4) FROM m;
 CREATE AGGREGATE unstorable(numeric) (SFUNC = numeric_avg_accum, STYPE = internal,

@@ -40,6 +40,8 @@ CREATE VIEW r WITH (ssp.continuous) AS
 CREATE VIEW r WITH (ssp.continuous) AS
   SELECT count(*) FROM orders o, generate_series(1, 2) g;
 CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT s.* FROM orders o JOIN (SELECT c.id, c.id FROM customers c) s ON true;
+CREATE VIEW r WITH (ssp.continuous) AS
   SELECT count(*) FROM orders o JOIN customers b ON b.id = o.customer_id;
 
 -- enrichment: inner and left joins, several tables, a view, a comma join

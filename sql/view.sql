@@ -19,10 +19,10 @@ CREATE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders UNION SELECT 'x
 CREATE VIEW r WITH (ssp.continuous) AS WITH x AS (SELECT * FROM orders) SELECT region FROM x;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT region, count(*) FROM orders GROUP BY ROLLUP (region);
 CREATE VIEW r WITH (ssp.continuous) AS SELECT count(DISTINCT customer_id) FROM orders;
-CREATE VIEW r WITH (ssp.continuous) AS SELECT string_agg(region, ',') FROM orders;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT string_agg(region, region) FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT array_agg(amount ORDER BY amount) FROM orders;
-CREATE VIEW r WITH (ssp.continuous) AS SELECT json_agg(region) FROM orders;
+CREATE VIEW r WITH (ssp.continuous, ssp.parallelism = 2) AS SELECT json_agg(region) FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT generate_series(1, qty) FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT c.segment, count(*) FROM customers c LEFT JOIN orders o ON c.id = o.customer_id GROUP BY 1;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT segment FROM customers;

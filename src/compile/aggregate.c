@@ -314,10 +314,11 @@ plan_concat(Build *b, Aggref *agg, AggPlan *p, const char *name, const char *arg
 	{
 		Node	   *sep = (Node *) ((TargetEntry *) lsecond(agg->args))->expr;
 
-		if (!IsA(sep, Const))
+		if (!IsA(sep, Const) || ((Const *) sep)->constisnull)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("the delimiter of string_agg in a continuous view must be a constant"),
+					 errmsg("the delimiter of string_agg in a continuous view must be a constant%s",
+							IsA(sep, Const) ? " other than NULL" : ""),
 					 errdetail("The parts of two batches are joined with it.")));
 		COL(c1, (char *) type, psprintf("pg_catalog.string_agg(%s, %s%s)%s", arg, ssp_deparse(b, sep), order, filter),
 			NULL, NULL);

@@ -116,6 +116,8 @@ typedef struct Build
 	char	   *join_time;		/* SQL: a pair's event time, the later of the two */
 	char	   *buffers[2];		/* the buffer tables, qualified */
 	List	   *buffer_names;	/* unqualified names of those CREATE VIEW made */
+	bool		rebuilding;		/* of an existing view (rebuild.c): its objects
+								 * are made already */
 	/* what a rollup of an aggregating view reads (rollup.c) */
 	char	   *rollup_from;	/* FROM item "m": the rows the view shows */
 	char	   *rollup_states;	/* ", merge(m.col)::type AS col" per state */
@@ -140,6 +142,7 @@ extern void ssp_build_view(Build *b, List *names, const char *view, const char *
 extern void ssp_spi_exec(const char *sql);
 extern void ssp_refuse(const char *what, const char *why) pg_attribute_noreturn();
 extern char *ssp_deparse(Build *b, Node *expr);
+extern int	ssp_stream_rtindex(Build *b);
 
 /* aggregate.c */
 extern bool ssp_collect_aggs(Node *node, Build *b);

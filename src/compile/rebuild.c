@@ -24,6 +24,7 @@
 #include "catalog/pg_proc.h"
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
 #include "rewrite/rewriteManip.h"
@@ -124,6 +125,7 @@ ssp_view_build(SspView *v)
 	}
 	for (i = 0; i < list_length(v->buffers) && i < 2; i++)
 		b->buffers[i] = qualified_name(v, list_nth_oid(v->buffers, i));
+	b->rebuilding = true;
 	initStringInfo(&create);
 	initStringInfo(&viewsql);
 	initStringInfo(&apply);
@@ -168,6 +170,32 @@ catalog_changed(Datum arg, int cacheid, uint32 hashvalue)
 		((SspView *) lfirst(lc))->sql_stale = true;
 }
 
+/* watch_relations: watch each relation the query reads, in subqueries too. */
+static bool
+watch_relations(Node *node, void *arg)
+{
+	SspView    *v = arg;
+
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		if (rte->rtekind == RTE_RELATION)
+		{
+			if (v->nwatched < SSP_MAX_WATCHED)
+				v->watched[v->nwatched++] = rte->relid;
+			else
+				v->nwatched = SSP_MAX_WATCHED + 1;	/* any relation, then */
+		}
+		return false;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, watch_relations, arg, QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, watch_relations, arg);
+}
+
 /* watch: the relations of the view and of its query */
 static void
 watch(SspView *v, Query *q)
@@ -197,18 +225,7 @@ watch(SspView *v, Query *q)
 	foreach(lc, v->buffers)
 		if (v->nwatched < SSP_MAX_WATCHED)
 			v->watched[v->nwatched++] = lfirst_oid(lc);
-	foreach(lc, q->rtable)
-	{
-		RangeTblEntry *rte = lfirst(lc);
-
-		if (rte->rtekind == RTE_RELATION)
-		{
-			if (v->nwatched < SSP_MAX_WATCHED)
-				v->watched[v->nwatched++] = rte->relid;
-			else
-				v->nwatched = SSP_MAX_WATCHED + 1;	/* any relation, then */
-		}
-	}
+	(void) watch_relations((Node *) q, v);
 }
 
 /*

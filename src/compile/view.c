@@ -313,6 +313,15 @@ check_query(Query *q)
 				ssp_refuse("a LATERAL subquery", "A subquery in FROM is read as a table in each batch's snapshot; move what it takes from the stream into the join's ON.");
 			if (reads_stream_walker((Node *) rte->subquery, NULL))
 				ssp_refuse("a subquery that reads a stream", "Join the two streams with ON and a bound between their event times; subqueries may read tables and views.");
+			{
+				ListCell   *a,
+						   *c;
+
+				foreach(a, rte->eref->colnames)
+					for_each_cell(c, rte->eref->colnames, lnext(rte->eref->colnames, a))
+						if (strcmp(strVal(lfirst(a)), strVal(lfirst(c))) == 0)
+							ssp_refuse("a subquery in FROM with two columns of one name", "Give its columns distinct names, as in (SELECT a.id AS a_id, b.id AS b_id ...).");
+			}
 		}
 		else if (rte->rtekind == RTE_FUNCTION || rte->rtekind == RTE_VALUES ||
 				 rte->rtekind == RTE_TABLEFUNC)
@@ -656,6 +665,22 @@ setup_deparse(Build *b, Oid stream)
 	b->dpcontext = deparse_context_for_plan_tree(ps, b->rtnames);
 }
 
+/* ssp_stream_rtindex: the range-table index of the (first) stream of b's query. */
+int
+ssp_stream_rtindex(Build *b)
+{
+	ListCell   *lc;
+
+	foreach(lc, b->query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_RELATION && rte->relid == b->stream_oids[0])
+			return foreach_current_index(lc) + 1;
+	}
+	return 0;
+}
+
 /*
  * check_changelog: refuse what a view over a changelog cannot keep.  Its
  * aggregates retract a key's old version when a new one comes
@@ -678,6 +703,41 @@ check_changelog(Build *b)
 				 errmsg("a continuous view of changelog \"%s\" without aggregates needs ssp.primary_key", s->relname),
 				 errdetail("Each message is the new version of its key's row: the view keeps the latest row per key."),
 				 errhint("Add ssp.primary_key = '...' naming the output columns of the key.")));
+	/* the latest row per key: a delete names only the key columns */
+	if (!(q->hasAggs || q->groupClause))
+	{
+		int			rtindex = ssp_stream_rtindex(b);
+		int			keys = 0;
+		int			matched = 0;
+		int			i;
+		ListCell   *lc;
+
+		for (i = 0; i < s->ncolumns; i++)
+			keys += s->columns[i].source == SSP_SRC_KEY || s->columns[i].source == SSP_SRC_RAWKEY;
+		foreach(lc, b->opts->primary_key)
+		{
+			ListCell   *tc;
+
+			foreach(tc, q->targetList)
+			{
+				TargetEntry *tle = lfirst(tc);
+				Var		   *v = (Var *) tle->expr;
+
+				if (tle->resjunk || tle->resname == NULL || strcmp(tle->resname, lfirst(lc)) != 0)
+					continue;
+				for (i = 0; IsA(v, Var) && v->varno == rtindex && v->varlevelsup == 0 && i < s->ncolumns; i++)
+					if (s->columns[i].attnum == v->varattno &&
+						(s->columns[i].source == SSP_SRC_KEY || s->columns[i].source == SSP_SRC_RAWKEY))
+						matched++;
+			}
+		}
+		if (matched != keys || list_length(b->opts->primary_key) != keys)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("ssp.primary_key of a view of changelog \"%s\" must be its key columns", s->relname),
+					 errdetail("A message replaces or deletes the row of its key; a delete carries nothing else."),
+					 errhint("Select the stream's key columns and name those in ssp.primary_key.")));
+	}
 	if (b->opts->sliding || b->opts->parallelism > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

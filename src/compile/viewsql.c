@@ -77,7 +77,7 @@ find_window(Build *b, const char *mrel)
 	char	   *quals;
 	char	   *last_end;
 
-	ssp_find_window(b->stream_join ? NULL : b->stream, b->group_exprs, w);
+	ssp_find_window(b->stream_join ? NULL : b->stream, ssp_stream_rtindex(b), b->group_exprs, w);
 	b->window = w->index;
 	if (b->window < 0)
 		return;
@@ -646,7 +646,7 @@ build_changelog(Build *b, List *names, const char *mrel, const char *view,
 	ListCell   *lc;
 	int			i;
 
-	ssp_find_window(s, b->group_exprs, &b->spec);
+	ssp_find_window(s, ssp_stream_rtindex(b), b->group_exprs, &b->spec);
 	if (b->spec.index >= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -656,6 +656,13 @@ build_changelog(Build *b, List *names, const char *mrel, const char *view,
 	ssp_collect_aggs(q->havingQual, b);
 
 	/* the table of versions, named as view.c names the view's table */
+	if (b->buffers[0] == NULL && b->rebuilding)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stream \"%s\" became a changelog after continuous view %s was created",
+						s->relname, view),
+				 errdetail("The view's aggregates were kept for a log of rows, not for versions of keys."),
+				 errhint("Set the stream's options back, or create the view again.")));
 	if (b->buffers[0] == NULL)
 	{
 		b->buffer_names = list_make1(ChooseRelationName(b->relname, NULL, "versions", b->nspid, false));
@@ -799,6 +806,13 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 		build_changelog(b, names, mrel, view, create, viewsql, apply);
 		return;
 	}
+	if (b->rebuilding && b->buffers[0] && !b->stream_join)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stream \"%s\" is no longer a changelog, as it was when continuous view %s was created",
+						b->stream->relname, view),
+				 errdetail("The view's aggregates were kept for versions of keys, not for a log of rows."),
+				 errhint("Set the stream's options back, or create the view again.")));
 	ssp_collect_aggs((Node *) q->targetList, b);
 	ssp_collect_aggs(q->havingQual, b);
 	find_window(b, mrel);

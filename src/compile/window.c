@@ -159,11 +159,12 @@ interval_us(Interval *iv)
 /*
  * ssp_find_window: the window of a query, from its group keys, into spec
  * (index -1 if none).  Errors if the window is not over the stream's event
- * time (stream NULL: a join's, not checked here), its size, slide and
- * origin are not constants, or there are two.
+ * time (the stream's, at range-table index rtindex; stream NULL: a join's,
+ * not checked here), its size, slide and origin are not constants, or
+ * there are two.
  */
 void
-ssp_find_window(SspStream *stream, List *group_exprs, SspWindowSpec *spec)
+ssp_find_window(SspStream *stream, int rtindex, List *group_exprs, SspWindowSpec *spec)
 {
 	ListCell   *lc;
 	int			i = -1;
@@ -215,7 +216,8 @@ ssp_find_window(SspStream *stream, List *group_exprs, SspWindowSpec *spec)
 
 		if (stream == NULL)
 			continue;			/* over a join: join.c checks the time */
-		if (IsA(spec->ts, Var))
+		if (IsA(spec->ts, Var) && ((Var *) spec->ts)->varno == rtindex &&
+			((Var *) spec->ts)->varlevelsup == 0)
 			ok = ssp_is_event_time(stream, ((Var *) spec->ts)->varattno);
 		if (!ok)
 			ereport(ERROR,

@@ -24,7 +24,7 @@ typedef struct SspWindowSpec
 	Node	   *origin;			/* the origin argument, or NULL */
 } SspWindowSpec;
 
-extern void ssp_find_window(SspStream *stream, List *group_exprs, SspWindowSpec *spec);
+extern void ssp_find_window(SspStream *stream, int rtindex, List *group_exprs, SspWindowSpec *spec);
 extern TimestampTz ssp_watermark(const TimestampTz *maxev, const TimestampTz *seen_at,
 								 const bool *lagging, int nparts,
 								 TimestampTz previous, int64 idle_ms, Interval *grace);

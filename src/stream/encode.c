@@ -389,7 +389,7 @@ encode_value(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
 			break;
 		case SSP_FORMAT_DEBEZIUM:
 			/* Debezium's envelope: a create, or a delete if every value column is NULL */
-			if (allnull)
+			if (allnull && cols != NIL)
 				appendStringInfoString(&out->value, "{\"before\": null, \"after\": null, \"op\": \"d\"}");
 			else
 			{

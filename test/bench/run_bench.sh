@@ -39,7 +39,7 @@ BENCH_DIR=test/bench  # main runs in $SSP_SRC
 BENCH_RESULTS=$BENCH_DIR/results
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
 # the benchmark's topics, NAME:PARTITIONS
-BENCH_TOPICS=(events:16 bench_orders:16 bench_payments:16 bench_catchup:64 bench_avro:64 bench_proto:64 bench_fresh:16 bench_mem:16)
+BENCH_TOPICS=(events:16 bench_orders:16 bench_payments:16 bench_accounts:16 bench_catchup:64 bench_avro:64 bench_proto:64 bench_fresh:16 bench_mem:16)
 # Apache Kafka's JVM in a benchmark (SSP_BENCH_JAVA_OPTS): the default JIT
 # (kafka_ctl's own options stop at C1, which starts faster and runs slower)
 # and a fixed heap
@@ -180,6 +180,11 @@ CREATE FOREIGN TABLE bench_orders (id bigint, region text, amount numeric, ts ti
   SERVER kafka OPTIONS (topic 'bench_orders', timestamp 'ts');
 CREATE FOREIGN TABLE bench_payments (id bigint, region text, amount numeric, ts timestamptz)
   SERVER kafka OPTIONS (topic 'bench_payments', timestamp 'ts');
+-- one topic read two ways: as a changelog (the latest version per id), and as a log
+CREATE FOREIGN TABLE bench_accounts (id bigint, region text, amount numeric)
+  SERVER kafka OPTIONS (topic 'bench_accounts', key 'id', changelog 'upsert');
+CREATE FOREIGN TABLE bench_accounts_log (id bigint, region text, amount numeric)
+  SERVER kafka OPTIONS (topic 'bench_accounts', key 'id');
 CREATE FOREIGN TABLE bench_catchup (order_id bigint, customer_id bigint, region text, amount numeric,
     ts timestamptz, p int OPTIONS (meta 'partition'))
   SERVER kafka OPTIONS (topic 'bench_catchup', timestamp 'ts');
@@ -261,8 +266,11 @@ bench_median() {
 }
 
 # bench_joins: catch-up time of a join of two streams (orders with their
-# payments within the hour: average delay by region) against an aggregate
-# of the orders alone, in the same run.
+# payments within the hour: average delay by region), and of that join in
+# one-minute windows of the later of the two times, against an aggregate of
+# the orders alone; and of an aggregate over a changelog (ten versions of
+# each account, old versions retracted) against the same aggregate over the
+# topic read as a log; in the same run.
 bench_joins() {
     local n=${SSP_BENCH_EVENTS:-100000} r=${SSP_BENCH_RUNS:-5}
     bench_start_postgres
@@ -274,33 +282,49 @@ INSERT INTO bench_payments SELECT id, region, amount, ts FROM (
   SELECT g AS id, 'r' || g % 100 AS region, g % 1000 AS amount,
          timestamptz '2024-01-01' + g * interval '100 ms' + (g % 600) * interval '1 s' AS ts
   FROM generate_series(1, $n) g WHERE g % 10 <> 0) p ORDER BY ts;
+INSERT INTO bench_accounts SELECT g % ($n / 10), 'r' || g % 100, g % 1000 FROM generate_series(1, $n) g;
 SQL
     bench_report joins bench_joins_run "$n" "$r"
 }
 
 bench_joins_run() {
-    local n=$1 r=$2 i a j payments
-    local -a agg=() join=()
+    local n=$1 r=$2 i a j w c l payments
+    local -a agg=() join=() win=() cl=() log=()
     payments=$(psql -X -q -At -c "SELECT count(*) FROM generate_series(1, $n) g WHERE g % 10 <> 0")
     echo "workload: $n orders (ten a second) and $payments payments (up to 10 minutes later), 16 partitions each; catch-up from the earliest offsets"
     echo "aggregate: SELECT region, count(*), sum(amount) FROM bench_orders GROUP BY region"
     echo "join:      SELECT o.region, avg(p.ts - o.ts), count(*) FROM bench_orders o JOIN bench_payments p"
     echo "             ON p.id = o.id AND p.ts BETWEEN o.ts AND o.ts + interval '1 hour' GROUP BY o.region"
+    echo "windowed:  SELECT ssp.tumble(GREATEST(o.ts, p.ts), '1 minute'), avg(p.ts - o.ts), count(*) FROM (the same join) GROUP BY 1"
+    echo "changelog: SELECT region, count(*), sum(amount) FROM bench_accounts GROUP BY region"
+    echo "             ($n versions of $((n / 10)) accounts, key 'id', changelog 'upsert')"
+    echo "log:       the same over the same topic without changelog 'upsert'"
     echo
     for i in $(seq "$r"); do
         a=$(bench_view_seconds bench_agg "SELECT region, count(*), sum(amount) FROM bench_orders GROUP BY region" "")
         j=$(bench_view_seconds bench_join "SELECT o.region, avg(p.ts - o.ts), count(*) FROM bench_orders o JOIN bench_payments p ON p.id = o.id AND p.ts BETWEEN o.ts AND o.ts + interval '1 hour' GROUP BY o.region" "")
-        echo "  run $i: aggregate ${a} s, join ${j} s"
+        w=$(bench_view_seconds bench_win "SELECT ssp.tumble(GREATEST(o.ts, p.ts), '1 minute'), avg(p.ts - o.ts), count(*) FROM bench_orders o JOIN bench_payments p ON p.id = o.id AND p.ts BETWEEN o.ts AND o.ts + interval '1 hour' GROUP BY 1" "")
+        c=$(bench_view_seconds bench_cl "SELECT region, count(*), sum(amount) FROM bench_accounts GROUP BY region" "" "$n")
+        l=$(bench_view_seconds bench_log "SELECT region, count(*), sum(amount) FROM bench_accounts_log GROUP BY region" "" "$n")
+        echo "  run $i: aggregate ${a} s, join ${j} s, windowed join ${w} s, changelog ${c} s, log ${l} s"
         agg+=("$a")
         join+=("$j")
+        win+=("$w")
+        cl+=("$c")
+        log+=("$l")
     done
     a=$(printf '%s\n' "${agg[@]}" | bench_median)
     j=$(printf '%s\n' "${join[@]}" | bench_median)
+    w=$(printf '%s\n' "${win[@]}" | bench_median)
+    c=$(printf '%s\n' "${cl[@]}" | bench_median)
+    l=$(printf '%s\n' "${log[@]}" | bench_median)
     echo
     echo "median aggregate: $a s ($(awk -v n="$n" -v t="$a" 'BEGIN {printf "%d", n / t}') messages/s)"
     echo "median join:      $j s ($(awk -v n="$((n + payments))" -v t="$j" 'BEGIN {printf "%d", n / t}') messages/s over both topics)"
     echo "join / aggregate, per message: $(awk -v a="$a" -v j="$j" -v n="$n" -v m="$((n + payments))" 'BEGIN {printf "%.2f", (j / m) / (a / n)}')"
-    echo "RESULT joins aggregate_s=$a join_s=$j"
+    echo "median windowed join: $w s ($(awk -v n="$((n + payments))" -v t="$w" 'BEGIN {printf "%d", n / t}') messages/s over both topics); windowed / join: $(awk -v w="$w" -v j="$j" 'BEGIN {printf "%.2f", w / j}')"
+    echo "median changelog: $c s ($(awk -v n="$n" -v t="$c" 'BEGIN {printf "%d", n / t}') messages/s); log: $l s; changelog / log: $(awk -v c="$c" -v l="$l" 'BEGIN {printf "%.2f", c / l}')"
+    echo "RESULT joins aggregate_s=$a join_s=$j windowed_s=$w changelog_s=$c log_s=$l"
 }
 
 # bench_stats NAME N VALUE...: "NAME: median s (min - max), N/median per s".

@@ -48,6 +48,7 @@ CREATE VIEW active_total WITH (ssp.continuous) AS
   SELECT count(*) AS clients, sum(balance) AS balance FROM clients WHERE active;
 CREATE VIEW current WITH (ssp.continuous, ssp.primary_key = 'id') AS
   SELECT id, segment, balance FROM clients;
+CREATE VIEW segments_present WITH (ssp.continuous) AS SELECT segment FROM clients GROUP BY segment;
 SELECT buffers FROM ssp.continuous_views WHERE view = 'per_segment'::regclass;
 \d per_segment_versions
 SELECT ssp.wait('per_segment'), ssp.wait('per_region'), ssp.wait('active_total'), ssp.wait('current');
@@ -68,7 +69,8 @@ UPDATE truth SET segment = 'retail', balance = NULL, active = false WHERE id BET
 DELETE FROM truth WHERE id BETWEEN 31 AND 45;
 INSERT INTO truth VALUES (33, 'pro', 7.25, true);
 UPDATE truth SET segment = 'pro', balance = 1.5, active = true WHERE id = 1;
-SELECT ssp.wait('per_segment'), ssp.wait('per_region'), ssp.wait('active_total'), ssp.wait('current');
+SELECT ssp.wait('per_segment'), ssp.wait('per_region'), ssp.wait('active_total'), ssp.wait('current'),
+       ssp.wait('segments_present');
 
 SELECT * FROM per_segment ORDER BY segment;
 SELECT count(*) AS differences FROM
@@ -91,14 +93,16 @@ SELECT (SELECT row(clients, balance) FROM active_total) =
 SELECT count(*) AS differences FROM
   ((SELECT * FROM current EXCEPT ALL SELECT id, segment, balance FROM truth)
    UNION ALL (SELECT id, segment, balance FROM truth EXCEPT ALL SELECT * FROM current)) d;
+SELECT array_agg(segment ORDER BY segment) AS present FROM segments_present;
 SELECT view, processed, dead_letters, last_error FROM ssp.views ORDER BY view::text;
 SELECT view, error FROM ssp.dead_letters ORDER BY view::text;
 
 -- a segment whose last customer leaves is gone; the total without GROUP BY stays
 INSERT INTO clients_raw (id, v) SELECT id::text, NULL FROM truth;
 DELETE FROM truth;
-SELECT ssp.wait('per_segment'), ssp.wait('active_total');
+SELECT ssp.wait('per_segment'), ssp.wait('active_total'), ssp.wait('segments_present');
 SELECT count(*) AS segments FROM per_segment;
+SELECT count(*) AS present FROM segments_present;
 SELECT * FROM active_total;
 
 -- reset replays the topic into an empty view and an empty table of versions

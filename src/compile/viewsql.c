@@ -569,6 +569,32 @@ add_key(MrelCols *m, const char *col, const char *type, const char *expr, const 
 }
 
 /*
+ * add_states: each aggregate's state columns, with their partial over the
+ * batch, into m; their merges, "col = merge", into set (comma-separated).
+ */
+static void
+add_states(Build *b, MrelCols *m, StringInfo set)
+{
+	ListCell   *lc;
+
+	foreach(lc, b->plans)
+	{
+		AggPlan    *p = lfirst(lc);
+		ListCell   *c,
+				   *t,
+				   *pa,
+				   *mg;
+
+		forfour(c, p->cols, t, p->types, pa, p->partials, mg, p->merges)
+		{
+			add_column(m, lfirst(c), lfirst(t), lfirst(pa));
+			appendStringInfo(set, "%s%s = %s", set->len ? ", " : "",
+							 (char *) lfirst(c), (char *) lfirst(mg));
+		}
+	}
+}
+
+/*
  * merge_groups: the apply statement of an aggregating view over a stream,
  * a MERGE of the batch's groups into the mrel.  A MERGE joins the groups
  * with the mrel as the planner sees fit: a hash join over the whole table
@@ -736,20 +762,9 @@ build_changelog(Build *b, List *names, const char *mrel, const char *view,
 	}
 	if (b->group_exprs == NIL)
 		add_key(&m, "_g0", "boolean NOT NULL DEFAULT true", "true", NULL);
-	foreach(lc, b->plans)
-	{
-		AggPlan    *p = lfirst(lc);
-		ListCell   *c,
-				   *t,
-				   *pa,
-				   *mg;
-
-		forfour(c, p->cols, t, p->types, pa, p->partials, mg, p->merges)
-		{
-			add_column(&m, lfirst(c), lfirst(t), lfirst(pa));
-			appendStringInfo(&set, "%s = %s, ", (char *) lfirst(c), (char *) lfirst(mg));
-		}
-	}
+	add_states(b, &m, &set);
+	if (set.len > 0)
+		appendStringInfoString(&set, ", ");
 	add_column(&m, "_ssp_rows", "bigint NOT NULL", "pg_catalog.sum(d._sign)");
 	appendStringInfo(create, ") WITH (fillfactor = 50);\nCREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT;\n"
 					 "CREATE INDEX ON %s (_ssp_rows) WHERE _ssp_rows = 0",
@@ -862,21 +877,7 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	/* one group: a constant key, so the statements have something to match */
 	if (b->group_exprs == NIL)
 		add_key(&m, "_g0", "boolean NOT NULL DEFAULT true", "true", NULL);
-	foreach(lc, b->plans)
-	{
-		AggPlan    *p = lfirst(lc);
-		ListCell   *c,
-				   *t,
-				   *pa,
-				   *mg;
-
-		forfour(c, p->cols, t, p->types, pa, p->partials, mg, p->merges)
-		{
-			add_column(&m, lfirst(c), lfirst(t), lfirst(pa));
-			appendStringInfo(&set, "%s%s = %s", set.len ? ", " : "",
-							 (char *) lfirst(c), (char *) lfirst(mg));
-		}
-	}
+	add_states(b, &m, &set);
 	/*
 	 * Half-empty pages: a group's new state then usually fits on its page,
 	 * a HOT update that adds no index entries (catch-up 8-10% faster).

@@ -21,7 +21,8 @@ INSERT INTO client_regions VALUES ('retail', 'north'), ('pro', 'south'), ('vip',
 CREATE FOREIGN TABLE nokey (a int) SERVER kafka OPTIONS (topic 'x', changelog 'append');
 CREATE FOREIGN TABLE nokey (a int) SERVER kafka OPTIONS (topic 'x', changelog 'upsert');
 CREATE FOREIGN TABLE nokey (a int) SERVER kafka OPTIONS (topic 'x', format 'debezium');
-CREATE VIEW r WITH (ssp.continuous) AS SELECT segment, min(balance) FROM clients GROUP BY 1;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT segment, stddev(balance) FROM clients GROUP BY 1;
+CREATE VIEW r WITH (ssp.continuous, ssp.output_topic = 'x') AS SELECT segment, min(balance) FROM clients GROUP BY 1;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT segment, avg(balance::float8) FROM clients GROUP BY 1;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT count(DISTINCT segment) FROM clients;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT id, segment FROM clients;
@@ -39,13 +40,14 @@ INSERT INTO truth SELECT g, (ARRAY['retail', 'pro', 'vip'])[g % 3 + 1], g * 10.5
 -- joined); over everyone active; and the rows themselves
 CREATE VIEW per_segment WITH (ssp.continuous) AS
   SELECT segment, count(*) AS clients, sum(balance) AS balance, avg(balance) AS avg_balance,
-         count(*) FILTER (WHERE active) AS active, count(balance) AS with_balance
+         count(*) FILTER (WHERE active) AS active, count(balance) AS with_balance,
+         min(balance) AS lowest, max(id) FILTER (WHERE active) AS last_active
   FROM clients GROUP BY segment;
 CREATE VIEW per_region WITH (ssp.continuous) AS
   SELECT s.region, count(*) AS clients, sum(c.balance) AS balance
   FROM clients c JOIN client_regions s ON s.segment = c.segment GROUP BY s.region;
 CREATE VIEW active_total WITH (ssp.continuous) AS
-  SELECT count(*) AS clients, sum(balance) AS balance FROM clients WHERE active;
+  SELECT count(*) AS clients, sum(balance) AS balance, max(balance) AS highest FROM clients WHERE active;
 CREATE VIEW current WITH (ssp.continuous, ssp.primary_key = 'id') AS
   SELECT id, segment, balance FROM clients;
 CREATE VIEW segments_present WITH (ssp.continuous) AS SELECT segment FROM clients GROUP BY segment;
@@ -75,10 +77,12 @@ SELECT ssp.wait('per_segment'), ssp.wait('per_region'), ssp.wait('active_total')
 SELECT * FROM per_segment ORDER BY segment;
 SELECT count(*) AS differences FROM
   ((SELECT * FROM per_segment EXCEPT ALL
-    SELECT segment, count(*), sum(balance), avg(balance), count(*) FILTER (WHERE active), count(balance)
+    SELECT segment, count(*), sum(balance), avg(balance), count(*) FILTER (WHERE active), count(balance),
+           min(balance), max(id) FILTER (WHERE active)
     FROM truth GROUP BY segment)
    UNION ALL
-   (SELECT segment, count(*), sum(balance), avg(balance), count(*) FILTER (WHERE active), count(balance)
+   (SELECT segment, count(*), sum(balance), avg(balance), count(*) FILTER (WHERE active), count(balance),
+           min(balance), max(id) FILTER (WHERE active)
     FROM truth GROUP BY segment EXCEPT ALL SELECT * FROM per_segment)) d;
 SELECT * FROM per_region ORDER BY region;
 SELECT count(*) AS differences FROM
@@ -88,8 +92,8 @@ SELECT count(*) AS differences FROM
    (SELECT s.region, count(*), sum(t.balance) FROM truth t JOIN client_regions s USING (segment) GROUP BY 1
     EXCEPT ALL SELECT * FROM per_region)) d;
 SELECT * FROM active_total;
-SELECT (SELECT row(clients, balance) FROM active_total) =
-       (SELECT row(count(*), sum(balance)) FROM truth WHERE active) AS equal;
+SELECT (SELECT row(clients, balance, highest) FROM active_total) =
+       (SELECT row(count(*), sum(balance), max(balance)) FROM truth WHERE active) AS equal;
 SELECT count(*) AS differences FROM
   ((SELECT * FROM current EXCEPT ALL SELECT id, segment, balance FROM truth)
    UNION ALL (SELECT id, segment, balance FROM truth EXCEPT ALL SELECT * FROM current)) d;

@@ -344,7 +344,9 @@ plan_concat(Build *b, Aggref *agg, AggPlan *p, const char *name, const char *arg
  * it as new ones enter: over signed rows d (d._sign -1 for a version that
  * leaves, 1 for one that enters, the aggregate's input d._iN as stored when
  * it entered; p->input says what that is).  count, sum and avg of integers
- * and numerics can take a value back; an aggregate that cannot is refused.
+ * and numerics take a value back; min and max are computed again, for the
+ * groups a batch touched, from the versions kept (p->recompute, over "v");
+ * any other aggregate is refused.
  */
 static AggPlan *
 plan_retracting(Build *b, Aggref *agg, AggPlan *p, int n)
@@ -358,13 +360,15 @@ plan_retracting(Build *b, Aggref *agg, AggPlan *p, int n)
 	char	   *in = psprintf("d._i%d", n);
 	char	   *counted = psprintf("pg_catalog.sum(CASE WHEN %s IS NULL THEN 0 ELSE d._sign END)", in);
 	bool		count = strcmp(name, "count") == 0 && list_length(agg->args) <= 1;
+	bool		minmax = strcmp(name, "min") == 0 || strcmp(name, "max") == 0;
 
 	check_agg(agg);
-	if (!is_builtin(agg) || !(count || ((strcmp(name, "sum") == 0 || strcmp(name, "avg") == 0) && isexact)))
+	if (!is_builtin(agg) ||
+		!(count || minmax || ((strcmp(name, "sum") == 0 || strcmp(name, "avg") == 0) && isexact)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("aggregate %s cannot be kept over a changelog", format_procedure(agg->aggfnoid)),
-				 errdetail("When a key's row changes, its old version leaves the aggregate; only count, and sum and avg of integers and numerics, can take a value back."),
+				 errdetail("When a key's row changes, its old version leaves the aggregate; only count, min, max, and sum and avg of integers and numerics, can take it back."),
 				 errhint("Keep the rows with ssp.primary_key in a view of their own, and aggregate it when you query it%s.",
 						 isexact || argtype == InvalidOid ? "" : "; or cast the argument to numeric")));
 	/* the input as it entered: the argument, where FILTER passes (count(*): 1) */
@@ -379,6 +383,16 @@ plan_retracting(Build *b, Aggref *agg, AggPlan *p, int n)
 	if (p->input == NULL)
 		counted = "pg_catalog.sum(d._sign)";
 
+	if (minmax)
+	{
+		/* the batch leaves it NULL; the versions kept say what it is */
+		char	   *type = format_type_with_typemod(agg->aggtype, -1);
+
+		COL(c1, type, psprintf("NULL::%s", type), psprintf("m.%s", c1), psprintf("pg_catalog.%s", name));
+		p->recompute = psprintf("pg_catalog.%s(v._i%d)", name, n);
+		p->final = psprintf("m.%s", c1);
+		return p;
+	}
 	COL(c2, "bigint", counted, psprintf("m.%s + excluded.%s", c2, c2), "pg_catalog.sum");
 	if (count)
 	{

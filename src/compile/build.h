@@ -50,6 +50,8 @@ typedef struct AggPlan
 	char	   *final;			/* the finished value, over m.cols */
 	char	   *input;			/* over a changelog: what is kept of a row for
 								 * it, over the batch (NULL: nothing) */
+	char	   *recompute;		/* over a changelog: its state computed again
+								 * from the versions kept, "v" (min, max) */
 	bool		ordered;		/* its state is in arrival order (array_agg...):
 								 * merged only as a batch comes after another */
 	/* the generic path: any aggregate with a combine function */

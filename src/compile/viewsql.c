@@ -669,6 +669,9 @@ build_changelog(Build *b, List *names, const char *mrel, const char *view,
 				ssel,
 				group,
 				set;
+	StringInfoData recompute,
+				recomputed,
+				gmatch;
 	ListCell   *lc;
 	int			i;
 
@@ -740,6 +743,43 @@ build_changelog(Build *b, List *names, const char *mrel, const char *view,
 	appendStringInfo(create, "CREATE TABLE %s (%s);\nCREATE INDEX ON %s (%s);\n",
 					 b->buffers[0], kdefs.data, b->buffers[0], kcols.data);
 
+	/*
+	 * min and max, computed again for the groups the batch touched: each
+	 * from an index on the group and the aggregate's input
+	 */
+	initStringInfo(&recompute);
+	initStringInfo(&recomputed);
+	initStringInfo(&gmatch);
+	i = 0;
+	foreach(lc, b->group_cols)
+	{
+		const char *g = quote_identifier(lfirst(lc));
+
+		i++;
+		appendStringInfo(&gmatch, " AND (v._g%d = m.%s OR (v._g%d IS NULL AND m.%s IS NULL))", i, g, i, g);
+	}
+	i = 0;
+	foreach(lc, b->plans)
+	{
+		AggPlan    *p = lfirst(lc);
+		int			g;
+
+		i++;
+		if (p->recompute == NULL)
+			continue;
+		appendStringInfo(&recomputed, "%s%s", recomputed.len ? ", " : "", (char *) linitial(p->cols));
+		appendStringInfo(&recompute, "%s%s", recompute.len ? ", " : "", p->recompute);
+		appendStringInfo(create, "CREATE INDEX ON %s (", b->buffers[0]);
+		for (g = 1; g <= list_length(b->group_exprs); g++)
+			appendStringInfo(create, "_g%d, ", g);
+		appendStringInfo(create, "_i%d);\n", i);
+	}
+	if (recompute.len > 0 && b->opts->output_topic)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("min and max over changelog \"%s\" cannot be published with ssp.output_topic", s->relname),
+				 errdetail("They are computed again after the batch's other aggregates, which would publish each group twice.")));
+
 	/* the view's table: its groups, the states, and the rows in each */
 	memset(&m, 0, sizeof(m));
 	m.create = create;
@@ -766,6 +806,13 @@ build_changelog(Build *b, List *names, const char *mrel, const char *view,
 	if (set.len > 0)
 		appendStringInfoString(&set, ", ");
 	add_column(&m, "_ssp_rows", "bigint NOT NULL", "pg_catalog.sum(d._sign)");
+	/* which groups this run touched: those whose min and max to compute again */
+	if (recompute.len > 0)
+	{
+		add_column(&m, "_ssp_xact", "xid8", "pg_catalog.pg_current_xact_id()");
+		add_column(&m, "_ssp_run", "integer", "$2");
+		appendStringInfoString(&set, "_ssp_xact = excluded._ssp_xact, _ssp_run = excluded._ssp_run, ");
+	}
 	appendStringInfo(create, ") WITH (fillfactor = 50);\nCREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT;\n"
 					 "CREATE INDEX ON %s (_ssp_rows) WHERE _ssp_rows = 0",
 					 mrel, m.keys.data, mrel);
@@ -782,6 +829,10 @@ build_changelog(Build *b, List *names, const char *mrel, const char *view,
 					 b->buffers[0], ksel.data, ssel.data, b->from,
 					 q->jointree->quals ? ssp_deparse(b, q->jointree->quals) : "true",
 					 mrel, m.cols.data, m.sel.data, group.data, m.keys.data, set.data);
+	if (recompute.len > 0)
+		appendStringInfo(apply, ";\nUPDATE %s m SET (%s) = (SELECT %s FROM %s v WHERE true%s) "
+						 "WHERE m._ssp_xact OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id() AND m._ssp_run = $2",
+						 mrel, recomputed.data, recompute.data, b->buffers[0], gmatch.data);
 	/* a group with no row left goes (the one group of a view without GROUP BY stays) */
 	if (b->group_exprs != NIL)
 		appendStringInfo(apply, ";\nDELETE FROM %s m WHERE m._ssp_rows = 0", mrel);

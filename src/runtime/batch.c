@@ -217,7 +217,7 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 		args[1] = Int32GetDatum((int32) ++run);
 		args[2] = Int32GetDatum(bs->view->part);
 		rc = SPI_execute_with_args(bs->view->apply_sql, 3, argtypes, args, nulls, false, 0);
-		if (rc != SPI_OK_INSERT && rc != SPI_OK_MERGE && rc != SPI_OK_DELETE)
+		if (rc != SPI_OK_INSERT && rc != SPI_OK_MERGE && rc != SPI_OK_DELETE && rc != SPI_OK_UPDATE)
 			elog(ERROR, "ssp: apply statement of view \"%s\" failed: %s",
 				 bs->view->name, SPI_result_code_string(rc));
 		*late = 0;

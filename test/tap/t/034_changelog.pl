@@ -21,7 +21,8 @@ $node->safe_psql('postgres', qq{
 	CREATE FOREIGN TABLE customers_raw (id text, v text, p int OPTIONS (meta 'partition'))
 	  SERVER kafka OPTIONS (topic 'customers', format 'text', key 'id');
 	CREATE VIEW per_segment WITH (ssp.continuous, ssp.batch_size = 700) AS
-	  SELECT segment, count(*) AS customers, sum(balance) AS balance, avg(balance) AS avg_balance
+	  SELECT segment, count(*) AS customers, sum(balance) AS balance, avg(balance) AS avg_balance,
+	         min(balance) AS lowest, max(balance) AS highest
 	  FROM customers GROUP BY segment;
 	CREATE VIEW rich WITH (ssp.continuous, ssp.batch_size = 1100) AS
 	  SELECT count(*) AS customers, sum(balance) AS balance FROM customers WHERE balance > 500;
@@ -72,8 +73,8 @@ SspTest::wait_views($node, 'postgres', @views);
 is($node->safe_psql('postgres', 'SELECT sum(processed), sum(dead_letters) FROM ssp.views'),
 	3 * 30000 . '|0', 'every version applied once by each view');
 is(SspTest::differences($node, 'postgres', 'SELECT * FROM per_segment',
-		'SELECT segment, count(*), sum(balance), avg(balance) FROM final GROUP BY segment'),
-	'0', 'per segment: counts, sums and averages of the current rows, after kills and a crash');
+		'SELECT segment, count(*), sum(balance), avg(balance), min(balance), max(balance) FROM final GROUP BY segment'),
+	'0', 'per segment: counts, sums, averages, minimums and maximums of the current rows, after kills and a crash');
 is(SspTest::differences($node, 'postgres', 'SELECT * FROM rich',
 		'SELECT count(*), sum(balance) FROM final WHERE balance > 500'),
 	'0', 'a filtered total: customers moving in and out of it');
@@ -85,7 +86,7 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM per_segment_versions'),
 note $node->safe_psql('postgres', 'SELECT * FROM per_segment ORDER BY segment');
 
 my ($lost, $twice) = SspTest::lost_and_twice($node, 'postgres', 'SELECT * FROM per_segment',
-	'SELECT segment, count(*), sum(balance), avg(balance) FROM final GROUP BY segment');
+	'SELECT segment, count(*), sum(balance), avg(balance), min(balance), max(balance) FROM final GROUP BY segment');
 SspTest::report(faults => $kills + 1, produced => 30000,
 	applied => $node->safe_psql('postgres', "SELECT processed FROM ssp.views WHERE view = 'per_segment'::regclass"),
 	dead_letters => 0, lost => $lost, twice => $twice, broker => $broker->{kind});

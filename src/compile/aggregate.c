@@ -302,7 +302,8 @@ plan_concat(Build *b, Aggref *agg, AggPlan *p, const char *name, const char *arg
 {
 	const char *order = " ORDER BY b._ssp_partition, b._ssp_offset";
 	const char *type = format_type_with_typemod(agg->aggtype, -1);
-	char	   *join;
+	char	   *partial;
+	char	   *merge;
 
 	if (b->stream_join)
 		ereport(ERROR,
@@ -320,22 +321,21 @@ plan_concat(Build *b, Aggref *agg, AggPlan *p, const char *name, const char *arg
 					 errmsg("the delimiter of string_agg in a continuous view must be a constant%s",
 							IsA(sep, Const) ? " other than NULL" : ""),
 					 errdetail("The parts of two batches are joined with it.")));
-		COL(c1, (char *) type, psprintf("pg_catalog.string_agg(%s, %s%s)%s", arg, ssp_deparse(b, sep), order, filter),
-			NULL, NULL);
-		join = psprintf("m.%s || %s || excluded.%s", c1, ssp_deparse(b, sep), c1);
+		partial = psprintf("pg_catalog.string_agg(%s, %s%s)%s", arg, ssp_deparse(b, sep), order, filter);
+		merge = NULLS_SKIPPED_MERGE(c1, psprintf("|| %s ||", ssp_deparse(b, sep)));
 	}
 	else
 	{
-		COL(c1, (char *) type, psprintf("pg_catalog.%s(%s%s)%s", name, arg, order, filter), NULL, NULL);
+		partial = psprintf("pg_catalog.%s(%s%s)%s", name, arg, order, filter);
+		merge = NULLS_SKIPPED_MERGE(c1, "||");
 		/* json has no ||: the text of two arrays, made one */
-		join = strcmp(name, "json_agg") == 0 ?
-			psprintf("(pg_catalog.left(m.%s::text, -1) || ', ' || pg_catalog.substr(excluded.%s::text, 2))::json",
-					 c1, c1) :
-			psprintf("m.%s || excluded.%s", c1, c1);
+		if (strcmp(name, "json_agg") == 0)
+			merge = psprintf("CASE WHEN m.%s IS NULL THEN excluded.%s WHEN excluded.%s IS NULL THEN m.%s "
+							 "ELSE (pg_catalog.left(m.%s::text, -1) || ', ' || pg_catalog.substr(excluded.%s::text, 2))::json END",
+							 c1, c1, c1, c1, c1, c1);
 	}
-	/* a group's first batch may have had no value (FILTER): NULL */
-	llast(p->merges) = psprintf("CASE WHEN m.%s IS NULL THEN excluded.%s WHEN excluded.%s IS NULL THEN m.%s ELSE %s END",
-								c1, c1, c1, c1, join);
+	/* a group's first batch may have had no value (FILTER): a NULL side */
+	COL(c1, (char *) type, partial, merge, NULL);
 	p->final = psprintf("m.%s", c1);
 }
 

@@ -548,6 +548,18 @@ typedef struct MrelCols
 	int			n;
 } MrelCols;
 
+/* init_mrel_cols: an empty MrelCols whose table is created in create. */
+static void
+init_mrel_cols(MrelCols *m, StringInfo create)
+{
+	memset(m, 0, sizeof(*m));
+	m->create = create;
+	initStringInfo(&m->cols);
+	initStringInfo(&m->values);
+	initStringInfo(&m->sel);
+	initStringInfo(&m->keys);
+}
+
 static void
 add_column(MrelCols *m, const char *col, const char *type, const char *expr)
 {
@@ -781,12 +793,7 @@ build_changelog(Build *b, List *names, const char *mrel, const char *view,
 				 errdetail("They are computed again after the batch's other aggregates, which would publish each group twice.")));
 
 	/* the view's table: its groups, the states, and the rows in each */
-	memset(&m, 0, sizeof(m));
-	m.create = create;
-	initStringInfo(&m.cols);
-	initStringInfo(&m.values);
-	initStringInfo(&m.sel);
-	initStringInfo(&m.keys);
+	init_mrel_cols(&m, create);
 	initStringInfo(&group);
 	initStringInfo(&set);
 	appendStringInfo(create, "CREATE TABLE %s (", mrel);
@@ -900,12 +907,7 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 		return;
 	}
 
-	memset(&m, 0, sizeof(m));
-	m.create = create;
-	initStringInfo(&m.cols);
-	initStringInfo(&m.values);
-	initStringInfo(&m.sel);
-	initStringInfo(&m.keys);
+	init_mrel_cols(&m, create);
 	initStringInfo(&set);
 	appendStringInfo(create, "CREATE TABLE %s (", mrel);
 	i = 0;

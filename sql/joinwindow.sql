@@ -67,6 +67,19 @@ CREATE VIEW left_retained WITH (ssp.continuous, ssp.retention = '1 hour') AS
   FROM orders o LEFT JOIN payments p
     ON p.order_id = o.order_id AND o.ts <= p.ts AND p.ts < o.ts + interval '1 day'
   WHERE o.order_id > 0 GROUP BY 1;
+-- distinct values over pairs: orders paid, per parity of user (orders
+-- paid twice count once); and per day of order, over the left join
+CREATE VIEW paid_orders WITH (ssp.continuous) AS
+  SELECT o.user_id % 2 AS odd, count(DISTINCT o.order_id) AS orders, count(*) AS payments
+  FROM orders o JOIN payments p
+    ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + interval '1 day'
+  WHERE o.order_id > 0 GROUP BY 1;
+CREATE VIEW left_daily_distinct WITH (ssp.continuous) AS
+  SELECT ssp.tumble(o.ts, '1 day') AS day, count(DISTINCT o.user_id) AS users,
+         count(DISTINCT p.order_id) AS paid
+  FROM orders o LEFT JOIN payments p
+    ON p.order_id = o.order_id AND o.ts <= p.ts AND p.ts < o.ts + interval '1 day'
+  WHERE o.order_id > 0 GROUP BY 1;
 
 -- orders 1 to 100, then every payment, then orders 101 to 200: each topic
 -- in event-time order.  Payments take 1 to 6 hours; every 7th two days;
@@ -103,12 +116,14 @@ INSERT INTO orders (order_id, user_id, ts, part)
 INSERT INTO payments (order_id, amount, ts, part)
   SELECT 0, 0, '2027-01-01', g FROM generate_series(0, 3) g;
 SELECT ssp.wait('by_order_hour'), ssp.wait('by_payment_hour'), ssp.wait('by_pair_hop'),
-       ssp.wait('left_final'), ssp.wait('left_retained');
+       ssp.wait('left_final'), ssp.wait('left_retained'), ssp.wait('paid_orders'),
+       ssp.wait('left_daily_distinct');
 DO $$
 BEGIN
   FOR i IN 1 .. 300 LOOP
     EXIT WHEN (SELECT bool_and(batch_watermark IS NOT DISTINCT FROM watermark)
-               FROM ssp.continuous_views WHERE view IN ('left_final'::regclass, 'left_retained'::regclass));
+               FROM ssp.continuous_views WHERE view IN ('left_final'::regclass, 'left_retained'::regclass,
+                                                        'left_daily_distinct'::regclass));
     PERFORM pg_sleep(0.1);
   END LOOP;
 END
@@ -160,6 +175,23 @@ SELECT count(*) AS differences FROM
    (SELECT ssp.tumble(ots, '1 hour'), count(*), count(paid) FROM left_pairs GROUP BY 1
     EXCEPT ALL SELECT * FROM left_final)) d;
 SELECT count(*) AS kept FROM left_retained;
+-- distinct values over pairs, equal to the plain query
+SELECT * FROM paid_orders ORDER BY odd;
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM paid_orders
+    EXCEPT ALL SELECT user_id % 2, count(DISTINCT order_id), count(*) FROM pairs GROUP BY 1)
+   UNION ALL
+   (SELECT user_id % 2, count(DISTINCT order_id), count(*) FROM pairs GROUP BY 1
+    EXCEPT ALL SELECT * FROM paid_orders)) d;
+SELECT count(*) AS days, sum(users) AS users, sum(paid) AS paid FROM left_daily_distinct;
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM left_daily_distinct
+    EXCEPT ALL SELECT ssp.tumble(ots, '1 day'), count(DISTINCT o.user_id), count(DISTINCT paid)
+               FROM left_pairs JOIN all_orders o USING (order_id) GROUP BY 1)
+   UNION ALL
+   (SELECT ssp.tumble(ots, '1 day'), count(DISTINCT o.user_id), count(DISTINCT paid)
+    FROM left_pairs JOIN all_orders o USING (order_id) GROUP BY 1
+    EXCEPT ALL SELECT * FROM left_daily_distinct)) d;
 -- the streams' late rows only: no pair is ever late
 SELECT view, status, late_events, dead_letters, last_error FROM ssp.views ORDER BY view::text;
 

@@ -18,7 +18,7 @@ CREATE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders WHERE amount > 
 CREATE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders UNION SELECT 'x';
 CREATE VIEW r WITH (ssp.continuous) AS WITH x AS (SELECT * FROM orders) SELECT region FROM x;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT region, count(*) FROM orders GROUP BY ROLLUP (region);
-CREATE VIEW r WITH (ssp.continuous) AS SELECT count(DISTINCT customer_id) FROM orders;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT count(DISTINCT (customer_id, region)) FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT string_agg(region, region) FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT array_agg(amount ORDER BY amount) FROM orders;

@@ -84,6 +84,13 @@ CREATE VIEW hopping WITH (ssp.continuous, ssp.grace = '10 s', ssp.commit_interva
 CREATE VIEW hop_odd WITH (ssp.continuous, ssp.grace = '10 s', ssp.commit_interval = '300ms') AS
   SELECT ssp.hop(ts, '50 s', '20 s') AS w, count(*), max(id) FROM ev GROUP BY w;
 
+-- distinct values per window, kept until the window closes
+CREATE VIEW distinct_min WITH (ssp.continuous, ssp.grace = '10 s', ssp.commit_interval = '300ms') AS
+  SELECT ssp.tumble(ts, '1 minute') AS w, count(DISTINCT region) AS regions, count(*) FROM ev GROUP BY w;
+CREATE VIEW distinct_hop WITH (ssp.continuous, ssp.grace = '10 s', ssp.commit_interval = '300ms') AS
+  SELECT ssp.hop(ts, '2 minutes', '1 minute') AS w, count(DISTINCT region) AS regions,
+         count(DISTINCT id % 3) AS threes FROM ev GROUP BY w;
+
 -- events in steps, each one INSERT (one batch), out of order across two
 -- partitions; ev_all keeps a plain copy
 CREATE TABLE ev_all (id int, region text, ts timestamptz, step int, p int);
@@ -93,19 +100,25 @@ BEGIN
   EXECUTE format('INSERT INTO ev_all SELECT id, region, ts::timestamptz, %s, p FROM (VALUES %s) v(id, region, ts, p)', s, evs);
 END $$;
 SELECT produce(1, $$(1, 'a', '2024-01-01 00:00:10', 0), (2, 'a', '2024-01-01 00:00:20', 1)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd'),
+       ssp.wait('distinct_min'), ssp.wait('distinct_hop');
 SELECT produce(2, $$(3, 'b', '2024-01-01 00:01:05', 0), (4, 'b', '2024-01-01 00:01:30', 0), (5, 'a', '2024-01-01 00:00:50', 1)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd'),
+       ssp.wait('distinct_min'), ssp.wait('distinct_hop');
 SELECT produce(3, $$(6, 'a', '2024-01-01 00:02:40', 1)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd'),
+       ssp.wait('distinct_min'), ssp.wait('distinct_hop');
 SELECT view, watermark, late_events FROM ssp.views ORDER BY view::text;
 -- late: windows 00:00 end at 00:01, before the watermark 00:01:20
 SELECT produce(4, $$(7, 'a', '2024-01-01 00:00:30', 0), (8, 'b', '2024-01-01 00:01:59', 0), (9, 'a', '2024-01-01 00:00:59', 1)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd'),
+       ssp.wait('distinct_min'), ssp.wait('distinct_hop');
 SELECT produce(5, $$(10, 'c', '2024-01-01 00:03:00', 0), (11, 'c', '2024-01-01 00:03:05', 1)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd'),
+       ssp.wait('distinct_min'), ssp.wait('distinct_hop');
 SELECT produce(6, $$(12, 'b', '2024-01-01 00:02:10', 0), (13, 'b', '2024-01-01 00:01:10', 0)$$);
-SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd');
+SELECT ssp.wait('per_minute'), ssp.wait('closed'), ssp.wait('recent'), ssp.wait('hopping'), ssp.wait('hop_odd'),
+       ssp.wait('distinct_min'), ssp.wait('distinct_hop');
 SELECT view, watermark, late_events, processed FROM ssp.views ORDER BY view::text;
 
 -- the same rules as a plain query: the watermark before each step is the
@@ -158,6 +171,40 @@ SELECT count(*) AS differences FROM
   ((SELECT * FROM hop_odd EXCEPT ALL SELECT * FROM expected)
    UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM hop_odd)) d;
 SELECT count(*) AS windows, sum(count) AS pairs FROM hop_odd;
+-- distinct values: those of the events that were not late, per window
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM distinct_min EXCEPT ALL
+    SELECT ssp.tumble(ts, '1 minute'), count(DISTINCT region), count(*) FROM expected_late
+    WHERE late IS NOT TRUE GROUP BY 1)
+   UNION ALL
+   (SELECT ssp.tumble(ts, '1 minute'), count(DISTINCT region), count(*) FROM expected_late
+    WHERE late IS NOT TRUE GROUP BY 1 EXCEPT ALL SELECT * FROM distinct_min)) d;
+SELECT * FROM distinct_min ORDER BY w;
+WITH marks AS (
+       SELECT s.step, (SELECT min(m) FROM (SELECT max(e.ts) AS m FROM ev_all e
+                                           WHERE e.step < s.step GROUP BY e.p) x) - interval '10 s' AS w
+       FROM (SELECT DISTINCT step FROM ev_all) s),
+     pairs AS (
+       SELECT e.id, e.region, hw, m.w AS mark FROM ev_all e JOIN marks m USING (step),
+              ssp.hop_windows(e.ts, '2 minutes', '1 minute') hw),
+     expected AS (
+       SELECT hw AS w, count(DISTINCT region), count(DISTINCT id % 3) FROM pairs
+       WHERE hw + interval '2 minutes' > COALESCE(mark, '-infinity') GROUP BY hw)
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM distinct_hop EXCEPT ALL SELECT * FROM expected)
+   UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM distinct_hop)) d;
+-- a window's values go in the first batch that begins after it closed;
+-- the open ones' are kept
+SELECT (SELECT count(*) FROM distinct_min_distinct d
+        WHERE d._g1 + interval '1 minute' <= c.batch_watermark) AS closed_kept,
+       (SELECT count(*) FROM distinct_min_distinct d
+        WHERE d._g1 + interval '1 minute' > c.batch_watermark) AS open_kept
+FROM ssp.continuous_views c WHERE c.view = 'distinct_min'::regclass;
+SELECT (SELECT count(*) FROM distinct_hop_distinct d
+        WHERE d._g1 + interval '2 minutes' <= c.batch_watermark) AS closed_kept,
+       (SELECT count(*) FROM distinct_hop_distinct d
+        WHERE d._g1 + interval '2 minutes' > c.batch_watermark) AS open_kept
+FROM ssp.continuous_views c WHERE c.view = 'distinct_hop'::regclass;
 -- emit final: only the windows the watermark (00:02:50) has closed
 SELECT * FROM closed ORDER BY w;
 -- retention: windows that ended a minute before the watermark are gone

@@ -77,10 +77,12 @@ is_regr(const char *name)
 
 /*
  * check_agg: refuse an aggregate whose state cannot be kept and merged: an
- * ordered-set one, DISTINCT or ORDER BY inside it.
+ * ordered-set one, ORDER BY inside it, and DISTINCT where the view cannot
+ * keep the distinct values (distinct_ok false: over a changelog) or the
+ * aggregate has other than one argument.
  */
 static void
-check_agg(Aggref *agg)
+check_agg(Aggref *agg, bool distinct_ok)
 {
 	const char *name = aggname(agg);
 
@@ -91,19 +93,35 @@ check_agg(Aggref *agg)
 						format_procedure(agg->aggfnoid)),
 				 errdetail("It needs all of a group's values at once; a continuous view keeps a state that merges."),
 				 errhint("For percentiles, the tdigest extension's aggregate tdigest(value, 100) can be kept; read it with tdigest_percentile().")));
-	if (agg->aggdistinct)
+	if (agg->aggdistinct && !distinct_ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("DISTINCT inside aggregate %s is not supported in a continuous view", name),
-				 errdetail("Counting distinct values exactly needs every value seen so far."),
-				 strcmp(name, "count") == 0 ?
-				 errhint("For an approximate count of distinct values, keep hll_add_agg(hll_hash_any(x)) of the hll extension and read it with hll_cardinality().") :
-				 errhint("Keep the values as a GROUP BY key instead.")));
-	if (agg->aggorder)
+				 errmsg("DISTINCT inside aggregate %s is not supported over a changelog", name),
+				 errdetail("A version that leaves the aggregate would have to know whether another key still holds its value.")));
+	if (agg->aggdistinct && list_length(agg->args) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("DISTINCT inside aggregate %s with %d arguments is not supported in a continuous view",
+						name, list_length(agg->args)),
+				 errdetail("A continuous view keeps the distinct values of one argument.")));
+	if (agg->aggorder && !agg->aggdistinct)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("ORDER BY inside aggregate %s is not supported in a continuous view", name),
 				 errdetail("A continuous view merges the states of batches in no particular order.")));
+}
+
+/*
+ * idempotent: an aggregate that DISTINCT does not change (min, max, the
+ * boolean and bitwise ANDs and ORs): a value seen twice counts once anyway.
+ */
+static bool
+idempotent(const char *name)
+{
+	return strcmp(name, "min") == 0 || strcmp(name, "max") == 0 ||
+		strcmp(name, "bool_and") == 0 || strcmp(name, "bool_or") == 0 ||
+		strcmp(name, "every") == 0 || strcmp(name, "bit_and") == 0 ||
+		strcmp(name, "bit_or") == 0;
 }
 
 /* the fast path handles only Postgres's own aggregates */
@@ -204,13 +222,15 @@ qualified_type(Oid type)
  * plan_generic: any aggregate with a combine function, by its own
  * transition state (combine.c): serialised to bytea where it is internal,
  * a batch's made by ssp.agg_partial, merged by ssp.agg_combine, finished
- * by ssp.agg_finalize.  The calls name the aggregate as a regprocedure
+ * by ssp.agg_finalize (over DISTINCT, the partial reads _ssp_n._vN as
+ * plan_distinct says).  The calls name the aggregate as a regprocedure
  * literal, which survives a dump and restore, and end with NULLs of its
  * input types, from which the functions resolve polymorphic types.
  */
 static AggPlan *
-plan_generic(Build *b, Aggref *agg, AggPlan *p, char *c1)
+plan_generic(Build *b, Aggref *agg, AggPlan *p, int n, char *c1)
 {
+	char	   *distinct_value = psprintf("_ssp_n._v%d", n);
 	HeapTuple	tup;
 	Form_pg_aggregate form;
 	Oid			argtypes[FUNC_MAX_ARGS];
@@ -241,7 +261,8 @@ plan_generic(Build *b, Aggref *agg, AggPlan *p, char *c1)
 
 		argtypes[nargs++] = exprType((Node *) e);
 		/* each input as the type the aggregate takes, so it sees that type */
-		appendStringInfo(&args, ", (%s)::%s", ssp_deparse(b, (Node *) e), type);
+		appendStringInfo(&args, ", (%s)::%s",
+						 p->distinct_arg ? distinct_value : ssp_deparse(b, (Node *) e), type);
 		appendStringInfo(&nulls, ", NULL::%s", type);
 	}
 	if (nargs == 0)
@@ -250,6 +271,13 @@ plan_generic(Build *b, Aggref *agg, AggPlan *p, char *c1)
 				 errmsg("aggregate function %s is not supported in a continuous view",
 						format_procedure(agg->aggfnoid)),
 				 errdetail("Only aggregates with arguments can be kept by their state.")));
+	/* the values kept are not NULL: an aggregate that takes NULLs would miss one */
+	if (p->distinct_arg && !is_builtin(agg) && !func_strict(form->aggtransfn))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("DISTINCT inside aggregate %s is not supported in a continuous view",
+						format_procedure(agg->aggfnoid)),
+				 errdetail("Its transition function takes NULL values; a continuous view keeps the distinct values that are not NULL.")));
 	transtype = resolve_aggregate_transtype(agg->aggfnoid, form->aggtranstype, argtypes, nargs);
 	if (transtype == INTERNALOID && (!OidIsValid(form->aggserialfn) || !OidIsValid(form->aggdeserialfn)))
 		ereport(ERROR,
@@ -265,6 +293,7 @@ plan_generic(Build *b, Aggref *agg, AggPlan *p, char *c1)
 	p->nulls = nulls.data;
 	COL(c1, (char *) state,
 		psprintf("ssp.agg_partial(%s, NULL::%s%s)%s", p->fn, state, args.data,
+				 p->distinct_arg ? psprintf(" FILTER (WHERE %s IS NOT NULL)", distinct_value) :
 				 agg->aggfilter ? psprintf(" FILTER (WHERE %s)",
 										   ssp_deparse(b, (Node *) agg->aggfilter)) : ""),
 		psprintf("ssp.agg_combine(%s, m.%s, excluded.%s%s)", p->fn, c1, c1, p->nulls),
@@ -362,7 +391,7 @@ plan_retracting(Build *b, Aggref *agg, AggPlan *p, int n)
 	bool		count = strcmp(name, "count") == 0 && list_length(agg->args) <= 1;
 	bool		minmax = strcmp(name, "min") == 0 || strcmp(name, "max") == 0;
 
-	check_agg(agg);
+	check_agg(agg, false);
 	if (!is_builtin(agg) ||
 		!(count || minmax || ((strcmp(name, "sum") == 0 || strcmp(name, "avg") == 0) && isexact)))
 		ereport(ERROR,
@@ -408,6 +437,43 @@ plan_retracting(Build *b, Aggref *agg, AggPlan *p, int n)
 	return p;
 }
 
+/*
+ * plan_distinct: an aggregate over DISTINCT values.  The view keeps each
+ * group's distinct values in a table of its own (viewsql.c); a batch adds
+ * those new to their group, and the aggregate's partial is taken over
+ * them alone ("_ssp_n._vN"), the FILTER applied as they are added.  What
+ * merges two states is then what merges the aggregate without DISTINCT:
+ * the values behind them never overlap.
+ */
+static void
+plan_distinct(Build *b, Aggref *agg, AggPlan *p)
+{
+	const char *name = aggname(agg);
+	Node	   *arg = (Node *) ((TargetEntry *) linitial(agg->args))->expr;
+	Oid			coll = exprCollation(arg);
+
+	if (strcmp(name, "array_agg") == 0 || strcmp(name, "string_agg") == 0 ||
+		strcmp(name, "json_agg") == 0 || strcmp(name, "jsonb_agg") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("DISTINCT inside aggregate %s is not supported in a continuous view", name),
+				 errdetail("Postgres gives its distinct values in sorted order; a continuous view keeps them in arrival order."),
+				 errhint("Keep %s without DISTINCT, or count the distinct values with count(DISTINCT ...).", name)));
+	if (get_typtype(exprType(arg)) == TYPTYPE_PSEUDO)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("DISTINCT inside aggregate %s over a value of type %s is not supported in a continuous view",
+						name, format_type_be(exprType(arg))),
+				 errdetail("A continuous view keeps the distinct values in a table, which cannot have a column of that type."),
+				 errhint("Take DISTINCT over a column, or over a value of a named type.")));
+	p->distinct_arg = ssp_deparse(b, arg);
+	p->distinct_filter = agg->aggfilter ? ssp_deparse(b, (Node *) agg->aggfilter) : NULL;
+	p->distinct_type = format_type_with_typemod(exprType(arg), exprTypmod(arg));
+	p->distinct_collate = "";
+	if (OidIsValid(coll) && coll != get_typcollation(exprType(arg)))
+		p->distinct_collate = psprintf(" COLLATE %s", generate_collation_name(coll));
+}
+
 /* plan_agg: what an aggregate becomes; refuses unsupported ones. */
 static AggPlan *
 plan_agg(Build *b, Aggref *agg, int n)
@@ -427,12 +493,17 @@ plan_agg(Build *b, Aggref *agg, int n)
 
 	if (b->stream->changelog)
 		return plan_retracting(b, agg, p, n);
-	check_agg(agg);
+	check_agg(agg, true);
+	if (agg->aggdistinct && !(is_builtin(agg) && idempotent(name)))
+		plan_distinct(b, agg, p);
 	if (!is_builtin(agg) || (!b->opts->fast_path && agg->args != NIL))
-		return plan_generic(b, agg, p, c1);
+		return plan_generic(b, agg, p, n, c1);
 	if (agg->args)
-		arg = ssp_deparse(b, (Node *) ((TargetEntry *) linitial(agg->args))->expr);
-	if (agg->aggfilter)
+		arg = p->distinct_arg ? psprintf("_ssp_n._v%d", n) :
+			ssp_deparse(b, (Node *) ((TargetEntry *) linitial(agg->args))->expr);
+	if (p->distinct_arg)
+		filter = psprintf(" FILTER (WHERE _ssp_n._v%d IS NOT NULL)", n);
+	else if (agg->aggfilter)
 		filter = psprintf(" FILTER (WHERE %s)", ssp_deparse(b, (Node *) agg->aggfilter));
 
 	if (strcmp(name, "count") == 0 && list_length(agg->args) <= 1)
@@ -499,7 +570,7 @@ plan_agg(Build *b, Aggref *agg, int n)
 		p->final = psprintf("m.%s", c1);
 	}
 	else
-		return plan_generic(b, agg, p, c1);
+		return plan_generic(b, agg, p, n, c1);
 	return p;
 }
 

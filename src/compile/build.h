@@ -54,6 +54,15 @@ typedef struct AggPlan
 								 * from the versions kept, "v" (min, max) */
 	bool		ordered;		/* its state is in arrival order (array_agg...):
 								 * merged only as a batch comes after another */
+	/*
+	 * DISTINCT: the partials read the batch's values new to their group
+	 * ("_ssp_n._vN", kept in the view's table of distinct values), not the
+	 * batch
+	 */
+	char	   *distinct_arg;	/* the argument, over the batch (NULL: none) */
+	char	   *distinct_filter;	/* its FILTER, over the batch (NULL: none) */
+	char	   *distinct_type;	/* its type, SQL */
+	char	   *distinct_collate;	/* " COLLATE name", or "" */
 	/* the generic path: any aggregate with a combine function */
 	char	   *fn;				/* the aggregate, a regprocedure literal */
 	char	   *nulls;			/* ", NULL::type" per input type */
@@ -116,7 +125,9 @@ typedef struct Build
 	char	   *join_hi;		/* SQL intervals: the right's event time is at */
 	char	   *join_lo;		/* most hi, at least lo after the left's */
 	char	   *join_time;		/* SQL: a pair's event time, the later of the two */
-	char	   *buffers[2];		/* the buffer tables, qualified */
+	char	   *buffers[3];		/* the buffer tables, qualified: a join's
+								 * two, then a table of distinct values;
+								 * or a changelog's versions */
 	List	   *buffer_names;	/* unqualified names of those CREATE VIEW made */
 	bool		rebuilding;		/* of an existing view (rebuild.c): its objects
 								 * are made already */
@@ -124,7 +135,9 @@ typedef struct Build
 	char	   *rollup_from;	/* FROM item "m": the rows the view shows */
 	char	   *rollup_states;	/* ", merge(m.col)::type AS col" per state */
 	List	   *rollup_columns; /* char *: each output column, over m */
-	List	   *rollup_combinable;	/* int: each is of aggregates only */
+	List	   *rollup_combinable;	/* int: each is of aggregates only (1), or
+									 * reads one over DISTINCT values
+									 * (ROLLUP_DISTINCT), or neither (0) */
 	/* a view with ssp.output_topic: its changes, through an outbox */
 	char	   *outbox;			/* its table, qualified */
 	char	   *changes_fn;		/* the mrel trigger's function, qualified */
@@ -132,6 +145,8 @@ typedef struct Build
 	char	   *closed_sql;		/* a window closed by watermark $N (emit final) */
 	char	   *outbox_final_sql;	/* emit final: the windows a batch closes */
 } Build;
+
+#define ROLLUP_DISTINCT 2
 
 extern const char *const ssp_refuse_hint;
 

@@ -123,7 +123,7 @@ ssp_view_build(SspView *v)
 			b->changes_fn = quote_qualified_identifier(get_namespace_name(get_func_namespace(v->changes)),
 													   get_func_name(v->changes));
 	}
-	for (i = 0; i < list_length(v->buffers) && i < 2; i++)
+	for (i = 0; i < list_length(v->buffers) && i < lengthof(b->buffers); i++)
 		b->buffers[i] = qualified_name(v, list_nth_oid(v->buffers, i));
 	b->rebuilding = true;
 	initStringInfo(&create);

@@ -63,7 +63,7 @@ typedef struct Rollup
 	char	   *from;			/* rollup_from */
 	char	   *states;			/* rollup_states */
 	char	  **columns;		/* rollup_columns, by attnum - 1 */
-	bool	   *combinable;
+	int		   *combinable;	/* as Build's rollup_combinable */
 	int			ncolumns;
 	List	   *keys;			/* Node: the grouped expressions */
 	bool		in_keys;		/* rewriting the keys themselves */
@@ -148,11 +148,11 @@ load_source(Rollup *r)
 	r->states = b->rollup_states;
 	r->ncolumns = list_length(b->rollup_columns);
 	r->columns = palloc(sizeof(char *) * r->ncolumns);
-	r->combinable = palloc(sizeof(bool) * r->ncolumns);
+	r->combinable = palloc(sizeof(int) * r->ncolumns);
 	for (i = 0; i < r->ncolumns; i++)
 	{
 		r->columns[i] = list_nth(b->rollup_columns, i);
-		r->combinable[i] = list_nth_int(b->rollup_combinable, i) != 0;
+		r->combinable[i] = list_nth_int(b->rollup_combinable, i);
 	}
 }
 
@@ -215,6 +215,13 @@ to_params(Node *node, Rollup *r)
 					 errmsg("ssp.combine() takes a column of the continuous view"),
 					 errhint("Write ssp.combine(column); apply functions to its result.")));
 		var = (Var *) arg;
+		if (var->varattno <= r->ncolumns && r->combinable[var->varattno - 1] == ROLLUP_DISTINCT)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("column \"%s\" of continuous view \"%s\" reads an aggregate over DISTINCT values, which a rollup cannot combine",
+							column_name(r, var->varattno), r->source_name),
+					 errdetail("The distinct values of two groups may overlap."),
+					 errhint("Create a continuous view over the stream grouped at the coarser grain.")));
 		if (var->varattno > r->ncolumns || !r->combinable[var->varattno - 1])
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -244,6 +244,25 @@ var_outside_aggs(Node *node, void *context)
 	return expression_tree_walker(node, var_outside_aggs, context);
 }
 
+/* reads_distinct: does the expression read an aggregate over DISTINCT values? */
+static bool
+reads_distinct(Node *node, Build *b)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		ListCell   *a,
+				   *p;
+
+		forboth(a, b->aggs, p, b->plans)
+			if (equal(lfirst(a), node))
+				return ((AggPlan *) lfirst(p))->distinct_arg != NULL;
+		return false;
+	}
+	return expression_tree_walker(node, reads_distinct, b);
+}
+
 /*
  * aggregating_view: the view users query: finish each output column, apply
  * HAVING, and for ssp.emit = 'final' show closed windows only; a sliding
@@ -274,6 +293,7 @@ aggregating_view(Build *b, List *names, const char *mrel, const char *view,
 						 quote_identifier(list_nth(names, i)));
 		b->rollup_columns = lappend(b->rollup_columns, sql);
 		b->rollup_combinable = lappend_int(b->rollup_combinable,
+										   reads_distinct((Node *) tle->expr, b) ? ROLLUP_DISTINCT :
 										   contain_agg_clause((Node *) tle->expr) &&
 										   !var_outside_aggs((Node *) tle->expr, NULL));
 		i++;
@@ -534,7 +554,10 @@ build_session(Build *b, const char *mrel, StringInfo create, StringInfo apply)
  * The columns of an aggregating view's mrel as the statements need them:
  * its definition, column list, the same as excluded.col, the batch's value
  * for each (sel), the unique key, and for each key column a test that is
- * null when it is (NULL for a key never null).
+ * null when it is (NULL for a key never null).  Over DISTINCT values
+ * (grouped_sql), sel gives NULL for their states, outer each column of
+ * the groups (_ssp_g) or those states, and dstates their partials over
+ * the new distinct values.
  */
 typedef struct MrelCols
 {
@@ -543,6 +566,8 @@ typedef struct MrelCols
 	StringInfoData values;
 	StringInfoData sel;
 	StringInfoData keys;
+	StringInfoData outer;
+	StringInfoData dstates;
 	List	   *keycols;
 	List	   *nulltests;
 	int			n;
@@ -558,6 +583,8 @@ init_mrel_cols(MrelCols *m, StringInfo create)
 	initStringInfo(&m->values);
 	initStringInfo(&m->sel);
 	initStringInfo(&m->keys);
+	initStringInfo(&m->outer);
+	initStringInfo(&m->dstates);
 }
 
 static void
@@ -569,6 +596,29 @@ add_column(MrelCols *m, const char *col, const char *type, const char *expr)
 	appendStringInfo(&m->cols, "%s%s", sep, col);
 	appendStringInfo(&m->values, "%sexcluded.%s", sep, col);
 	appendStringInfo(&m->sel, "%s%s", sep, expr);
+	appendStringInfo(&m->outer, "%s_ssp_g.%s", sep, col);
+}
+
+/*
+ * add_distinct_state: a state column of an aggregate over DISTINCT values,
+ * of type type, whose partial over the new values is partial: NULL in the
+ * batch's groups, then the partial where the group has new values, or the
+ * partial over none.
+ */
+static void
+add_distinct_state(MrelCols *m, AggPlan *p, int n, const char *col, const char *type,
+				   const char *partial)
+{
+	const char *sep = m->n++ ? ", " : "";
+
+	appendStringInfo(m->create, "%s%s %s", sep, col, type);
+	appendStringInfo(&m->cols, "%s%s", sep, col);
+	appendStringInfo(&m->values, "%sexcluded.%s", sep, col);
+	appendStringInfo(&m->sel, "%sNULL::%s", sep, type);
+	appendStringInfo(&m->outer, "%sCASE WHEN _ssp_d._ssp_found THEN _ssp_d.%s "
+					 "ELSE (SELECT %s FROM (SELECT NULL::%s%s AS _v%d) _ssp_n WHERE false) END",
+					 sep, col, partial, p->distinct_type, p->distinct_collate, n);
+	appendStringInfo(&m->dstates, ", %s AS %s", partial, col);
 }
 
 static void
@@ -588,6 +638,7 @@ static void
 add_states(Build *b, MrelCols *m, StringInfo set)
 {
 	ListCell   *lc;
+	int			n = 0;
 
 	foreach(lc, b->plans)
 	{
@@ -597,13 +648,211 @@ add_states(Build *b, MrelCols *m, StringInfo set)
 				   *pa,
 				   *mg;
 
+		n++;
 		forfour(c, p->cols, t, p->types, pa, p->partials, mg, p->merges)
 		{
-			add_column(m, lfirst(c), lfirst(t), lfirst(pa));
+			if (p->distinct_arg)
+				add_distinct_state(m, p, n, lfirst(c), lfirst(t), lfirst(pa));
+			else
+				add_column(m, lfirst(c), lfirst(t), lfirst(pa));
 			appendStringInfo(set, "%s%s = %s", set->len ? ", " : "",
 							 (char *) lfirst(c), (char *) lfirst(mg));
 		}
 	}
+}
+
+/* has_distinct: does an aggregate of the view read DISTINCT values? */
+static bool
+has_distinct(Build *b)
+{
+	ListCell   *lc;
+
+	foreach(lc, b->plans)
+		if (((AggPlan *) lfirst(lc))->distinct_arg)
+			return true;
+	return false;
+}
+
+/* the view's table of distinct values: after a join's two buffers */
+#define DISTINCT_BUFFER(b) ((b)->stream_join ? 2 : 0)
+
+/*
+ * group_row: SQL, the groups' keys of the mrel as one row, over alias
+ * (NULL: as the table of distinct values names them, _g1...), compared
+ * with record "=", under which NULLs are equal, as in the unique index.
+ */
+static char *
+group_row(Build *b, const char *alias)
+{
+	StringInfoData row;
+	int			i;
+
+	if (b->group_exprs == NIL)
+		return "true";
+	initStringInfo(&row);
+	for (i = 0; i < list_length(b->group_exprs); i++)
+		appendStringInfo(&row, "%s%s", i ? ", " : "ROW(",
+						 alias ? psprintf("%s.%s", alias, quote_identifier(list_nth(b->group_cols, i))) :
+						 psprintf("_g%d", i + 1));
+	appendStringInfoChar(&row, ')');
+	return row.data;
+}
+
+/*
+ * create_distinct: the view's table of distinct values, one of its
+ * buffers: per group (its keys _g1, ...), the values of each aggregate N
+ * over DISTINCT in _vN (NULL in the rows of the others), each value once
+ * per group and aggregate.  A window's go when it closes (distinct_purge).
+ */
+static void
+create_distinct(Build *b, StringInfo create)
+{
+	int			slot = DISTINCT_BUFFER(b);
+	const char *t;
+	StringInfoData keys;
+	ListCell   *lc;
+	int			n = 0;
+
+	if (b->buffers[slot] == NULL)
+	{
+		if (b->rebuilding)
+			elog(ERROR, "ssp: continuous view \"%s\" has no table of distinct values", b->relname);
+		b->buffer_names = lappend(b->buffer_names,
+								  ChooseRelationName(b->relname, NULL, "distinct", b->nspid, false));
+		b->buffers[slot] = quote_qualified_identifier(get_namespace_name(b->nspid),
+													  llast(b->buffer_names));
+	}
+	t = b->buffers[slot];
+	initStringInfo(&keys);
+	appendStringInfo(create, ";\nCREATE TABLE %s (", t);
+	foreach(lc, b->group_exprs)
+	{
+		Node	   *e = lfirst(lc);
+
+		n++;
+		appendStringInfo(create, "_g%d %s, ", n, format_type_with_typemod(exprType(e), exprTypmod(e)));
+		appendStringInfo(&keys, "_g%d, ", n);
+	}
+	n = 0;
+	foreach(lc, b->plans)
+	{
+		AggPlan    *p = lfirst(lc);
+
+		n++;
+		if (p->distinct_arg)
+			appendStringInfo(create, "_v%d %s%s, ", n, p->distinct_type, p->distinct_collate);
+	}
+	create->data[create->len -= 2] = '\0';	/* the last ", " */
+	appendStringInfoChar(create, ')');
+	n = 0;
+	foreach(lc, b->plans)
+	{
+		AggPlan    *p = lfirst(lc);
+
+		n++;
+		if (p->distinct_arg)
+			appendStringInfo(create, ";\nCREATE UNIQUE INDEX ON %s (%s_v%d) NULLS NOT DISTINCT WHERE _v%d IS NOT NULL",
+							 t, keys.data, n, n);
+	}
+	if (b->window >= 0)
+		appendStringInfo(create, ";\nCREATE INDEX ON %s (_g%d)", t, b->window + 1);
+}
+
+/*
+ * distinct_cte: the CTE _ssp_dn, which adds to the table of distinct
+ * values those of the batch's rows that pass where (" WHERE ...", or "")
+ * and cond (NULL: none), each aggregate's FILTER and are not NULL, and
+ * returns the ones new to their group: _r, the group's keys as a row, and
+ * the values.  In key order where parallel workers share the table: two
+ * that add the same values then wait for each other in one order, never
+ * in a cycle.
+ */
+static char *
+distinct_cte(Build *b, const char *where, const char *cond)
+{
+	StringInfoData sql;
+	StringInfoData keys;
+	StringInfoData cols;
+	StringInfoData ret;
+	ListCell   *lc;
+	int			n = 0;
+	int			branches = 0;
+	int			ncols = list_length(b->group_exprs);
+
+	initStringInfo(&keys);
+	initStringInfo(&cols);
+	initStringInfo(&ret);
+	foreach(lc, b->group_exprs)
+	{
+		appendStringInfo(&keys, "%s, ", n == b->window ? b->window_start : ssp_deparse(b, lfirst(lc)));
+		appendStringInfo(&cols, "_g%d, ", ++n);
+	}
+	n = 0;
+	foreach(lc, b->plans)
+		if (((AggPlan *) lfirst(lc))->distinct_arg)
+		{
+			appendStringInfo(&cols, "_v%d, ", ++n);
+			appendStringInfo(&ret, ", _v%d", n);
+			ncols++;
+		}
+		else
+			n++;
+	cols.data[cols.len -= 2] = '\0';
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "_ssp_dn AS (INSERT INTO %s (%s) ", b->buffers[DISTINCT_BUFFER(b)], cols.data);
+	n = 0;
+	foreach(lc, b->plans)
+	{
+		AggPlan    *p = lfirst(lc);
+		ListCell   *lc2;
+		const char *sep = where[0] ? " AND" : " WHERE";
+
+		n++;
+		if (!p->distinct_arg)
+			continue;
+		appendStringInfo(&sql, "%sSELECT DISTINCT %s", branches++ ? " UNION ALL " : "", keys.data);
+		foreach(lc2, b->plans)
+		{
+			AggPlan    *p2 = lfirst(lc2);
+
+			if (p2 == p)
+				appendStringInfo(&sql, "%s, ", p->distinct_arg);
+			else if (p2->distinct_arg)
+				appendStringInfo(&sql, "NULL::%s, ", p2->distinct_type);
+		}
+		sql.data[sql.len -= 2] = '\0';
+		appendStringInfo(&sql, " FROM %s%s%s%s (%s) IS NOT NULL", b->from,
+						 b->window >= 0 ? b->window_from : "", where, sep, p->distinct_arg);
+		if (p->distinct_filter)
+			appendStringInfo(&sql, " AND (%s) IS TRUE", p->distinct_filter);
+		if (cond)
+			appendStringInfo(&sql, " AND %s", cond);
+	}
+	if (b->opts->parallelism > 1)
+	{
+		appendStringInfoString(&sql, " ORDER BY ");
+		for (n = 1; n <= ncols; n++)
+			appendStringInfo(&sql, "%s%d", n > 1 ? ", " : "", n);
+	}
+	appendStringInfo(&sql, " ON CONFLICT DO NOTHING RETURNING %s AS _r%s) ", group_row(b, NULL), ret.data);
+	return sql.data;
+}
+
+/*
+ * grouped_sql: SELECT the batch's groups as the mrel's columns, from rest
+ * (FROM ... GROUP BY ...); over DISTINCT values, with the states of those
+ * aggregates taken over the values _ssp_dn added to each group.
+ */
+static char *
+grouped_sql(Build *b, MrelCols *m, const char *rest)
+{
+	if (m->dstates.len == 0)
+		return psprintf("SELECT %s FROM %s", m->sel.data, rest);
+	return psprintf("SELECT %s FROM (SELECT %s FROM %s) _ssp_g (%s) "
+					"LEFT JOIN (SELECT _ssp_n._r, true AS _ssp_found%s FROM _ssp_dn _ssp_n GROUP BY _ssp_n._r) _ssp_d "
+					"ON %s OPERATOR(pg_catalog.=) _ssp_d._r",
+					m->outer.data, m->sel.data, rest, m->cols.data, m->dstates.data,
+					group_row(b, "_ssp_g"));
 }
 
 /*
@@ -642,16 +891,28 @@ merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const c
 		appendStringInfo(&isnull, "%s(%s) IS NULL", isnull.len ? " OR " : "", (char *) lfirst(e));
 	}
 
-	appendStringInfo(apply, "MERGE INTO %s AS m USING (SELECT %s FROM %s%s%s%s) AS excluded (%s) ON %s "
+	/* over DISTINCT values: those of the groups the statement merges */
+	if (m->dstates.len > 0)
+		appendStringInfo(apply, "WITH %s",
+						 distinct_cte(b, where, isnull.len ? psprintf("NOT (%s)", isnull.data) : NULL));
+	appendStringInfo(apply, "MERGE INTO %s AS m USING (%s) AS excluded (%s) ON %s "
 					 "WHEN MATCHED THEN %s WHEN NOT MATCHED%s%s THEN INSERT (%s) VALUES (%s)",
-					 mrel, m->sel.data, b->from, b->window >= 0 ? b->window_from : "", where, group,
+					 mrel, grouped_sql(b, m, psprintf("%s%s%s%s", b->from, b->window >= 0 ? b->window_from : "",
+													  where, group)),
 					 m->cols.data, on.data, set[0] ? psprintf("UPDATE SET %s", set) : "DO NOTHING",
 					 notnull.len ? " AND " : "", notnull.data, m->cols.data, m->values.data);
 	if (isnull.len > 0)
-		appendStringInfo(apply, ";\nINSERT INTO %s AS m (%s) SELECT %s FROM %s%s%s %s (%s)%s ON CONFLICT (%s) DO %s",
-						 mrel, m->cols.data, m->sel.data, b->from, b->window >= 0 ? b->window_from : "",
-						 where, where[0] ? "AND" : "WHERE", isnull.data, group, m->keys.data,
-						 set[0] ? psprintf("UPDATE SET %s", set) : "NOTHING");
+	{
+		appendStringInfoString(apply, ";\n");
+		if (m->dstates.len > 0)
+			appendStringInfo(apply, "WITH %s", distinct_cte(b, where, psprintf("(%s)", isnull.data)));
+		appendStringInfo(apply, "INSERT INTO %s AS m (%s) %s ON CONFLICT (%s) DO %s",
+						 mrel, m->cols.data,
+						 grouped_sql(b, m, psprintf("%s%s%s %s (%s)%s", b->from,
+													b->window >= 0 ? b->window_from : "",
+													where, where[0] ? "AND" : "WHERE", isnull.data, group)),
+						 m->keys.data, set[0] ? psprintf("UPDATE SET %s", set) : "NOTHING");
+	}
 }
 
 /*
@@ -879,15 +1140,15 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 		build_changelog(b, names, mrel, view, create, viewsql, apply);
 		return;
 	}
-	if (b->rebuilding && b->buffers[0] && !b->stream_join)
+	ssp_collect_aggs((Node *) q->targetList, b);
+	ssp_collect_aggs(q->havingQual, b);
+	if (b->rebuilding && b->buffers[0] && !b->stream_join && !has_distinct(b))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("stream \"%s\" is no longer a changelog, as it was when continuous view %s was created",
 						b->stream->relname, view),
 				 errdetail("The view's aggregates were kept for versions of keys, not for a log of rows."),
 				 errhint("Set the stream's options back, or create the view again.")));
-	ssp_collect_aggs((Node *) q->targetList, b);
-	ssp_collect_aggs(q->havingQual, b);
 	find_window(b, mrel);
 	if (b->opts->sliding)
 		find_sliding(b, mrel);
@@ -898,6 +1159,11 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("array_agg, string_agg, json_agg and jsonb_agg cannot be kept with session windows, ssp.sliding or ssp.parallelism"),
 					 errdetail("They keep values in arrival order; these merge states in another order.")));
+	if (has_distinct(b) && ((b->window >= 0 && b->spec.session) || b->opts->sliding))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("DISTINCT inside an aggregate cannot be kept with session windows or ssp.sliding"),
+				 errdetail("Their states are merged when sessions meet or when the view is read, and the distinct values of two states may overlap.")));
 	if (b->window >= 0 && b->spec.session)
 	{
 		build_session(b, mrel, create, apply);
@@ -939,6 +1205,8 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	if (b->window >= 0)
 		appendStringInfo(create, ";\nCREATE INDEX ON %s (%s)", mrel,
 						 quote_identifier(list_nth(b->group_cols, b->window)));
+	if (m.dstates.len > 0)
+		create_distinct(b, create);
 
 	/* the apply statement: reduce the batch to its groups, merge them */
 	{
@@ -963,17 +1231,34 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 		initStringInfo(&group);
 		for (i = 1; i <= ngroup; i++)
 			appendStringInfo(&group, "%s%d", i > 1 ? ", " : " GROUP BY ", i);
+		/* one group, whose states may all be read from _ssp_dn: still one row */
+		if (ngroup == 0 && m.dstates.len > 0)
+			appendStringInfoString(&group, " HAVING true");
 
 		if (b->apply_prefix)
 		{
-			/* a join of streams: its pairs can be read once only */
-			appendStringInfo(apply, "%sINSERT INTO %s AS m (%s) SELECT %s FROM %s%s%s%s ON CONFLICT (%s) DO %s",
-							 b->apply_prefix, mrel, m.cols.data, m.sel.data, b->from,
-							 b->window >= 0 ? b->window_from : "", where.data, group.data,
+			/*
+			 * a join of streams: its pairs can be read in one statement
+			 * only, after the prefix's CTEs (join.c)
+			 */
+			appendStringInfo(apply, "%s%s%sINSERT INTO %s AS m (%s) %s ON CONFLICT (%s) DO %s",
+							 b->apply_prefix, m.dstates.len ? ", " : "",
+							 m.dstates.len ? distinct_cte(b, where.data, NULL) : "",
+							 mrel, m.cols.data,
+							 grouped_sql(b, &m, psprintf("%s%s%s%s", b->from,
+														 b->window >= 0 ? b->window_from : "",
+														 where.data, group.data)),
 							 m.keys.data, set.len ? psprintf("UPDATE SET %s", set.data) : "NOTHING");
 		}
 		else
 			merge_groups(b, mrel, &m, where.data, group.data, set.data, apply);
+
+		/* the distinct values of a window go when it closes */
+		if (m.dstates.len > 0 && b->window >= 0)
+			appendStringInfo(apply, ";\nDELETE FROM %s d WHERE d._g%d < %s - %s%s%s AND %s <= %s",
+							 b->buffers[DISTINCT_BUFFER(b)], b->window + 1, b->window_base, b->sizesql,
+							 b->window_delay ? " - " : "", b->window_delay ? b->window_delay : "",
+							 closes(b, psprintf("d._g%d + %s", b->window + 1, b->sizesql)), b->window_base);
 	}
 
 	aggregating_view(b, names, mrel, view, viewsql);

@@ -1,7 +1,8 @@
 # Exactly once across crashes: while messages are produced, view workers
 # (grouped, append-only, windowed with grace and retention, parallel, and
 # one of aggregates kept by their own states: hll, tdigest, user-defined
-# ones) are killed
+# ones; and distinct values, windowed and shared by parallel workers) are
+# killed
 # with SIGKILL several times, so are the scheduler and the launcher, and
 # Postgres is stopped with -m immediate; the
 # views end exactly equal to their queries over the messages: nothing lost,
@@ -27,12 +28,15 @@ $node->safe_psql('postgres', qq{
 	  SELECT order_id, region, amount FROM orders;
 	CREATE VIEW per_minute WITH (ssp.continuous, ssp.batch_size = 600, ssp.commit_interval = '5ms',
 	    ssp.grace = '1 hour', ssp.retention = '10 minutes') AS
-	  SELECT region, ssp.tumble(ts, '1 minute') AS w, count(*) AS n, sum(amount) AS total
+	  SELECT region, ssp.tumble(ts, '1 minute') AS w, count(*) AS n, sum(amount) AS total,
+	         count(DISTINCT amount % 7) AS sevens
 	  FROM orders GROUP BY region, w;
-	-- two workers, each on half the partitions, each with its own rows
+	-- two workers, each on half the partitions, each with its own rows;
+	-- the distinct values shared
 	CREATE VIEW par_region WITH (ssp.continuous, ssp.parallelism = 2, ssp.batch_size = 400,
 	    ssp.commit_interval = '5ms') AS
-	  SELECT region, count(*) AS n, sum(amount) AS total FROM orders GROUP BY region;
+	  SELECT region, count(*) AS n, sum(amount) AS total, count(DISTINCT order_id % 5000) AS customers
+	  FROM orders GROUP BY region;
 	-- aggregates kept by their own transition states (src/sqlfuncs/combine.c)
 	CREATE EXTENSION hll;
 	CREATE EXTENSION tdigest;
@@ -123,13 +127,14 @@ is($w, $node->safe_psql('postgres',
 is($node->safe_psql('postgres', "SELECT late_events FROM ssp.views WHERE view = 'per_minute'::regclass"),
 	'0', 'no late events');
 is(SspTest::differences($node, 'postgres', 'SELECT * FROM per_minute',
-		"SELECT region, ssp.tumble(ts, '1 minute') AS w, count(*), sum(amount) FROM t GROUP BY 1, 2
+		"SELECT region, ssp.tumble(ts, '1 minute') AS w, count(*), sum(amount), count(DISTINCT amount % 7)
+		 FROM t GROUP BY 1, 2
 		 HAVING ssp.tumble(ts, '1 minute') + interval '1 minute' >= '$w'::timestamptz - interval '10 minutes'"),
-	'0', 'windowed view with grace and retention exact after crashes');
+	'0', 'windowed view with grace and retention exact after crashes, its distinct values too');
 is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), '100000', 'counts add up');
 is(SspTest::differences($node, 'postgres', 'SELECT * FROM par_region',
-		'SELECT region, count(*), sum(amount) FROM t GROUP BY region'),
-	'0', 'a view with two parallel workers exact after crashes');
+		'SELECT region, count(*), sum(amount), count(DISTINCT order_id % 5000) FROM t GROUP BY region'),
+	'0', 'a view with two parallel workers exact after crashes, its distinct values too');
 is(SspTest::differences($node, 'postgres',
 		'SELECT region, hll_cardinality(h), mean, total FROM sketches',
 		'SELECT region, hll_cardinality(hll_add_agg(hll_hash_bigint(order_id % 5000))), mean(amount), total(amount)

@@ -10,7 +10,9 @@
 #  - a left join per hour of the order with ssp.emit = 'final' and an
 #    output topic: equal to the plain query (its unpaid orders included),
 #    and each hour published once, with its final counts: no hour is
-#    closed before the unpaid orders in it come out of the join.
+#    closed before the unpaid orders in it come out of the join;
+#  - distinct values over pairs per hopping window of the order's time:
+#    equal to the plain query.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -42,6 +44,10 @@ $node->safe_psql('postgres', qq{
 	    ssp.batch_size = 2000) AS
 	  SELECT ssp.tumble(o.ts, '1 hour') AS hour, count(*) AS orders, count(p.order_id) AS paid
 	  FROM orders o LEFT JOIN payments p $bound WHERE o.order_id > 0 GROUP BY 1;
+	CREATE VIEW distinct_hop WITH (ssp.continuous, ssp.batch_size = 1200) AS
+	  SELECT ssp.hop(o.ts, '3 hours', '1 hour') AS w, count(DISTINCT o.order_id) AS paid_orders,
+	         count(DISTINCT o.region) AS regions, count(*) AS n
+	  FROM orders o JOIN payments p $bound WHERE o.order_id > 0 GROUP BY 1;
 
 	-- an order every 6 s; no payment for every 10th; delays by order_id %
 	-- 5: seconds, hours, a day to a day and 6 hours, up to an hour, up to
@@ -64,7 +70,7 @@ $node->safe_psql('postgres', qq{
 	  SELECT o.order_id, o.region, o.ts AS ots, p.amount, p.ts AS pts
 	  FROM o_all o JOIN p_all p $bound;
 });
-my @views = qw(by_order_hour pair_hop by_payment_final hourly_final);
+my @views = qw(by_order_hour pair_hop by_payment_final hourly_final distinct_hop);
 
 # 12 chunks of event time; in each, the chunk's payments first, then its
 # orders, each topic in event-time order and every partition given some
@@ -80,9 +86,9 @@ for my $chunk (0 .. 11)
 		SELECT order_id, amount, ts, order_id % 8 FROM p_all WHERE $range ORDER BY ts");
 	$node->safe_psql('postgres', "INSERT INTO orders (order_id, region, amount, ts, p)
 		SELECT order_id, region, amount, ts, order_id % 8 FROM o_all WHERE $range ORDER BY ts");
-	if ($chunk % 3 == 1)
+	if ($chunk % 3 == 1 || $chunk == 9)
 	{
-		my $view = $views[$kills % 4];
+		my $view = $views[$kills % @views];
 		$node->poll_query_until('postgres',
 			"SELECT worker_pid IS NOT NULL FROM ssp.views WHERE view = '$view'::regclass")
 		  or die "no worker for $view";
@@ -115,7 +121,7 @@ ok($node->poll_query_until('postgres', q{
 my $orders = $node->safe_psql('postgres', 'SELECT count(*) FROM o_all');
 my $payments = $node->safe_psql('postgres', 'SELECT count(*) FROM p_all');
 is($node->safe_psql('postgres', "SELECT sum(processed), sum(late_events), sum(dead_letters) FROM ssp.views"),
-	4 * ($orders + $payments + 16) . '|0|0', "every one of the $orders orders and $payments payments applied once by each view, none late");
+	@views * ($orders + $payments + 16) . '|0|0', "every one of the $orders orders and $payments payments applied once by each view, none late");
 is(SspTest::differences($node, 'postgres', 'SELECT * FROM by_order_hour',
 		"SELECT ssp.tumble(ots, '1 hour'), region, count(*), avg(pts - ots) FROM pairs GROUP BY 1, 2"),
 	'0', 'per hour of the order: exact after kills and a crash');
@@ -132,6 +138,12 @@ is(SspTest::differences($node, 'postgres', 'SELECT * FROM hourly_final', $left),
 	'0', 'left join per hour of the order, emit final: exact, unpaid orders included');
 is($node->safe_psql('postgres', 'SELECT sum(orders) - sum(paid) > 2000 FROM hourly_final'), 't',
 	'with the unpaid orders');
+is(SspTest::differences($node, 'postgres', 'SELECT * FROM distinct_hop',
+		"SELECT w, count(DISTINCT order_id), count(DISTINCT region), count(*) FROM pairs
+		   CROSS JOIN LATERAL ssp.hop_windows(ots, '3 hours', '1 hour') h(w) GROUP BY 1"),
+	'0', 'distinct values over pairs, in hopping windows: exact');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM distinct_hop_distinct'), '0',
+	'the values of every closed window gone');
 
 # what the left join published: each hour once, as the view shows it
 ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM hourly_final_outbox'),

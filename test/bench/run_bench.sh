@@ -176,9 +176,14 @@ CREATE EXTENSION ssp;
 CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
 CREATE FOREIGN TABLE events (id bigint, region text, amount numeric, ts timestamptz)
   SERVER kafka OPTIONS (topic 'events', timestamp 'ts');
-CREATE FOREIGN TABLE bench_orders (id bigint, region text, amount numeric, ts timestamptz)
+-- written to partition id % 16: without a key, the producer would put
+-- most messages in one partition, and the test broker keeps a partition's
+-- latest 50,000 or so only
+CREATE FOREIGN TABLE bench_orders (id bigint, region text, amount numeric, ts timestamptz,
+    p int OPTIONS (meta 'partition'))
   SERVER kafka OPTIONS (topic 'bench_orders', timestamp 'ts');
-CREATE FOREIGN TABLE bench_payments (id bigint, region text, amount numeric, ts timestamptz)
+CREATE FOREIGN TABLE bench_payments (id bigint, region text, amount numeric, ts timestamptz,
+    p int OPTIONS (meta 'partition'))
   SERVER kafka OPTIONS (topic 'bench_payments', timestamp 'ts');
 -- one topic read two ways: as a changelog (the latest version per id), and as a log
 CREATE FOREIGN TABLE bench_accounts (id bigint, region text, amount numeric)
@@ -270,15 +275,16 @@ bench_median() {
 # one-minute windows of the later of the two times, against an aggregate of
 # the orders alone; and of an aggregate over a changelog (ten versions of
 # each account, old versions retracted) against the same aggregate over the
-# topic read as a log; in the same run.
+# topic read as a log; and of counts of distinct values (each one new, and
+# each seen before) against the plain aggregate; in the same run.
 bench_joins() {
     local n=${SSP_BENCH_EVENTS:-100000} r=${SSP_BENCH_RUNS:-5}
     bench_start_postgres
     ssp_log "joins: producing $n orders and their payments"
     psql -X -q -v ON_ERROR_STOP=1 <<SQL
-INSERT INTO bench_orders SELECT g, 'r' || g % 100, g % 1000, timestamptz '2024-01-01' + g * interval '100 ms'
+INSERT INTO bench_orders SELECT g, 'r' || g % 100, g % 1000, timestamptz '2024-01-01' + g * interval '100 ms', g % 16
   FROM generate_series(1, $n) g;
-INSERT INTO bench_payments SELECT id, region, amount, ts FROM (
+INSERT INTO bench_payments SELECT id, region, amount, ts, id % 16 FROM (
   SELECT g AS id, 'r' || g % 100 AS region, g % 1000 AS amount,
          timestamptz '2024-01-01' + g * interval '100 ms' + (g % 600) * interval '1 s' AS ts
   FROM generate_series(1, $n) g WHERE g % 10 <> 0) p ORDER BY ts;
@@ -288,8 +294,8 @@ SQL
 }
 
 bench_joins_run() {
-    local n=$1 r=$2 i a j w c l payments
-    local -a agg=() join=() win=() cl=() log=()
+    local n=$1 r=$2 i a j w c l dn ds payments
+    local -a agg=() join=() win=() cl=() log=() dnew=() dseen=()
     payments=$(psql -X -q -At -c "SELECT count(*) FROM generate_series(1, $n) g WHERE g % 10 <> 0")
     echo "workload: $n orders (ten a second) and $payments payments (up to 10 minutes later), 16 partitions each; catch-up from the earliest offsets"
     echo "aggregate: SELECT region, count(*), sum(amount) FROM bench_orders GROUP BY region"
@@ -299,14 +305,21 @@ bench_joins_run() {
     echo "changelog: SELECT region, count(*), sum(amount) FROM bench_accounts GROUP BY region"
     echo "             ($n versions of $((n / 10)) accounts, key 'id', changelog 'upsert')"
     echo "log:       the same over the same topic without changelog 'upsert'"
+    echo "distinct, new:  SELECT region, count(DISTINCT id), sum(amount) FROM bench_orders GROUP BY region (every id new)"
+    echo "distinct, seen: SELECT region, count(DISTINCT amount), sum(amount) FROM bench_orders GROUP BY region"
+    echo "                (10 amounts per region, each seen again in nearly every batch)"
     echo
     for i in $(seq "$r"); do
-        a=$(bench_view_seconds bench_agg "SELECT region, count(*), sum(amount) FROM bench_orders GROUP BY region" "")
+        a=$(bench_view_seconds bench_agg "SELECT region, count(*), sum(amount) FROM bench_orders GROUP BY region" "" "$n")
         j=$(bench_view_seconds bench_join "SELECT o.region, avg(p.ts - o.ts), count(*) FROM bench_orders o JOIN bench_payments p ON p.id = o.id AND p.ts BETWEEN o.ts AND o.ts + interval '1 hour' GROUP BY o.region" "")
         w=$(bench_view_seconds bench_win "SELECT ssp.tumble(GREATEST(o.ts, p.ts), '1 minute'), avg(p.ts - o.ts), count(*) FROM bench_orders o JOIN bench_payments p ON p.id = o.id AND p.ts BETWEEN o.ts AND o.ts + interval '1 hour' GROUP BY 1" "")
         c=$(bench_view_seconds bench_cl "SELECT region, count(*), sum(amount) FROM bench_accounts GROUP BY region" "" "$n")
         l=$(bench_view_seconds bench_log "SELECT region, count(*), sum(amount) FROM bench_accounts_log GROUP BY region" "" "$n")
-        echo "  run $i: aggregate ${a} s, join ${j} s, windowed join ${w} s, changelog ${c} s, log ${l} s"
+        dn=$(bench_view_seconds bench_dnew "SELECT region, count(DISTINCT id), sum(amount) FROM bench_orders GROUP BY region" "" "$n")
+        ds=$(bench_view_seconds bench_dseen "SELECT region, count(DISTINCT amount), sum(amount) FROM bench_orders GROUP BY region" "" "$n")
+        echo "  run $i: aggregate ${a} s, join ${j} s, windowed join ${w} s, changelog ${c} s, log ${l} s, distinct new ${dn} s, distinct seen ${ds} s"
+        dnew+=("$dn")
+        dseen+=("$ds")
         agg+=("$a")
         join+=("$j")
         win+=("$w")
@@ -318,13 +331,17 @@ bench_joins_run() {
     w=$(printf '%s\n' "${win[@]}" | bench_median)
     c=$(printf '%s\n' "${cl[@]}" | bench_median)
     l=$(printf '%s\n' "${log[@]}" | bench_median)
+    dn=$(printf '%s\n' "${dnew[@]}" | bench_median)
+    ds=$(printf '%s\n' "${dseen[@]}" | bench_median)
     echo
     echo "median aggregate: $a s ($(awk -v n="$n" -v t="$a" 'BEGIN {printf "%d", n / t}') messages/s)"
     echo "median join:      $j s ($(awk -v n="$((n + payments))" -v t="$j" 'BEGIN {printf "%d", n / t}') messages/s over both topics)"
     echo "join / aggregate, per message: $(awk -v a="$a" -v j="$j" -v n="$n" -v m="$((n + payments))" 'BEGIN {printf "%.2f", (j / m) / (a / n)}')"
     echo "median windowed join: $w s ($(awk -v n="$((n + payments))" -v t="$w" 'BEGIN {printf "%d", n / t}') messages/s over both topics); windowed / join: $(awk -v w="$w" -v j="$j" 'BEGIN {printf "%.2f", w / j}')"
     echo "median changelog: $c s ($(awk -v n="$n" -v t="$c" 'BEGIN {printf "%d", n / t}') messages/s); log: $l s; changelog / log: $(awk -v c="$c" -v l="$l" 'BEGIN {printf "%.2f", c / l}')"
-    echo "RESULT joins aggregate_s=$a join_s=$j windowed_s=$w changelog_s=$c log_s=$l"
+    echo "median distinct, new: $dn s ($(awk -v n="$n" -v t="$dn" 'BEGIN {printf "%d", n / t}') messages/s), $(awk -v d="$dn" -v a="$a" 'BEGIN {printf "%.2f", d / a}') times the aggregate"
+    echo "median distinct, seen: $ds s ($(awk -v n="$n" -v t="$ds" 'BEGIN {printf "%d", n / t}') messages/s), $(awk -v d="$ds" -v a="$a" 'BEGIN {printf "%.2f", d / a}') times the aggregate"
+    echo "RESULT joins aggregate_s=$a join_s=$j windowed_s=$w changelog_s=$c log_s=$l distinct_new_s=$dn distinct_seen_s=$ds"
 }
 
 # bench_stats NAME N VALUE...: "NAME: median s (min - max), N/median per s".

@@ -292,6 +292,25 @@ SELECT ssp.wait('cvd');
 SELECT count(*) AS cvd_differences FROM ((SELECT * FROM cvd EXCEPT SELECT * FROM plain_distinct)
                               UNION ALL (SELECT * FROM plain_distinct EXCEPT SELECT * FROM cvd)) x;
 SELECT k, d_i4 FROM cvd WHERE k = 1;
+-- a group key of another collation; a composite value with NULL fields
+-- (a value all the same, as count() takes it); a domain NOT NULL beside
+-- another DISTINCT aggregate, whose rows leave it NULL
+CREATE TYPE pair AS (a int, b text);
+CREATE DOMAIN named AS text NOT NULL;
+CREATE VIEW plain_odd AS
+  SELECT chr(65 + g) COLLATE "C" AS k, count(DISTINCT (i4 % 5, tx)::pair) AS pairs,
+         count(DISTINCT COALESCE(c, '-')::named) AS names, count(DISTINCT i2 % 7) AS sevens
+  FROM m GROUP BY 1;
+SELECT format('CREATE VIEW cvd_odd WITH (ssp.continuous, ssp.batch_size = 300) AS %s',
+              pg_get_viewdef('plain_odd'::regclass)) \gexec
+SELECT ssp.wait('cvd_odd');
+SELECT count(*) AS cvd_odd_differences FROM ((SELECT * FROM cvd_odd EXCEPT SELECT * FROM plain_odd)
+                              UNION ALL (SELECT * FROM plain_odd EXCEPT SELECT * FROM cvd_odd)) x;
+SELECT * FROM cvd_odd ORDER BY k;
+SELECT view, dead_letters, last_error FROM ssp.views WHERE view = 'cvd_odd'::regclass;
+DROP VIEW cvd_odd, plain_odd;
+DROP DOMAIN named;
+DROP TYPE pair;
 -- a rollup cannot combine them: two groups may hold one value
 CREATE VIEW r WITH (ssp.rollup) AS SELECT ssp.combine(d_i4) FROM cvd;
 CREATE VIEW cvd_rollup WITH (ssp.rollup) AS SELECT ssp.combine(n) AS n FROM cvd;
@@ -310,6 +329,9 @@ CREATE VIEW r WITH (ssp.continuous) AS SELECT array_agg(DISTINCT i4) FROM m;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT total(DISTINCT i4) FROM m;
 CREATE VIEW r WITH (ssp.continuous, ssp.sliding = '1 hour') AS SELECT count(DISTINCT i4) FROM m;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT ssp.session(tstz, '1 day'), count(DISTINCT i4) FROM m GROUP BY 1;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT count(DISTINCT i4) FROM m WHERE random() < 0.5;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT count(DISTINCT i4 ORDER BY i4) FROM m;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT count(DISTINCT (i4, tx)) FROM m;
 
 -- refused, with what to use instead
 CREATE VIEW r WITH (ssp.continuous) AS SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY f8) FROM m;

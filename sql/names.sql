@@ -1,7 +1,7 @@
 -- Names of every legal length: views, streams and schemas named with 1 to
 -- 63 bytes, multibyte names, and names whose derived names are taken.  A
--- view's own objects (NAME_mrel, NAME_outbox, NAME_changes, NAME_left and
--- NAME_right) are named as Postgres names an index: NAME clipped at a
+-- view's own objects (NAME_mrel, NAME_outbox, NAME_changes, NAME_left,
+-- NAME_right and NAME_distinct) are named as Postgres names an index: NAME clipped at a
 -- character so that the whole fits in 63 bytes, a number added if taken.
 \getenv brokers SSP_BROKERS
 \set VERBOSITY terse
@@ -24,7 +24,7 @@ BEGIN
     name := repeat('v', n);
     other := repeat('w', 64 - n);
     EXECUTE format('CREATE VIEW %I WITH (ssp.continuous, ssp.output_topic = ''names_changes'') AS '
-                   'SELECT region, count(*) AS n FROM names_orders GROUP BY region', name);
+                   'SELECT region, count(*) AS n, count(DISTINCT id %% 7) AS d FROM names_orders GROUP BY region', name);
     PERFORM ssp.pause(name);
     PERFORM ssp.resume(name);
     PERFORM ssp.reset(name);
@@ -50,7 +50,7 @@ CREATE FOREIGN TABLE ttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt
   (id bigint, region text, amount numeric, ts timestamptz)
   SERVER names_kafka OPTIONS (topic 'names_orders', timestamp 'ts');
 CREATE VIEW vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv WITH (ssp.continuous, ssp.output_topic = 'names_changes') AS
-  SELECT region, count(*) AS n, sum(amount) AS total FROM ttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt GROUP BY region;
+  SELECT region, count(*) AS n, sum(amount) AS total, count(DISTINCT id % 4) AS d FROM ttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt GROUP BY region;
 CREATE VIEW vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv WITH (ssp.continuous, ssp.output_topic = 'names_changes') AS
   SELECT region, count(*) AS n, sum(amount) AS total FROM ttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt GROUP BY region;
 -- (a self-join of a topic is refused: one offset per topic and partition)
@@ -62,7 +62,7 @@ CREATE FOREIGN TABLE ppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp
 INSERT INTO pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp
   SELECT g, '2024-01-01'::timestamptz + g * interval '1 s' FROM generate_series(1, 30) g;
 CREATE VIEW jjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjj WITH (ssp.continuous) AS
-  SELECT a.region, count(*) AS n FROM ttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt a
+  SELECT a.region, count(*) AS n, count(DISTINCT b.id % 5) AS d FROM ttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt a
   JOIN pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp b
     ON b.id = a.id AND b.ts BETWEEN a.ts AND a.ts + interval '1 s' GROUP BY a.region;
 SELECT view, mrel, outbox FROM ssp.continuous_views ORDER BY view::text;

@@ -104,7 +104,7 @@ check_agg(Aggref *agg, bool distinct_ok)
 				 errmsg("DISTINCT inside aggregate %s with %d arguments is not supported in a continuous view",
 						name, list_length(agg->args)),
 				 errdetail("A continuous view keeps the distinct values of one argument.")));
-	if (agg->aggorder && !agg->aggdistinct)
+	if (agg->aggorder)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("ORDER BY inside aggregate %s is not supported in a continuous view", name),
@@ -293,7 +293,7 @@ plan_generic(Build *b, Aggref *agg, AggPlan *p, int n, char *c1)
 	p->nulls = nulls.data;
 	COL(c1, (char *) state,
 		psprintf("ssp.agg_partial(%s, NULL::%s%s)%s", p->fn, state, args.data,
-				 p->distinct_arg ? psprintf(" FILTER (WHERE %s IS NOT NULL)", distinct_value) :
+				 p->distinct_arg ? psprintf(" FILTER (WHERE %s IS DISTINCT FROM NULL)", distinct_value) :
 				 agg->aggfilter ? psprintf(" FILTER (WHERE %s)",
 										   ssp_deparse(b, (Node *) agg->aggfilter)) : ""),
 		psprintf("ssp.agg_combine(%s, m.%s, excluded.%s%s)", p->fn, c1, c1, p->nulls),
@@ -450,7 +450,6 @@ plan_distinct(Build *b, Aggref *agg, AggPlan *p)
 {
 	const char *name = aggname(agg);
 	Node	   *arg = (Node *) ((TargetEntry *) linitial(agg->args))->expr;
-	Oid			coll = exprCollation(arg);
 
 	if (strcmp(name, "array_agg") == 0 || strcmp(name, "string_agg") == 0 ||
 		strcmp(name, "json_agg") == 0 || strcmp(name, "jsonb_agg") == 0)
@@ -468,10 +467,8 @@ plan_distinct(Build *b, Aggref *agg, AggPlan *p)
 				 errhint("Take DISTINCT over a column, or over a value of a named type.")));
 	p->distinct_arg = ssp_deparse(b, arg);
 	p->distinct_filter = agg->aggfilter ? ssp_deparse(b, (Node *) agg->aggfilter) : NULL;
-	p->distinct_type = format_type_with_typemod(exprType(arg), exprTypmod(arg));
-	p->distinct_collate = "";
-	if (OidIsValid(coll) && coll != get_typcollation(exprType(arg)))
-		p->distinct_collate = psprintf(" COLLATE %s", generate_collation_name(coll));
+	p->distinct_type = ssp_column_type_sql(arg, true);
+	p->distinct_null = psprintf("NULL::%s", p->distinct_type);
 }
 
 /* plan_agg: what an aggregate becomes; refuses unsupported ones. */
@@ -502,7 +499,7 @@ plan_agg(Build *b, Aggref *agg, int n)
 		arg = p->distinct_arg ? psprintf("_ssp_n._v%d", n) :
 			ssp_deparse(b, (Node *) ((TargetEntry *) linitial(agg->args))->expr);
 	if (p->distinct_arg)
-		filter = psprintf(" FILTER (WHERE _ssp_n._v%d IS NOT NULL)", n);
+		filter = psprintf(" FILTER (WHERE _ssp_n._v%d IS DISTINCT FROM NULL)", n);
 	else if (agg->aggfilter)
 		filter = psprintf(" FILTER (WHERE %s)", ssp_deparse(b, (Node *) agg->aggfilter));
 

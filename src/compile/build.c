@@ -12,7 +12,9 @@
  */
 #include "postgres.h"
 
+#include "nodes/nodeFuncs.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
 
 #include "compile/build.h"
@@ -36,6 +38,27 @@ char *
 ssp_deparse(Build *b, Node *expr)
 {
 	return deparse_expression(expr, b->dpcontext, true, false);
+}
+
+/*
+ * ssp_column_type_sql: the SQL type of a column that holds expr's values,
+ * with expr's collation where it is not the type's own ("" after the type
+ * for none).  base: a domain's base type instead (a column that may hold
+ * NULLs where the domain may not).
+ */
+char *
+ssp_column_type_sql(Node *expr, bool base)
+{
+	Oid			type = exprType(expr);
+	int32		typmod = exprTypmod(expr);
+	Oid			coll = exprCollation(expr);
+
+	if (base)
+		type = getBaseTypeAndTypmod(type, &typmod);
+	if (OidIsValid(coll) && coll != get_typcollation(type))
+		return psprintf("%s COLLATE %s", format_type_with_typemod(type, typmod),
+						generate_collation_name(coll));
+	return format_type_with_typemod(type, typmod);
 }
 
 /* ssp_interval_sql: an interval as an SQL literal. */

@@ -61,8 +61,9 @@ typedef struct AggPlan
 	 */
 	char	   *distinct_arg;	/* the argument, over the batch (NULL: none) */
 	char	   *distinct_filter;	/* its FILTER, over the batch (NULL: none) */
-	char	   *distinct_type;	/* its type, SQL */
-	char	   *distinct_collate;	/* " COLLATE name", or "" */
+	char	   *distinct_type;	/* its type (a domain's base type), and its
+								 * collation where not the type's own, SQL */
+	char	   *distinct_null;	/* a NULL of that type, SQL */
 	/* the generic path: any aggregate with a combine function */
 	char	   *fn;				/* the aggregate, a regprocedure literal */
 	char	   *nulls;			/* ", NULL::type" per input type */
@@ -160,6 +161,7 @@ extern void ssp_spi_exec(const char *sql);
 extern void ssp_refuse(const char *what, const char *why) pg_attribute_noreturn();
 extern char *ssp_deparse(Build *b, Node *expr);
 extern int	ssp_stream_rtindex(Build *b);
+extern char *ssp_column_type_sql(Node *expr, bool base);
 
 /* aggregate.c */
 extern bool ssp_collect_aggs(Node *node, Build *b);

@@ -430,12 +430,15 @@ ssp_view_repair_dependencies(SspView *v)
 		/*
 		 * A join's buffered rows carry the transaction that added them
 		 * (join.c); in a restored cluster that number may come again, so
-		 * mark them as from no transaction.
+		 * mark them as from no transaction.  (A changelog's versions and
+		 * a table of distinct values carry none.)
 		 */
 		foreach(lc, v->buffers)
 		{
 			Oid			rel = lfirst_oid(lc);
 
+			if (get_attnum(rel, "_ssp_xact") == InvalidAttrNumber)
+				continue;
 			if (SPI_execute(psprintf("UPDATE %s SET _ssp_xact = '0' WHERE _ssp_xact OPERATOR(pg_catalog.<>) '0'",
 									 quote_qualified_identifier(get_namespace_name(get_rel_namespace(rel)),
 																get_rel_name(rel))),

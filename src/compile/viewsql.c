@@ -616,8 +616,8 @@ add_distinct_state(MrelCols *m, AggPlan *p, int n, const char *col, const char *
 	appendStringInfo(&m->values, "%sexcluded.%s", sep, col);
 	appendStringInfo(&m->sel, "%sNULL::%s", sep, type);
 	appendStringInfo(&m->outer, "%sCASE WHEN _ssp_d._ssp_found THEN _ssp_d.%s "
-					 "ELSE (SELECT %s FROM (SELECT NULL::%s%s AS _v%d) _ssp_n WHERE false) END",
-					 sep, col, partial, p->distinct_type, p->distinct_collate, n);
+					 "ELSE (SELECT %s FROM (SELECT %s AS _v%d) _ssp_n WHERE false) END",
+					 sep, col, partial, p->distinct_null, n);
 	appendStringInfo(&m->dstates, ", %s AS %s", partial, col);
 }
 
@@ -673,6 +673,32 @@ has_distinct(Build *b)
 	return false;
 }
 
+/*
+ * refuse_volatile_distinct: over DISTINCT values, the batch's rows are read
+ * twice in one statement, once to add the values and once to group them
+ * (distinct_cte, grouped_sql): a volatile WHERE, group key or argument
+ * could pass a value in one and not in the other, where it would be kept
+ * and never counted.
+ */
+static void
+refuse_volatile_distinct(Build *b)
+{
+	Query	   *q = b->query;
+	ListCell   *lc;
+	bool		volatile_found = contain_volatile_functions(q->jointree->quals) ||
+		contain_volatile_functions((Node *) b->group_exprs);
+
+	foreach(lc, b->aggs)
+		volatile_found |= contain_volatile_functions((Node *) ((Aggref *) lfirst(lc))->args) ||
+			contain_volatile_functions((Node *) ((Aggref *) lfirst(lc))->aggfilter);
+	if (volatile_found)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a continuous view with DISTINCT inside an aggregate cannot call volatile functions in its WHERE, GROUP BY or aggregates"),
+				 errdetail("The batch is read twice, to add the distinct values and to count them; a volatile function could pass a value in one and not the other."),
+				 errhint("Mark the function STABLE or IMMUTABLE if it is.")));
+}
+
 /* the view's table of distinct values: after a join's two buffers */
 #define DISTINCT_BUFFER(b) ((b)->stream_join ? 2 : 0)
 
@@ -723,6 +749,12 @@ create_distinct(Build *b, StringInfo create)
 													  llast(b->buffer_names));
 	}
 	t = b->buffers[slot];
+	if (list_length(b->group_exprs) >= INDEX_MAX_KEYS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a continuous view with DISTINCT inside an aggregate can have at most %d group keys",
+						INDEX_MAX_KEYS - 1),
+				 errdetail("Its distinct values are indexed on the group keys and the value.")));
 	initStringInfo(&keys);
 	appendStringInfo(create, ";\nCREATE TABLE %s (", t);
 	foreach(lc, b->group_exprs)
@@ -730,7 +762,8 @@ create_distinct(Build *b, StringInfo create)
 		Node	   *e = lfirst(lc);
 
 		n++;
-		appendStringInfo(create, "_g%d %s, ", n, format_type_with_typemod(exprType(e), exprTypmod(e)));
+		/* as the batch's groups name it: "=" of the rows then uses the same collation */
+		appendStringInfo(create, "_g%d %s, ", n, ssp_column_type_sql(e, false));
 		appendStringInfo(&keys, "_g%d, ", n);
 	}
 	n = 0;
@@ -740,7 +773,7 @@ create_distinct(Build *b, StringInfo create)
 
 		n++;
 		if (p->distinct_arg)
-			appendStringInfo(create, "_v%d %s%s, ", n, p->distinct_type, p->distinct_collate);
+			appendStringInfo(create, "_v%d %s, ", n, p->distinct_type);
 	}
 	create->data[create->len -= 2] = '\0';	/* the last ", " */
 	appendStringInfoChar(create, ')');
@@ -751,7 +784,7 @@ create_distinct(Build *b, StringInfo create)
 
 		n++;
 		if (p->distinct_arg)
-			appendStringInfo(create, ";\nCREATE UNIQUE INDEX ON %s (%s_v%d) NULLS NOT DISTINCT WHERE _v%d IS NOT NULL",
+			appendStringInfo(create, ";\nCREATE UNIQUE INDEX ON %s (%s_v%d) NULLS NOT DISTINCT WHERE _v%d IS DISTINCT FROM NULL",
 							 t, keys.data, n, n);
 	}
 	if (b->window >= 0)
@@ -818,10 +851,10 @@ distinct_cte(Build *b, const char *where, const char *cond)
 			if (p2 == p)
 				appendStringInfo(&sql, "%s, ", p->distinct_arg);
 			else if (p2->distinct_arg)
-				appendStringInfo(&sql, "NULL::%s, ", p2->distinct_type);
+				appendStringInfo(&sql, "%s, ", p2->distinct_null);
 		}
 		sql.data[sql.len -= 2] = '\0';
-		appendStringInfo(&sql, " FROM %s%s%s%s (%s) IS NOT NULL", b->from,
+		appendStringInfo(&sql, " FROM %s%s%s%s (%s) IS DISTINCT FROM NULL", b->from,
 						 b->window >= 0 ? b->window_from : "", where, sep, p->distinct_arg);
 		if (p->distinct_filter)
 			appendStringInfo(&sql, " AND (%s) IS TRUE", p->distinct_filter);
@@ -1159,6 +1192,8 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("array_agg, string_agg, json_agg and jsonb_agg cannot be kept with session windows, ssp.sliding or ssp.parallelism"),
 					 errdetail("They keep values in arrival order; these merge states in another order.")));
+	if (has_distinct(b))
+		refuse_volatile_distinct(b);
 	if (has_distinct(b) && ((b->window >= 0 && b->spec.session) || b->opts->sliding))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -887,9 +887,22 @@ done_view(SspWorker *w, Applied *a)
  */
 #define SSP_GROUP_VIEWS 16
 
+/* by_view_oid: qsort order of Applied by the view's oid */
+static int
+by_view_oid(const void *a, const void *b)
+{
+	Oid			x = ((const Applied *) a)->s->view->view;
+	Oid			y = ((const Applied *) b)->s->view->view;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
 /*
  * ssp_reader_apply: apply a batch to every view of the process; alone, in its
- * own transaction, else in groups (SSP_GROUP_VIEWS).
+ * own transaction, else in groups (SSP_GROUP_VIEWS).  In order of the views'
+ * oids: the parallel parts of two views, in two processes, that wait for
+ * each other's rows (a table of distinct values, viewsql.c) then wait in
+ * one order, never in a cycle.
  */
 void
 ssp_reader_apply(SspWorker *w, int n, const int64 *next, SspDecoded *decoded)
@@ -903,6 +916,8 @@ ssp_reader_apply(SspWorker *w, int n, const int64 *next, SspDecoded *decoded)
 
 	for (i = 0; i < nviews; i++)
 		applied[i].s = list_nth(w->served, i);
+	if (nviews > 1)
+		qsort(applied, nviews, sizeof(Applied), by_view_oid);
 	for (first = 0; first < nviews; first += SSP_GROUP_VIEWS)
 	{
 		int			last = Min(nviews, first + SSP_GROUP_VIEWS);

@@ -63,6 +63,25 @@ CREATE VIEW "v""; DROP TABLE victim; --" ("g'; --", "n"";") WITH (ssp.continuous
 SELECT ssp.wait('"v""; DROP TABLE victim; --"');
 SELECT * FROM "v""; DROP TABLE victim; --" ORDER BY 1;
 SELECT topics FROM ssp.views WHERE view = '"v""; DROP TABLE victim; --"'::regclass;
+-- group keys named as the columns a view keeps for itself (its states
+-- _aN, _g0, _w, _ssp_rows, and the names given to unnamed keys): the keys
+-- take other names in its table, and the view shows them as named
+\set topic hostile_own_ :run
+CREATE FOREIGN TABLE own_names ("_a1" int, "_g1" int, "_w" int, "_ssp_rows" int, x int)
+  SERVER kafka OPTIONS (topic :'topic');
+INSERT INTO own_names SELECT g % 2, g % 3, g % 4, g % 5, g FROM generate_series(1, 60) g;
+CREATE VIEW own_plain AS
+  SELECT "_a1", "_w", "_g1" + 0, "_ssp_rows" AS "_g0", count(*) AS "_a1_n", count(DISTINCT x % 7) AS "_g3",
+         sum(x) AS "_a2"
+  FROM own_names GROUP BY 1, 2, 3, 4;
+SELECT format('CREATE VIEW %I WITH (ssp.continuous%s) AS %s', v, o, pg_get_viewdef('own_plain'::regclass))
+FROM (VALUES ('own_cv', ''), ('own_cv2', ', ssp.parallelism = 2')) x(v, o) \gexec
+SELECT ssp.wait('own_cv'), ssp.wait('own_cv2');
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM own_cv EXCEPT ALL SELECT * FROM own_plain) UNION ALL (SELECT * FROM own_plain EXCEPT ALL SELECT * FROM own_cv)
+   UNION ALL (SELECT * FROM own_cv2 EXCEPT ALL SELECT * FROM own_plain) UNION ALL (SELECT * FROM own_plain EXCEPT ALL SELECT * FROM own_cv2)) d;
+SELECT attname FROM pg_attribute WHERE attrelid = 'own_cv_mrel'::regclass AND attnum > 0 ORDER BY attnum;
+DROP VIEW own_cv, own_cv2, own_plain;
 -- a topic name that Kafka cannot have is refused with the stream
 CREATE FOREIGN TABLE bad_topic (x int) SERVER kafka OPTIONS (topic 'x''; DROP TABLE victim; --');
 SELECT * FROM victim;

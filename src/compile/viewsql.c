@@ -948,6 +948,52 @@ merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const c
 	}
 }
 
+/* name_taken: is name one of the strings in taken? */
+static bool
+name_taken(List *taken, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, taken)
+		if (strcmp(lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * name_keys: the mrel's column of each group key: named after the
+ * select-list entry that is the key, unless that name is taken by an
+ * earlier key or by a column of the view's own (the states _aN..., and
+ * _g0, _w, _step, _session_end, _ssp_rows, _ssp_xact, _ssp_run), then
+ * _gN, or _gN_M.  Called once the aggregates are planned.
+ */
+static void
+name_keys(Build *b)
+{
+	static const char *const own[] = {"_g0", "_w", "_step", "_session_end", "_ssp_rows",
+	"_ssp_xact", "_ssp_run", NULL};
+	List	   *taken = NIL;
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, b->plans)
+		taken = list_concat(taken, list_copy(((AggPlan *) lfirst(lc))->cols));
+	for (i = 0; own[i]; i++)
+		taken = lappend(taken, (char *) own[i]);
+	i = 0;
+	foreach(lc, b->group_cols)
+	{
+		char	   *name = lfirst(lc);
+		int			m = 0;
+
+		i++;
+		while (name_taken(taken, name))
+			name = m++ ? psprintf("_g%d_%d", i, m - 1) : psprintf("_g%d", i);
+		lfirst(lc) = name;
+		taken = lappend(taken, name);
+	}
+}
+
 /*
  * build_changelog: an aggregating view over a changelog, whose rows are
  * the latest version of each key.  What each key's version put into the
@@ -989,6 +1035,7 @@ build_changelog(Build *b, List *names, const char *mrel, const char *view,
 				 errdetail("A key's version counts until the next one replaces it, whatever its time.")));
 	ssp_collect_aggs((Node *) q->targetList, b);
 	ssp_collect_aggs(q->havingQual, b);
+	name_keys(b);
 
 	/* the table of versions, named as view.c names the view's table */
 	if (b->buffers[0] == NULL && b->rebuilding)
@@ -1175,6 +1222,7 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	}
 	ssp_collect_aggs((Node *) q->targetList, b);
 	ssp_collect_aggs(q->havingQual, b);
+	name_keys(b);
 	if (b->rebuilding && b->buffers[0] && !b->stream_join && !has_distinct(b))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -166,5 +166,42 @@ END
 $$;
 SELECT last_error FROM ssp.views WHERE view = 'plain_sum'::regclass;
 SELECT * FROM plain_sum;
+-- and the other way: a changelog made a log under views kept for versions
+-- of keys (a sum, and a view of the latest row per key), and a DISTINCT
+-- count over a stream made a changelog under it
+\set topic cl_versions_ :run
+CREATE FOREIGN TABLE was_changelog (id int, v int) SERVER kafka
+  OPTIONS (topic :'topic', key 'id', changelog 'upsert');
+INSERT INTO was_changelog VALUES (1, 1), (1, 5), (2, 2);
+CREATE VIEW versions_sum WITH (ssp.continuous) AS SELECT sum(v) AS total, count(*) AS n FROM was_changelog;
+CREATE VIEW versions_latest WITH (ssp.continuous, ssp.primary_key = 'id') AS SELECT id, v FROM was_changelog;
+\set topic cl_distinct_ :run
+CREATE FOREIGN TABLE distinct_log (id int, v int) SERVER kafka OPTIONS (topic :'topic', key 'id');
+INSERT INTO distinct_log VALUES (1, 1), (1, 1), (2, 3);
+CREATE VIEW distinct_n WITH (ssp.continuous) AS SELECT count(DISTINCT v) AS n FROM distinct_log;
+SELECT ssp.wait('versions_sum'), ssp.wait('versions_latest'), ssp.wait('distinct_n');
+SELECT * FROM versions_sum;
+SELECT * FROM distinct_n;
+ALTER FOREIGN TABLE was_changelog OPTIONS (DROP changelog);
+INSERT INTO was_changelog VALUES (2, 7);
+ALTER FOREIGN TABLE distinct_log OPTIONS (ADD changelog 'upsert');
+INSERT INTO distinct_log VALUES (3, 4);
+DO $$
+BEGIN
+  FOR i IN 1 .. 300 LOOP
+    EXIT WHEN (SELECT count(*) = 2 FROM ssp.views
+               WHERE view IN ('versions_sum'::regclass, 'distinct_n'::regclass) AND last_error IS NOT NULL);
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END
+$$;
+SELECT view, last_error FROM ssp.views WHERE view IN ('versions_sum'::regclass, 'distinct_n'::regclass)
+  ORDER BY view::text;
+-- nothing of the new messages was applied
+SELECT * FROM versions_sum;
+SELECT * FROM distinct_n;
+-- the view of the latest row per key reads a log as it read the changelog
+SELECT ssp.wait('versions_latest');
+SELECT * FROM versions_latest ORDER BY id;
 
 DROP SERVER kafka CASCADE;

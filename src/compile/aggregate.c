@@ -391,6 +391,13 @@ plan_retracting(Build *b, Aggref *agg, AggPlan *p, int n)
 	bool		count = strcmp(name, "count") == 0 && list_length(agg->args) <= 1;
 	bool		minmax = strcmp(name, "min") == 0 || strcmp(name, "max") == 0;
 
+	if (agg->aggdistinct && b->rebuilding)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stream \"%s\" became a changelog after the continuous view was created",
+						b->stream->relname),
+				 errdetail("The view's DISTINCT aggregates were kept for a log of rows, not for versions of keys."),
+				 errhint("Set the stream's options back, or create the view again.")));
 	check_agg(agg, false);
 	if (!is_builtin(agg) ||
 		!(count || minmax || ((strcmp(name, "sum") == 0 || strcmp(name, "avg") == 0) && isexact)))

@@ -69,14 +69,22 @@ CREATE VIEW plain AS
   total(i4) AS total, total(i4) FILTER (WHERE i2 > 0) AS total_pos, widest(r) AS widest, mean(n) AS mean,
   hll_cardinality(hll_add_agg(hll_hash_integer(i4))) AS distinct_i4, hll_cardinality(hll_add_agg(hll_hash_text(tx), 12)) AS distinct_tx
   FROM m GROUP BY g;
--- the continuous views: the same query (one worker, and two)
+-- and aggregates over DISTINCT values (below)
+CREATE VIEW plain_distinct AS
+  SELECT i2 % 3 AS k, count(DISTINCT i4) AS d_i4, count(DISTINCT tx) FILTER (WHERE b) AS d_tx_b,
+         count(DISTINCT lower(c) COLLATE "C") AS d_c, sum(DISTINCT i2) AS s_i2, avg(DISTINCT n) AS a_n,
+         r6(stddev(DISTINCT f8)) AS sd_f8, min(DISTINCT tx) AS min_tx, count(*) AS n,
+         count(DISTINCT e) AS d_e, count(DISTINCT ip) AS d_ip
+  FROM m GROUP BY 1;
+-- the continuous views: the same queries (one worker, and two)
 SELECT format('CREATE VIEW %I WITH (ssp.continuous, ssp.batch_size = 300%s) AS %s',
-              v, o, pg_get_viewdef('plain'::regclass))
-FROM (VALUES ('cv', ''), ('cv2', ', ssp.parallelism = 2')) x(v, o) \gexec
+              v, o, pg_get_viewdef(q::regclass))
+FROM (VALUES ('cv', 'plain', ''), ('cv2', 'plain', ', ssp.parallelism = 2'),
+             ('cvd', 'plain_distinct', ''), ('cvd2', 'plain_distinct', ', ssp.parallelism = 2')) x(v, q, o) \gexec
 -- and with the built-in aggregates through their own functions, as any other
 SET ssp.aggregate_fast_path = off;
-SELECT format('CREATE VIEW cv3 WITH (ssp.continuous, ssp.batch_size = 300) AS %s',
-              pg_get_viewdef('plain'::regclass)) \gexec
+SELECT format('CREATE VIEW %I WITH (ssp.continuous, ssp.batch_size = 300) AS %s', v, pg_get_viewdef(q::regclass))
+FROM (VALUES ('cv3', 'plain'), ('cvd3', 'plain_distinct')) x(v, q) \gexec
 RESET ssp.aggregate_fast_path;
 -- every built-in aggregate with a combine function is in the query (its
 -- parse tree names them)
@@ -236,20 +244,8 @@ DROP VIEW in_order;
 -- aggregates over DISTINCT values, exact: each group's values are kept in
 -- a table of the view; a batch's partial reads only those new to the group.
 -- NULL group keys (i2 % 3), FILTER, a collation, the generic path, two
--- workers sharing the values, no GROUP BY; each equal to the plain query
-CREATE VIEW plain_distinct AS
-  SELECT i2 % 3 AS k, count(DISTINCT i4) AS d_i4, count(DISTINCT tx) FILTER (WHERE b) AS d_tx_b,
-         count(DISTINCT lower(c) COLLATE "C") AS d_c, sum(DISTINCT i2) AS s_i2, avg(DISTINCT n) AS a_n,
-         r6(stddev(DISTINCT f8)) AS sd_f8, min(DISTINCT tx) AS min_tx, count(*) AS n,
-         count(DISTINCT e) AS d_e, count(DISTINCT ip) AS d_ip
-  FROM m GROUP BY 1;
-SELECT format('CREATE VIEW %I WITH (ssp.continuous, ssp.batch_size = 300%s) AS %s',
-              v, o, pg_get_viewdef('plain_distinct'::regclass))
-FROM (VALUES ('cvd', ''), ('cvd2', ', ssp.parallelism = 2')) x(v, o) \gexec
-SET ssp.aggregate_fast_path = off;
-SELECT format('CREATE VIEW cvd3 WITH (ssp.continuous, ssp.batch_size = 300) AS %s',
-              pg_get_viewdef('plain_distinct'::regclass)) \gexec
-RESET ssp.aggregate_fast_path;
+-- workers sharing the values (cvd, cvd2 and cvd3, made above), no GROUP BY;
+-- each equal to the plain query
 CREATE VIEW cvd_all WITH (ssp.continuous, ssp.batch_size = 300) AS
   SELECT count(DISTINCT i4 % 100) AS d, count(DISTINCT g) FILTER (WHERE g > 2) AS dg, count(*) AS n FROM m;
 -- DISTINCT aggregates alone, without GROUP BY: one group still
@@ -259,12 +255,14 @@ SELECT ssp.wait('cvd'), ssp.wait('cvd2'), ssp.wait('cvd3'), ssp.wait('cvd_all'),
 SELECT * FROM cvd_one;
 DROP VIEW cvd_one;
 SELECT * FROM plain_distinct ORDER BY k;
+CREATE TEMP VIEW distinct_differences AS
 SELECT (SELECT count(*) FROM ((SELECT * FROM cvd EXCEPT SELECT * FROM plain_distinct)
                               UNION ALL (SELECT * FROM plain_distinct EXCEPT SELECT * FROM cvd)) x) AS cvd_differences,
        (SELECT count(*) FROM ((SELECT * FROM cvd2 EXCEPT SELECT * FROM plain_distinct)
                               UNION ALL (SELECT * FROM plain_distinct EXCEPT SELECT * FROM cvd2)) x) AS cvd2_differences,
        (SELECT count(*) FROM ((SELECT * FROM cvd3 EXCEPT SELECT * FROM plain_distinct)
                               UNION ALL (SELECT * FROM plain_distinct EXCEPT SELECT * FROM cvd3)) x) AS cvd3_differences;
+SELECT * FROM distinct_differences;
 SELECT c.d = q.d AND c.dg = q.dg AND c.n = q.n AS same, c.d, c.dg
 FROM cvd_all c, (SELECT count(DISTINCT i4 % 100) AS d, count(DISTINCT g) FILTER (WHERE g > 2) AS dg,
                         count(*) AS n FROM m) q;
@@ -273,12 +271,7 @@ INSERT INTO m (g, i2, i4, tx, b, p) SELECT g % 7, g % 300 - 150, g * 37 % 1000, 
   FROM generate_series(1, 500) g;
 INSERT INTO m (g, i2, i4, p) VALUES (1, 5, 100001, 0), (1, NULL, 100002, 1);
 SELECT ssp.wait('cvd'), ssp.wait('cvd2'), ssp.wait('cvd3'), ssp.wait('cvd_all');
-SELECT (SELECT count(*) FROM ((SELECT * FROM cvd EXCEPT SELECT * FROM plain_distinct)
-                              UNION ALL (SELECT * FROM plain_distinct EXCEPT SELECT * FROM cvd)) x) AS cvd_differences,
-       (SELECT count(*) FROM ((SELECT * FROM cvd2 EXCEPT SELECT * FROM plain_distinct)
-                              UNION ALL (SELECT * FROM plain_distinct EXCEPT SELECT * FROM cvd2)) x) AS cvd2_differences,
-       (SELECT count(*) FROM ((SELECT * FROM cvd3 EXCEPT SELECT * FROM plain_distinct)
-                              UNION ALL (SELECT * FROM plain_distinct EXCEPT SELECT * FROM cvd3)) x) AS cvd3_differences;
+SELECT * FROM distinct_differences;
 SELECT k, d_i4, d_tx_b FROM cvd ORDER BY k;
 -- the values are one of the view's tables; each kept once per group
 SELECT count(*) AS buffers, bool_and(b::regclass::text LIKE 'cvd\_distinct%') AS named
@@ -289,8 +282,7 @@ SELECT (SELECT count(*) FROM cvd_distinct WHERE _v1 IS NOT NULL) =
 ALTER TABLE cvd_distinct RENAME TO "cvd's values";
 INSERT INTO m (g, i2, i4, p) VALUES (2, 4, 100003, 2), (2, 4, 100003, 3), (2, 4, 100001, 0);
 SELECT ssp.wait('cvd');
-SELECT count(*) AS cvd_differences FROM ((SELECT * FROM cvd EXCEPT SELECT * FROM plain_distinct)
-                              UNION ALL (SELECT * FROM plain_distinct EXCEPT SELECT * FROM cvd)) x;
+SELECT cvd_differences FROM distinct_differences;
 SELECT k, d_i4 FROM cvd WHERE k = 1;
 -- a group key of another collation; a composite value with NULL fields
 -- (a value all the same, as count() takes it); a domain NOT NULL beside
@@ -345,6 +337,7 @@ CREATE AGGREGATE unstorable(numeric) (SFUNC = numeric_avg_accum, STYPE = interna
   FINALFUNC = numeric_avg, COMBINEFUNC = numeric_avg_combine);
 CREATE VIEW r WITH (ssp.continuous) AS SELECT unstorable(n) FROM m;
 
+DROP VIEW distinct_differences;
 DROP VIEW plain, cv, cv2, cv3, td, td2, sess, daily, plain_distinct, cvd, cvd2, cvd3;
 DROP SERVER kafka CASCADE;
 DROP AGGREGATE total(int), widest(int4range), mean(numeric), unmergeable(int), unstorable(numeric);

@@ -124,14 +124,13 @@ SELECT view, watermark, late_events, processed FROM ssp.views ORDER BY view::tex
 -- the same rules as a plain query: the watermark before each step is the
 -- smallest, over the partitions, of the latest event time of the earlier
 -- steps, less the grace; an event is late if its window ended by then
+CREATE VIEW step_marks AS
+  SELECT s.step, (SELECT min(m) FROM (SELECT max(e.ts) AS m FROM ev_all e
+                                      WHERE e.step < s.step GROUP BY e.p) x) - interval '10 s' AS w
+  FROM (SELECT DISTINCT step FROM ev_all) s;
 CREATE VIEW expected_late AS
-WITH steps AS (SELECT DISTINCT step FROM ev_all),
-     marks AS (
-       SELECT s.step, (SELECT min(m) FROM (SELECT max(e.ts) AS m FROM ev_all e
-                                           WHERE e.step < s.step GROUP BY e.p) x) - interval '10 s' AS w
-       FROM steps s)
 SELECT e.*, ssp.tumble(e.ts, '1 minute') + interval '1 minute' <= m.w AS late
-FROM ev_all e JOIN marks m USING (step);
+FROM ev_all e JOIN step_marks m USING (step);
 SELECT id, ts, step, late FROM expected_late WHERE late ORDER BY id;
 (SELECT * FROM per_minute EXCEPT ALL
  SELECT region, ssp.tumble(ts, '1 minute'), ssp.tumble(ts, '1 minute') + interval '1 minute', count(*), max(id)
@@ -142,12 +141,8 @@ UNION ALL
  EXCEPT ALL SELECT * FROM per_minute);
 SELECT * FROM per_minute ORDER BY window_start, region;
 -- hopping windows: every window of each event that was open when it came
-WITH marks AS (
-       SELECT s.step, (SELECT min(m) FROM (SELECT max(e.ts) AS m FROM ev_all e
-                                           WHERE e.step < s.step GROUP BY e.p) x) - interval '10 s' AS w
-       FROM (SELECT DISTINCT step FROM ev_all) s),
-     pairs AS (
-       SELECT e.id, hw, m.w AS mark FROM ev_all e JOIN marks m USING (step),
+WITH pairs AS (
+       SELECT e.id, hw, m.w AS mark FROM ev_all e JOIN step_marks m USING (step),
               ssp.hop_windows(e.ts, '2 minutes', '1 minute') hw),
      expected AS (
        SELECT hw AS w, count(*), max(id) FROM pairs
@@ -157,12 +152,8 @@ SELECT count(*) AS differences FROM
    UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM hopping)) d;
 SELECT * FROM hopping ORDER BY w;
 -- the same for windows whose size is not a multiple of their slide
-WITH marks AS (
-       SELECT s.step, (SELECT min(m) FROM (SELECT max(e.ts) AS m FROM ev_all e
-                                           WHERE e.step < s.step GROUP BY e.p) x) - interval '10 s' AS w
-       FROM (SELECT DISTINCT step FROM ev_all) s),
-     pairs AS (
-       SELECT e.id, hw, m.w AS mark FROM ev_all e JOIN marks m USING (step),
+WITH pairs AS (
+       SELECT e.id, hw, m.w AS mark FROM ev_all e JOIN step_marks m USING (step),
               ssp.hop_windows(e.ts, '50 s', '20 s') hw),
      expected AS (
        SELECT hw AS w, count(*), max(id) FROM pairs
@@ -180,12 +171,8 @@ SELECT count(*) AS differences FROM
    (SELECT ssp.tumble(ts, '1 minute'), count(DISTINCT region), count(*) FROM expected_late
     WHERE late IS NOT TRUE GROUP BY 1 EXCEPT ALL SELECT * FROM distinct_min)) d;
 SELECT * FROM distinct_min ORDER BY w;
-WITH marks AS (
-       SELECT s.step, (SELECT min(m) FROM (SELECT max(e.ts) AS m FROM ev_all e
-                                           WHERE e.step < s.step GROUP BY e.p) x) - interval '10 s' AS w
-       FROM (SELECT DISTINCT step FROM ev_all) s),
-     pairs AS (
-       SELECT e.id, e.region, hw, m.w AS mark FROM ev_all e JOIN marks m USING (step),
+WITH pairs AS (
+       SELECT e.id, e.region, hw, m.w AS mark FROM ev_all e JOIN step_marks m USING (step),
               ssp.hop_windows(e.ts, '2 minutes', '1 minute') hw),
      expected AS (
        SELECT hw AS w, count(DISTINCT region), count(DISTINCT id % 3) FROM pairs
@@ -215,7 +202,7 @@ SELECT ssp.wait('per_minute');
 SELECT view, watermark, late_events FROM ssp.views WHERE view = 'per_minute'::regclass;
 SELECT sum(count) FROM per_minute;
 
-DROP VIEW expected_late;
+DROP VIEW expected_late, step_marks;
 
 -- a quiet partition stops holding the watermark after ssp.idle_timeout
 \set topic win_idle_ :run

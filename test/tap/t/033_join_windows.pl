@@ -8,7 +8,8 @@
 #    the two times, and per hour of the payment with ssp.emit = 'final':
 #    each equal to the plain query;
 #  - a left join per hour of the order with ssp.emit = 'final' and an
-#    output topic: equal to the plain query (its unpaid orders included),
+#    output topic, a count of distinct values among its aggregates: equal
+#    to the plain query (its unpaid orders included),
 #    and each hour published once, with its final counts: no hour is
 #    closed before the unpaid orders in it come out of the join;
 #  - distinct values over pairs per hopping window of the order's time:
@@ -42,7 +43,8 @@ $node->safe_psql('postgres', qq{
 	  FROM orders o JOIN payments p $bound WHERE o.order_id > 0 GROUP BY 1;
 	CREATE VIEW hourly_final WITH (ssp.continuous, ssp.emit = 'final', ssp.output_topic = 'hourly_final',
 	    ssp.batch_size = 2000) AS
-	  SELECT ssp.tumble(o.ts, '1 hour') AS hour, count(*) AS orders, count(p.order_id) AS paid
+	  SELECT ssp.tumble(o.ts, '1 hour') AS hour, count(*) AS orders, count(p.order_id) AS paid,
+	         count(DISTINCT p.order_id) AS paid_orders
 	  FROM orders o LEFT JOIN payments p $bound WHERE o.order_id > 0 GROUP BY 1;
 	CREATE VIEW distinct_hop WITH (ssp.continuous, ssp.batch_size = 1200) AS
 	  SELECT ssp.hop(o.ts, '3 hours', '1 hour') AS w, count(DISTINCT o.order_id) AS paid_orders,
@@ -132,7 +134,7 @@ is(SspTest::differences($node, 'postgres', 'SELECT * FROM pair_hop',
 is(SspTest::differences($node, 'postgres', 'SELECT * FROM by_payment_final',
 		"SELECT ssp.tumble(pts, '1 hour'), count(*), max(pts - ots) FROM pairs GROUP BY 1"),
 	'0', 'per hour of the payment, emit final: exact once the watermark has passed');
-my $left = "SELECT ssp.tumble(o.ts, '1 hour'), count(*), count(p.order_id)
+my $left = "SELECT ssp.tumble(o.ts, '1 hour'), count(*), count(p.order_id), count(DISTINCT p.order_id)
 	FROM o_all o LEFT JOIN p_all p $bound GROUP BY 1";
 is(SspTest::differences($node, 'postgres', 'SELECT * FROM hourly_final', $left),
 	'0', 'left join per hour of the order, emit final: exact, unpaid orders included');
@@ -149,15 +151,16 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM distinct_hop_distinct'), '
 ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM hourly_final_outbox'),
 	'every closed hour published');
 $node->safe_psql('postgres', q{
-	CREATE FOREIGN TABLE hourly_published (hour timestamptz, orders bigint, paid bigint, _op text, _seq bigint,
+	CREATE FOREIGN TABLE hourly_published (hour timestamptz, orders bigint, paid bigint, paid_orders bigint,
+	    _op text, _seq bigint,
 	    p int OPTIONS (meta 'partition'), o bigint OPTIONS (meta 'offset'))
 	  SERVER kafka OPTIONS (topic 'hourly_final');
 	CREATE TABLE hours_kept AS SELECT * FROM (
 	  SELECT c.*, max(_seq) OVER (PARTITION BY p ORDER BY o ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS seen
 	  FROM hourly_published c) x WHERE seen IS NULL OR _seq > seen});
-is(SspTest::differences($node, 'postgres', 'SELECT hour, orders, paid FROM hourly_final',
-		'SELECT hour, orders, paid FROM hours_kept'),
-	'0', 'the output topic holds each hour once, with its final counts');
+is(SspTest::differences($node, 'postgres', 'SELECT hour, orders, paid, paid_orders FROM hourly_final',
+		'SELECT hour, orders, paid, paid_orders FROM hours_kept'),
+	'0', 'the output topic holds each hour once, with its final counts (distinct ones too)');
 is($node->safe_psql('postgres', "SELECT count(*) FROM hours_kept WHERE _op <> 'insert'"), '0',
 	'each as an insert');
 

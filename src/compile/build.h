@@ -126,6 +126,8 @@ typedef struct Build
 	char	   *join_hi;		/* SQL intervals: the right's event time is at */
 	char	   *join_lo;		/* most hi, at least lo after the left's */
 	char	   *join_time;		/* SQL: a pair's event time, the later of the two */
+	bool		temporal;		/* the right stream is a changelog, read as of
+								 * the left's event time */
 	char	   *buffers[3];		/* the buffer tables, qualified: a join's
 								 * two, then a table of distinct values;
 								 * or a changelog's versions */
@@ -170,6 +172,14 @@ extern char *ssp_put_params(const char *text, char *(*sql) (long id, void *arg),
 extern char *ssp_merge_many(AggPlan *p, const char *readagg, const char *expr);
 
 /* join.c */
+/*
+ * Whether a join of streams emits pairs only once the watermark has passed
+ * a bound (a left join's unmatched rows, a temporal join's rows): its
+ * windows close by the watermark its last batch began with (viewsql.c).
+ */
+#define SSP_JOIN_EMITS_LATE(b) \
+	((b)->stream_join && ((b)->stream_join->jointype == JOIN_LEFT || (b)->temporal))
+
 extern JoinExpr *ssp_find_stream_join(Build *b, Node *node);
 extern void ssp_build_stream_join(Build *b, JoinExpr *j, List *names, StringInfo create);
 extern char *ssp_join_window_delay(Build *b, Node *ts);

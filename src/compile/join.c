@@ -42,6 +42,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "nodes/makefuncs.h"
@@ -51,6 +52,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/timestamp.h"
 #include "utils/ruleutils.h"
 
@@ -298,6 +300,218 @@ buffer_columns(SspStream *s, StringInfo names, StringInfo defs)
 	}
 }
 
+/* right_keeps_versions: whether a join's right buffer, made before, keeps
+ * a changelog's versions (a temporal join's). */
+static bool
+right_keeps_versions(Build *b)
+{
+	Oid			relid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(b->buffers[1])),
+										 NoLock, true);
+
+	return OidIsValid(relid) && get_attnum(relid, "_ssp_tombstone") != InvalidAttrNumber;
+}
+
+/* refers_to_walker: whether node reads a column of range table entry *rtindex. */
+static bool
+refers_to_walker(Node *node, int *rtindex)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return ((Var *) node)->varno == *rtindex && ((Var *) node)->varlevelsup == 0;
+	return expression_tree_walker(node, refers_to_walker, rtindex);
+}
+
+/*
+ * build_temporal_join: a stream joined with a changelog (streams.md), each
+ * row with the version of its key current at the row's event time: the
+ * changelog read as the table it describes, as of then.
+ *
+ *	SELECT ... FROM orders o [LEFT] JOIN rates r
+ *	  ON r.currency = o.currency AND r.ts <= o.ts
+ *
+ * ON must compare each key column of the changelog with = to the stream,
+ * and the changelog's event time with <= (or <) to the stream's: that
+ * comparison says as of when.  Its other conditions then apply to the
+ * version found.  A stream row waits in NAME_left until the watermark has
+ * passed its time, when every version at or before it has come (but late
+ * ones).  NAME_right keeps each key's versions from the watermark on, and
+ * the latest one before it: all that rows still to come can be joined
+ * with.  A batch, in its one transaction:
+ *
+ *	1. adds its stream rows that are not late to NAME_left, and every
+ *	   version, deletes too, to NAME_right in log order (a version older
+ *	   than the watermark is counted late, and kept for the rows after it:
+ *	   rows joined already keep the version they were joined with);
+ *	2. takes out of NAME_left the rows the watermark has passed, each with
+ *	   the latest version of its key as of its time (by event time, then
+ *	   log order), unless that is a delete or fails ON; a left join keeps a
+ *	   row without one, with nulls; the pairs feed the view's apply
+ *	   statement as in any join;
+ *	3. deletes the versions no row can need any more.
+ *
+ * A version needs its key and event time: without either, it is a dead
+ * letter (a CHECK constraint of NAME_right says so).
+ */
+static void
+build_temporal_join(Build *b, JoinExpr *j, const char *alias[2], const char *evcol[2],
+					char *evref[2], StringInfo create)
+{
+	SspStream  *cl = b->streams[1];
+	bool		left = j->jointype == JOIN_LEFT;
+	List	   *quals = conjuncts(j->quals);
+	const char *asof = NULL;
+	const char *on = ssp_deparse(b, j->quals);
+	StringInfoData match,
+				keycols,
+				same,
+				cols,
+				defs,
+				prefix;
+	ListCell   *lc;
+	int			c,
+				i;
+
+	/* as of when: the changelog's event time before the stream's */
+	foreach(lc, quals)
+	{
+		OpExpr	   *op = lfirst(lc);
+		char	   *opname;
+		Term		l,
+					r;
+
+		if (!IsA(op, OpExpr) || list_length(op->args) != 2 ||
+			(opname = get_opname(op->opno)) == NULL)
+			continue;
+		l = term(b, linitial(op->args));
+		r = term(b, lsecond(op->args));
+		if (l.side < 0 || r.side < 0 || l.side == r.side || l.offset || r.offset)
+			continue;
+		if (l.side == 0)		/* o.ts >= r.ts is r.ts <= o.ts */
+			opname = strcmp(opname, ">=") == 0 ? "<=" : strcmp(opname, ">") == 0 ? "<" : "";
+		if (strcmp(opname, "<=") == 0 || strcmp(opname, "<") == 0)
+			asof = opname;
+	}
+	if (asof == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a join of stream \"%s\" with changelog \"%s\" needs the time its versions are read as of",
+						b->streams[0]->relname, cl->relname),
+				 errdetail("Each row of the stream is joined with the version of its key current at its event time."),
+				 errhint("Add %s <= %s to ON.  To join the latest version instead, keep the changelog in a view with ssp.primary_key and join that view.",
+						 evref[1], evref[0])));
+
+	/* each key column of the changelog, compared with = to the stream */
+	initStringInfo(&match);
+	initStringInfo(&keycols);
+	initStringInfo(&same);
+	for (c = 0; c < cl->ncolumns; c++)
+	{
+		SspColumn  *col = &cl->columns[c];
+		bool		found = false;
+
+		if (col->source != SSP_SRC_KEY && col->source != SSP_SRC_RAWKEY)
+			continue;
+		foreach(lc, quals)
+		{
+			OpExpr	   *op = lfirst(lc);
+			char	   *opname;
+
+			if (!IsA(op, OpExpr) || list_length(op->args) != 2 ||
+				(opname = get_opname(op->opno)) == NULL || strcmp(opname, "=") != 0)
+				continue;
+			for (i = 0; i < 2; i++)
+			{
+				Node	   *x = list_nth(op->args, i);
+
+				while (IsA(x, RelabelType))
+					x = (Node *) ((RelabelType *) x)->arg;
+				if (IsA(x, Var) && ((Var *) x)->varno == b->join_rtindex[1] &&
+					((Var *) x)->varlevelsup == 0 && ((Var *) x)->varattno == col->attnum &&
+					!refers_to_walker(list_nth(op->args, 1 - i), &b->join_rtindex[1]))
+				{
+					appendStringInfo(&match, " AND %s", ssp_deparse(b, (Node *) op));
+					found = true;
+				}
+			}
+		}
+		if (!found)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a join with changelog \"%s\" must compare its key column \"%s\" with = to stream \"%s\"",
+							cl->relname, col->name, b->streams[0]->relname),
+					 errdetail("Each row of the stream is joined with the version of its key current at its event time."),
+					 errhint("Add %s.%s = ... to ON.", alias[1], quote_identifier(col->name))));
+		appendStringInfo(&keycols, "%s, ", quote_identifier(col->name));
+		appendStringInfo(&same, "_ssp_v.%s = %s.%s AND ", quote_identifier(col->name), alias[1],
+						 quote_identifier(col->name));
+	}
+
+	/* the buffers */
+	initStringInfo(&prefix);
+	for (i = 0; i < 2; i++)
+	{
+		initStringInfo(&cols);
+		initStringInfo(&defs);
+		buffer_columns(b->streams[i], &cols, &defs);
+		appendStringInfo(create, "CREATE TABLE %s (%s_ssp_xact xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id(), "
+						 "_ssp_run int NOT NULL",
+						 b->buffers[i], defs.data);
+		if (i == 0)
+		{
+			appendStringInfo(create, ");\nCREATE INDEX ON %s (%s);\n", b->buffers[0], evcol[0]);
+			/* 1: the stream's rows that are not late */
+			appendStringInfo(&prefix, "INSERT INTO %s (%s, _ssp_run) SELECT %s, $2 FROM %s b "
+							 "WHERE (b.%s OPERATOR(pg_catalog.<) $1) IS NOT TRUE;\n",
+							 b->buffers[0], cols.data, cols.data, SSP_BATCH_RELATION(0), evcol[0]);
+			b->late_sql = psprintf("SELECT (SELECT pg_catalog.count(*) FROM %s b WHERE b.%s OPERATOR(pg_catalog.<) $1)",
+								   SSP_BATCH_RELATION(0), evcol[0]);
+			continue;
+		}
+		appendStringInfo(create, ", _ssp_tombstone boolean NOT NULL, "
+						 "_ssp_seq bigint GENERATED ALWAYS AS IDENTITY, "
+						 "CONSTRAINT \"a version needs its key and event time\" CHECK ((%s%s) IS NOT NULL));\n"
+						 "CREATE INDEX ON %s (%s%s, _ssp_seq);\n",
+						 keycols.data, evcol[1], b->buffers[1], keycols.data, evcol[1]);
+		/* 1: every version, in log order */
+		appendStringInfo(&prefix, "INSERT INTO %s (%s, _ssp_run, _ssp_tombstone) SELECT %s, $2, b._ssp_tombstone "
+						 "FROM %s b ORDER BY b._ssp_partition, b._ssp_offset;\n",
+						 b->buffers[1], cols.data, cols.data, SSP_BATCH_RELATION(1));
+		b->late_sql = psprintf("%s OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM %s b WHERE b.%s OPERATOR(pg_catalog.<) $1)",
+							   b->late_sql, SSP_BATCH_RELATION(1), evcol[1]);
+	}
+
+	/*
+	 * 2 and 3: the rows the watermark has passed go (with no time, at
+	 * once: no version is as of it); of each key's versions before the
+	 * watermark, all but the latest go, and that one too if it is a delete
+	 */
+	appendStringInfo(&prefix,
+					 "WITH _ssp_gone AS (DELETE FROM %s %s WHERE %s IS NULL OR %s OPERATOR(pg_catalog.<) $1 "
+					 "RETURNING (%s.*)::%s AS _ssp_row), "
+					 "_ssp_gone_right AS (DELETE FROM %s %s WHERE %s OPERATOR(pg_catalog.<) $1 AND (%s._ssp_tombstone OR "
+					 "EXISTS (SELECT FROM %s _ssp_v WHERE %s_ssp_v.%s OPERATOR(pg_catalog.<) $1 AND "
+					 "(_ssp_v.%s, _ssp_v._ssp_seq) > (%s, %s._ssp_seq)))) ",
+					 b->buffers[0], alias[0], evref[0], evref[0], alias[0], b->buffers[0],
+					 b->buffers[1], alias[1], evref[1], alias[1],
+					 b->buffers[1], same.data, evcol[1], evcol[1], evref[1], alias[1]);
+	b->apply_prefix = prefix.data;
+
+	/* 2: each row with its version, as the two streams' rows */
+	b->join_from = psprintf("(SELECT _ssp_g._ssp_row AS l, (%s.*)::%s AS r FROM _ssp_gone _ssp_g "
+							"CROSS JOIN LATERAL (SELECT (_ssp_g._ssp_row).*) %s "
+							"%sJOIN LATERAL (SELECT * FROM %s %s WHERE %s %s %s%s "
+							"ORDER BY %s DESC, %s._ssp_seq DESC LIMIT 1) %s ON NOT %s._ssp_tombstone AND %s) _ssp_j "
+							"CROSS JOIN LATERAL (SELECT (_ssp_j.l).*) %s CROSS JOIN LATERAL (SELECT (_ssp_j.r).*) %s",
+							alias[1], b->buffers[1], alias[0],
+							left ? "LEFT " : "", b->buffers[1], alias[1], evref[1], asof, evref[0], match.data,
+							evref[1], alias[1], alias[1], alias[1], on,
+							alias[0], alias[1]);
+	b->join_hi = "'0'::interval";
+	b->join_lo = "'0'::interval";
+	b->temporal = true;
+}
+
 /*
  * ssp_build_stream_join: the buffer tables (into create), the statements
  * that run before the view's apply statement (b->apply_prefix), the FROM
@@ -336,6 +550,24 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, StringInfo create)
 		buf[i] = b->buffers[i];
 	}
 	b->join_time = psprintf("GREATEST(%s, %s)", evref[0], evref[1]);
+	/* a view is built for the right stream as it was at CREATE VIEW */
+	if (b->rebuilding && b->streams[1]->changelog != right_keeps_versions(b))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 b->streams[1]->changelog ?
+				 errmsg("stream \"%s\" became a changelog after continuous view \"%s\" was created",
+						b->streams[1]->relname, b->relname) :
+				 errmsg("stream \"%s\" is no longer a changelog, as it was when continuous view \"%s\" was created",
+						b->streams[1]->relname, b->relname),
+				 errdetail("The view joins %s.", b->streams[1]->changelog ?
+						   "rows of the two streams within a bound of time" :
+						   "each row with the version of its key current at its time"),
+				 errhint("Set the stream's options back, or create the view again.")));
+	if (b->streams[1]->changelog)
+	{
+		build_temporal_join(b, j, alias, evcol, evref, create);
+		return;
+	}
 	foreach(lc, conjuncts(j->quals))
 		find_bound(b, lfirst(lc), evref);
 	if (b->purge_left == NULL || b->purge_right == NULL)
@@ -449,7 +681,7 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, StringInfo create)
 char *
 ssp_join_window_delay(Build *b, Node *ts)
 {
-	bool		left = b->stream_join->jointype == JOIN_LEFT;
+	bool		left = SSP_JOIN_EMITS_LATE(b);
 	int			side = -1;
 
 	while (IsA(ts, RelabelType))
@@ -470,6 +702,13 @@ ssp_join_window_delay(Build *b, Node *ts)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a window over a join of two streams must be over the event time of one of them, or the later of the two"),
 				 errhint("Window on the event time of either stream, or on %s.", b->join_time)));
+	if (side == 1 && b->temporal)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a window over a join with changelog \"%s\" cannot be over the changelog's event time",
+						b->streams[1]->relname),
+				 errdetail("The version a row is joined with may be older than every window still open."),
+				 errhint("Window on the stream's event time.")));
 	if (side == 1 && left)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -126,6 +126,7 @@ ssp_view_build(SspView *v)
 	for (i = 0; i < list_length(v->buffers) && i < lengthof(b->buffers); i++)
 		b->buffers[i] = qualified_name(v, list_nth_oid(v->buffers, i));
 	b->rebuilding = true;
+	b->relname = get_rel_name(v->view);
 	initStringInfo(&create);
 	initStringInfo(&viewsql);
 	initStringInfo(&apply);

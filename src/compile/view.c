@@ -692,11 +692,15 @@ check_changelog(Build *b)
 	Query	   *q = b->query;
 	SspStream  *s = b->stream->changelog ? b->stream : b->streams[1];
 
+	/* a stream joined with a changelog reads it as of its rows' times (join.c) */
+	if (b->nstreams == 2 && !b->stream->changelog)
+		return;
 	if (b->nstreams == 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("a join of changelog \"%s\" with another stream is not supported", s->relname),
-				 errhint("Keep the changelog in a view with ssp.primary_key, and join the stream with that view.")));
+				 errmsg("changelog \"%s\" must be the right side of a join with a stream", s->relname),
+				 errdetail("Each row of the stream on the left is joined with the version of its key current at its event time."),
+				 errhint("Write FROM stream s [LEFT] JOIN changelog c ON c.key = s.key AND c.ts <= s.ts.")));
 	if (!(q->hasAggs || q->groupClause) && b->opts->primary_key == NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

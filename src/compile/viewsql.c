@@ -66,8 +66,7 @@ static char *
 watermark_of(Build *b, const char *mrel)
 {
 	return psprintf("(SELECT c.%s FROM ssp.continuous_views c WHERE c.mrel = %s::regclass)",
-					b->stream_join && b->stream_join->jointype == JOIN_LEFT ?
-					"batch_watermark" : "watermark", quote_literal_cstr(mrel));
+					SSP_JOIN_EMITS_LATE(b) ? "batch_watermark" : "watermark", quote_literal_cstr(mrel));
 }
 
 static void
@@ -102,7 +101,7 @@ find_window(Build *b, const char *mrel)
 	if (b->stream_join)
 	{
 		b->window_delay = ssp_join_window_delay(b, w->ts);
-		if (b->stream_join->jointype == JOIN_LEFT)
+		if (SSP_JOIN_EMITS_LATE(b))
 			b->window_base = watermark_of(b, mrel);
 	}
 	if (w->hop)
@@ -388,7 +387,7 @@ build_outbox(Build *b, List *names, const char *mrel, StringInfo create)
 		 * $2: the one it stored; a left join of streams closes windows by
 		 * the first, as watermark_of says).
 		 */
-		bool		left = b->stream_join && b->stream_join->jointype == JOIN_LEFT;
+		bool		left = SSP_JOIN_EMITS_LATE(b);
 
 		b->outbox_final_sql =
 			psprintf("INSERT INTO %s (key, value) SELECT %s, %s || '{\"_op\": \"insert\", \"_before\": null}' "

@@ -13,7 +13,12 @@
 #    and each hour published once, with its final counts: no hour is
 #    closed before the unpaid orders in it come out of the join;
 #  - distinct values over pairs per hopping window of the order's time:
-#    equal to the plain query.
+#    equal to the plain query;
+#  - temporal joins of the orders with a changelog of rates per region
+#    (a version every 10 minutes, each chunk's written newest first, some
+#    deletes): per hour with ssp.emit = 'final', and every order with its
+#    rate or none (a left join): each equal to the plain query, the latest
+#    version at or before each order's time.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -21,7 +26,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SspTest;
 
-my $broker = SspTest::start_any_broker(topics => ['orders:8', 'payments:8', 'hourly_final:4']);
+my $broker = SspTest::start_any_broker(topics => ['orders:8', 'payments:8', 'hourly_final:4', 'rates:3']);
 my $node = SspTest::new_node('join_windows');
 my $bound = "ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + interval '1 day'";
 $node->safe_psql('postgres', qq{
@@ -32,6 +37,18 @@ $node->safe_psql('postgres', qq{
 	CREATE FOREIGN TABLE payments (order_id bigint, amount numeric, ts timestamptz,
 	    p int OPTIONS (meta 'partition'))
 	  SERVER kafka OPTIONS (topic 'payments', timestamp 'ts');
+	CREATE FOREIGN TABLE rates (region text, factor numeric, ts timestamptz OPTIONS (meta 'timestamp'),
+	    p int OPTIONS (meta 'partition'))
+	  SERVER kafka OPTIONS (topic 'rates', key 'region', changelog 'upsert');
+	CREATE FOREIGN TABLE rates_raw (region text, v text, ts timestamptz OPTIONS (meta 'timestamp'),
+	    p int OPTIONS (meta 'partition'))
+	  SERVER kafka OPTIONS (topic 'rates', key 'region', format 'text');
+	CREATE VIEW priced_hour WITH (ssp.continuous, ssp.emit = 'final', ssp.batch_size = 1700) AS
+	  SELECT ssp.tumble(o.ts, '1 hour') AS hour, count(*) AS n, sum(o.amount * r.factor) AS value
+	  FROM orders o JOIN rates r ON r.region = o.region AND r.ts <= o.ts WHERE o.order_id > 0 GROUP BY 1;
+	CREATE VIEW rated_left WITH (ssp.continuous, ssp.batch_size = 900) AS
+	  SELECT o.order_id, r.factor, r.ts AS rate_ts
+	  FROM orders o LEFT JOIN rates r ON r.region = o.region AND r.ts <= o.ts WHERE o.order_id > 0;
 	CREATE VIEW by_order_hour WITH (ssp.continuous, ssp.batch_size = 1500) AS
 	  SELECT ssp.tumble(o.ts, '1 hour') AS hour, o.region, count(*) AS n, avg(p.ts - o.ts) AS completion
 	  FROM orders o JOIN payments p $bound WHERE o.order_id > 0 GROUP BY 1, 2;
@@ -68,15 +85,24 @@ $node->safe_psql('postgres', qq{
 	  FROM o_all WHERE order_id % 10 <> 0
 	  UNION ALL
 	  SELECT order_id, 1, ts + interval '90 s' FROM o_all WHERE order_id % 25 = 0;
+	-- a rate per region every 10 minutes; every 6th of r2 a delete
+	CREATE TABLE r_all AS
+	  SELECT 'r' || k AS region, 1 + (m % 17) / 10.0 AS factor, k = 2 AND m % 6 = 5 AS deleted,
+	         timestamptz '2026-03-01 00:00+00' + m * interval '10 minutes' + k * interval '1 minute' AS ts
+	  FROM generate_series(0, 2) k, generate_series(0, 200) m;
+	CREATE VIEW rated AS
+	  SELECT o.order_id, o.amount, o.ts, v.factor, v.ts AS rate_ts, v.deleted FROM o_all o
+	  LEFT JOIN LATERAL (SELECT * FROM r_all r WHERE r.region = o.region AND r.ts <= o.ts
+	                     ORDER BY r.ts DESC LIMIT 1) v ON true;
 	CREATE VIEW pairs AS
 	  SELECT o.order_id, o.region, o.ts AS ots, p.amount, p.ts AS pts
 	  FROM o_all o JOIN p_all p $bound;
 });
-my @views = qw(by_order_hour pair_hop by_payment_final hourly_final distinct_hop);
+my @views = qw(by_order_hour pair_hop by_payment_final hourly_final distinct_hop priced_hour rated_left);
 
 # 12 chunks of event time; in each, the chunk's payments first, then its
-# orders, each topic in event-time order and every partition given some
-# of each chunk
+# rates newest first, then its orders, the others in event-time order and
+# every partition given some of each chunk
 my $start = "timestamptz '2026-03-01 00:00+00'";
 my $chunk_len = "interval '3 hours'";
 my $kills = 0;
@@ -86,9 +112,13 @@ for my $chunk (0 .. 11)
 	  . ($chunk < 11 ? " AND ts < $start + ($chunk + 1) * $chunk_len" : '');
 	$node->safe_psql('postgres', "INSERT INTO payments (order_id, amount, ts, p)
 		SELECT order_id, amount, ts, order_id % 8 FROM p_all WHERE $range ORDER BY ts");
+	$node->safe_psql('postgres', "INSERT INTO rates (region, factor, ts, p)
+		SELECT region, factor, ts, substr(region, 2)::int FROM r_all WHERE $range AND NOT deleted ORDER BY ts DESC;
+		INSERT INTO rates_raw (region, v, ts, p)
+		SELECT region, NULL, ts, substr(region, 2)::int FROM r_all WHERE $range AND deleted ORDER BY ts DESC");
 	$node->safe_psql('postgres', "INSERT INTO orders (order_id, region, amount, ts, p)
 		SELECT order_id, region, amount, ts, order_id % 8 FROM o_all WHERE $range ORDER BY ts");
-	if ($chunk % 3 == 1 || $chunk == 9)
+	if ($chunk % 3 == 1 || $chunk == 2 || $chunk == 5 || $chunk == 9)
 	{
 		my $view = $views[$kills % @views];
 		$node->poll_query_until('postgres',
@@ -114,6 +144,7 @@ SspTest::wait_views($node, 'postgres', @views);
 $node->safe_psql('postgres', q{
 	INSERT INTO orders (order_id, region, amount, ts, p) SELECT 0, 'x', 0, '2027-01-01', g FROM generate_series(0, 7) g;
 	INSERT INTO payments (order_id, amount, ts, p) SELECT 0, 0, '2027-01-01', g FROM generate_series(0, 7) g;
+	INSERT INTO rates (region, factor, ts, p) SELECT 'x', 0, '2027-01-01', g FROM generate_series(0, 2) g;
 });
 SspTest::wait_views($node, 'postgres', @views);
 ok($node->poll_query_until('postgres', q{
@@ -122,8 +153,13 @@ ok($node->poll_query_until('postgres', q{
 
 my $orders = $node->safe_psql('postgres', 'SELECT count(*) FROM o_all');
 my $payments = $node->safe_psql('postgres', 'SELECT count(*) FROM p_all');
-is($node->safe_psql('postgres', "SELECT sum(processed), sum(late_events), sum(dead_letters) FROM ssp.views"),
-	@views * ($orders + $payments + 16) . '|0|0', "every one of the $orders orders and $payments payments applied once by each view, none late");
+my $rates = $node->safe_psql('postgres', 'SELECT count(*) FROM r_all');
+is($node->safe_psql('postgres', "SELECT sum(processed), sum(late_events), sum(dead_letters) FROM ssp.views
+		WHERE view::text NOT IN ('priced_hour', 'rated_left')"),
+	(@views - 2) * ($orders + $payments + 16) . '|0|0', "every one of the $orders orders and $payments payments applied once by each view, none late");
+is($node->safe_psql('postgres', "SELECT sum(processed), sum(late_events), sum(dead_letters) FROM ssp.views
+		WHERE view::text IN ('priced_hour', 'rated_left')"),
+	2 * ($orders + $rates + 11) . '|0|0', "every one of the $orders orders and $rates rates applied once by each temporal join, none late");
 is(SspTest::differences($node, 'postgres', 'SELECT * FROM by_order_hour',
 		"SELECT ssp.tumble(ots, '1 hour'), region, count(*), avg(pts - ots) FROM pairs GROUP BY 1, 2"),
 	'0', 'per hour of the order: exact after kills and a crash');
@@ -146,6 +182,16 @@ is(SspTest::differences($node, 'postgres', 'SELECT * FROM distinct_hop',
 	'0', 'distinct values over pairs, in hopping windows: exact');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM distinct_hop_distinct'), '0',
 	'the values of every closed window gone');
+is(SspTest::differences($node, 'postgres', 'SELECT * FROM priced_hour',
+		"SELECT ssp.tumble(ts, '1 hour'), count(*), sum(amount * factor) FROM rated WHERE NOT deleted GROUP BY 1"),
+	'0', 'a temporal join per hour, emit final: exact, each order at the rate of its time');
+is(SspTest::differences($node, 'postgres', 'SELECT * FROM rated_left',
+		"SELECT order_id, CASE WHEN NOT deleted THEN factor END, CASE WHEN NOT deleted THEN rate_ts END FROM rated"),
+	'0', 'a temporal left join: every order once, with the rate of its time or none');
+is($node->safe_psql('postgres', 'SELECT count(*) FILTER (WHERE factor IS NULL) > 500, count(DISTINCT rate_ts) > 500 FROM rated_left'),
+	't|t', 'with orders after deletes, and many versions');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM rated_left_right'), '6',
+	'of the versions, the latest before the watermark per region and those of 2027 kept');
 
 # what the left join published: each hour once, as the view shows it
 ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM hourly_final_outbox'),

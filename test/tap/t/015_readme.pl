@@ -78,8 +78,9 @@ for my $file (@files)
 	$ran{$file} = 0;
 }
 
-my $broker = SspTest::start_broker(topics => ['orders:4', 'payments:4', 'customers:4', 'revenue_changes:4']);
-my $node = SspTest::new_node('readme');
+my $broker = SspTest::start_broker(topics => ['orders:4', 'payments:4', 'customers:4', 'revenue_changes:4', 'rates:4', 'tax_rates:4']);
+# each block's database keeps its scheduler and workers: room for them all
+my $node = SspTest::new_node('readme', conf => "max_worker_processes = 64\n");
 my $i = 0;
 for my $b (@run)
 {

@@ -39,7 +39,7 @@ BENCH_DIR=test/bench  # main runs in $SSP_SRC
 BENCH_RESULTS=$BENCH_DIR/results
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
 # the benchmark's topics, NAME:PARTITIONS
-BENCH_TOPICS=(events:16 bench_orders:16 bench_payments:16 bench_accounts:16 bench_catchup:64 bench_avro:64 bench_proto:64 bench_fresh:16 bench_mem:16)
+BENCH_TOPICS=(events:16 bench_orders:16 bench_payments:16 bench_accounts:16 bench_rates:16 bench_catchup:64 bench_avro:64 bench_proto:64 bench_fresh:16 bench_mem:16)
 # Apache Kafka's JVM in a benchmark (SSP_BENCH_JAVA_OPTS): the default JIT
 # (kafka_ctl's own options stop at C1, which starts faster and runs slower)
 # and a fixed heap
@@ -190,6 +190,10 @@ CREATE FOREIGN TABLE bench_accounts (id bigint, region text, amount numeric)
   SERVER kafka OPTIONS (topic 'bench_accounts', key 'id', changelog 'upsert');
 CREATE FOREIGN TABLE bench_accounts_log (id bigint, region text, amount numeric)
   SERVER kafka OPTIONS (topic 'bench_accounts', key 'id');
+-- a changelog of a rate per region, for a temporal join with the orders
+CREATE FOREIGN TABLE bench_rates (region text, rate numeric, ts timestamptz OPTIONS (meta 'timestamp'),
+    p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic 'bench_rates', key 'region', changelog 'upsert');
 CREATE FOREIGN TABLE bench_catchup (order_id bigint, customer_id bigint, region text, amount numeric,
     ts timestamptz, p int OPTIONS (meta 'partition'))
   SERVER kafka OPTIONS (topic 'bench_catchup', timestamp 'ts');
@@ -276,7 +280,8 @@ bench_median() {
 # the orders alone; and of an aggregate over a changelog (ten versions of
 # each account, old versions retracted) against the same aggregate over the
 # topic read as a log; and of counts of distinct values (each one new, and
-# each seen before) against the plain aggregate; in the same run.
+# each seen before) against the plain aggregate; and of a temporal join of
+# the orders with a changelog of rates per region; in the same run.
 bench_joins() {
     local n=${SSP_BENCH_EVENTS:-100000} r=${SSP_BENCH_RUNS:-5}
     bench_start_postgres
@@ -289,14 +294,17 @@ INSERT INTO bench_payments SELECT id, region, amount, ts, id % 16 FROM (
          timestamptz '2024-01-01' + g * interval '100 ms' + (g % 600) * interval '1 s' AS ts
   FROM generate_series(1, $n) g WHERE g % 10 <> 0) p ORDER BY ts;
 INSERT INTO bench_accounts SELECT g % ($n / 10), 'r' || g % 100, g % 1000 FROM generate_series(1, $n) g;
+INSERT INTO bench_rates SELECT 'r' || k, 1 + m % 7 / 10.0, timestamptz '2024-01-01' + m * interval '1 minute', k % 16
+  FROM generate_series(0, $n / 600 + 1) m, generate_series(0, 99) k ORDER BY m, k;
 SQL
     bench_report joins bench_joins_run "$n" "$r"
 }
 
 bench_joins_run() {
-    local n=$1 r=$2 i a j w c l dn ds payments
-    local -a agg=() join=() win=() cl=() log=() dnew=() dseen=()
+    local n=$1 r=$2 i a j w c l dn ds t payments rates
+    local -a agg=() join=() win=() cl=() log=() dnew=() dseen=() temporal=()
     payments=$(psql -X -q -At -c "SELECT count(*) FROM generate_series(1, $n) g WHERE g % 10 <> 0")
+    rates=$(psql -X -q -At -c "SELECT count(*) FROM bench_rates")
     echo "workload: $n orders (ten a second) and $payments payments (up to 10 minutes later), 16 partitions each; catch-up from the earliest offsets"
     echo "aggregate: SELECT region, count(*), sum(amount) FROM bench_orders GROUP BY region"
     echo "join:      SELECT o.region, avg(p.ts - o.ts), count(*) FROM bench_orders o JOIN bench_payments p"
@@ -308,6 +316,9 @@ bench_joins_run() {
     echo "distinct, new:  SELECT region, count(DISTINCT id), sum(amount) FROM bench_orders GROUP BY region (every id new)"
     echo "distinct, seen: SELECT region, count(DISTINCT amount), sum(amount) FROM bench_orders GROUP BY region"
     echo "                (10 amounts per region, each seen again in nearly every batch)"
+    echo "temporal:  SELECT o.region, count(*), sum(o.amount * r.rate) FROM bench_orders o JOIN bench_rates r"
+    echo "             ON r.region = o.region AND r.ts <= o.ts GROUP BY o.region"
+    echo "             ($rates versions: a rate per region and minute; changelog 'upsert')"
     echo
     for i in $(seq "$r"); do
         a=$(bench_view_seconds bench_agg "SELECT region, count(*), sum(amount) FROM bench_orders GROUP BY region" "" "$n")
@@ -317,7 +328,9 @@ bench_joins_run() {
         l=$(bench_view_seconds bench_log "SELECT region, count(*), sum(amount) FROM bench_accounts_log GROUP BY region" "" "$n")
         dn=$(bench_view_seconds bench_dnew "SELECT region, count(DISTINCT id), sum(amount) FROM bench_orders GROUP BY region" "" "$n")
         ds=$(bench_view_seconds bench_dseen "SELECT region, count(DISTINCT amount), sum(amount) FROM bench_orders GROUP BY region" "" "$n")
-        echo "  run $i: aggregate ${a} s, join ${j} s, windowed join ${w} s, changelog ${c} s, log ${l} s, distinct new ${dn} s, distinct seen ${ds} s"
+        t=$(bench_view_seconds bench_temporal "SELECT o.region, count(*), sum(o.amount * r.rate) FROM bench_orders o JOIN bench_rates r ON r.region = o.region AND r.ts <= o.ts GROUP BY o.region" "" "$((n + rates))")
+        echo "  run $i: aggregate ${a} s, join ${j} s, windowed join ${w} s, changelog ${c} s, log ${l} s, distinct new ${dn} s, distinct seen ${ds} s, temporal ${t} s"
+        temporal+=("$t")
         dnew+=("$dn")
         dseen+=("$ds")
         agg+=("$a")
@@ -333,6 +346,7 @@ bench_joins_run() {
     l=$(printf '%s\n' "${log[@]}" | bench_median)
     dn=$(printf '%s\n' "${dnew[@]}" | bench_median)
     ds=$(printf '%s\n' "${dseen[@]}" | bench_median)
+    t=$(printf '%s\n' "${temporal[@]}" | bench_median)
     echo
     echo "median aggregate: $a s ($(awk -v n="$n" -v t="$a" 'BEGIN {printf "%d", n / t}') messages/s)"
     echo "median join:      $j s ($(awk -v n="$((n + payments))" -v t="$j" 'BEGIN {printf "%d", n / t}') messages/s over both topics)"
@@ -341,7 +355,8 @@ bench_joins_run() {
     echo "median changelog: $c s ($(awk -v n="$n" -v t="$c" 'BEGIN {printf "%d", n / t}') messages/s); log: $l s; changelog / log: $(awk -v c="$c" -v l="$l" 'BEGIN {printf "%.2f", c / l}')"
     echo "median distinct, new: $dn s ($(awk -v n="$n" -v t="$dn" 'BEGIN {printf "%d", n / t}') messages/s), $(awk -v d="$dn" -v a="$a" 'BEGIN {printf "%.2f", d / a}') times the aggregate"
     echo "median distinct, seen: $ds s ($(awk -v n="$n" -v t="$ds" 'BEGIN {printf "%d", n / t}') messages/s), $(awk -v d="$ds" -v a="$a" 'BEGIN {printf "%.2f", d / a}') times the aggregate"
-    echo "RESULT joins aggregate_s=$a join_s=$j windowed_s=$w changelog_s=$c log_s=$l distinct_new_s=$dn distinct_seen_s=$ds"
+    echo "median temporal join: $t s ($(awk -v n="$((n + rates))" -v t="$t" 'BEGIN {printf "%d", n / t}') messages/s over both topics); temporal / aggregate, per message: $(awk -v a="$a" -v t="$t" -v n="$n" -v m="$((n + rates))" 'BEGIN {printf "%.2f", (t / m) / (a / n)}'); temporal / join, per message: $(awk -v j="$j" -v t="$t" -v m="$((n + rates))" -v p="$((n + payments))" 'BEGIN {printf "%.2f", (t / m) / (j / p)}')"
+    echo "RESULT joins aggregate_s=$a join_s=$j windowed_s=$w changelog_s=$c log_s=$l distinct_new_s=$dn distinct_seen_s=$ds temporal_s=$t"
 }
 
 # bench_stats NAME N VALUE...: "NAME: median s (min - max), N/median per s".

@@ -160,6 +160,50 @@ SELECT count(*) AS differences FROM
    (SELECT order_id, currency, amount * rate, rate_ts FROM as_of WHERE NOT deleted
     EXCEPT ALL SELECT * FROM priced)) d;
 
+-- Debezium's envelope on the right: creates, an update, a delete (op d,
+-- then its tombstone), a key back; each login with its account's owner
+-- at the time, or none
+\set topic tj_accounts_ :run
+CREATE FOREIGN TABLE t_accounts (id int, owner text, ts timestamptz OPTIONS (meta 'timestamp'),
+    part int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'debezium', key 'id');
+CREATE FOREIGN TABLE t_accounts_raw (k text, v text, ts timestamptz OPTIONS (meta 'timestamp'),
+    part int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'text', key 'k');
+\set topic tj_logins_ :run
+CREATE FOREIGN TABLE t_logins (login int, id int, ts timestamptz, part int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', timestamp 'ts');
+INSERT INTO t_accounts VALUES (1, 'ann', '2026-01-01 00:00+00', 0), (2, 'bob', '2026-01-01 00:00+00', 1);
+INSERT INTO t_logins VALUES (0, 0, '2025-12-31', 0);
+CREATE VIEW logins_owner WITH (ssp.continuous) AS
+  SELECT l.login, l.id, a.owner FROM t_logins l LEFT JOIN t_accounts a ON a.id = l.id AND a.ts <= l.ts
+  WHERE l.login > 0;
+INSERT INTO t_accounts_raw VALUES
+  ('{"id": 1}', '{"schema": {"type": "struct"}, "payload": {"before": {"id": 1, "owner": "ann"}, "after": {"id": 1, "owner": "cy"}, "op": "u"}}',
+   '2026-01-01 02:00+00', 0),
+  ('{"id": 2}', '{"before": {"id": 2, "owner": "bob"}, "after": null, "op": "d"}', '2026-01-01 01:00+00', 1),
+  ('{"id": 2}', NULL, '2026-01-01 01:00+00', 1),
+  ('{"id": 2}', '{"before": null, "after": {"id": 2, "owner": "dee"}, "op": "c"}', '2026-01-01 03:00+00', 1);
+INSERT INTO t_logins VALUES (1, 1, '2026-01-01 00:30+00', 0), (2, 1, '2026-01-01 02:00+00', 1),
+  (3, 2, '2026-01-01 00:59+00', 2), (4, 2, '2026-01-01 01:00+00', 3), (5, 2, '2026-01-01 02:59+00', 0),
+  (6, 2, '2026-01-01 03:30+00', 1), (7, 3, '2026-01-01 03:30+00', 2);
+INSERT INTO t_logins SELECT 0, 0, '2027-01-01', g FROM generate_series(0, 3) g;
+INSERT INTO t_accounts SELECT 0, 'x', '2027-01-01', g FROM generate_series(0, 3) g;
+SELECT ssp.wait('logins_owner');
+SELECT pg_temp.settled('logins_owner', '2027-01-01');
+SELECT * FROM logins_owner ORDER BY login;
+-- late: a version of June 2026 and a login of January (the watermark is
+-- 2027): each counted late; the login is not joined, the version is kept
+-- for the logins after it
+INSERT INTO t_accounts VALUES (1, 'late', '2026-06-01', 0);
+INSERT INTO t_logins VALUES (8, 1, '2026-01-01 05:00+00', 2), (9, 1, '2027-02-01', 3);
+INSERT INTO t_logins SELECT 0, 0, '2027-03-01', g FROM generate_series(0, 3) g;
+INSERT INTO t_accounts SELECT 0, 'x', '2027-03-01', g FROM generate_series(0, 3) g;
+SELECT ssp.wait('logins_owner');
+SELECT pg_temp.settled('logins_owner', '2027-03-01');
+SELECT * FROM logins_owner WHERE login > 7 ORDER BY login;
+SELECT late_events, dead_letters FROM ssp.views WHERE view = 'logins_owner'::regclass;
+
 -- the right stream made a log under a temporal join, and a log made a
 -- changelog under an interval join: each view fails, saying why, until the
 -- option is set back

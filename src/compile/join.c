@@ -43,6 +43,7 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "nodes/makefuncs.h"
@@ -53,6 +54,8 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
 #include "utils/timestamp.h"
 #include "utils/ruleutils.h"
 
@@ -323,6 +326,33 @@ refers_to_walker(Node *node, int *rtindex)
 }
 
 /*
+ * same_key: SQL, whether column col is the same key in rows a and b: the
+ * same bytes (a changelog's keys are its messages' keys), with the type's
+ * own equality first, which its index on NAME_right can use.
+ */
+static char *
+same_key(SspColumn *col, const char *a, const char *b)
+{
+	TypeCacheEntry *tc = lookup_type_cache(getBaseType(col->typid), TYPECACHE_EQ_OPR);
+	const char *c = quote_identifier(col->name);
+	char	   *eq = "";
+	HeapTuple	tup;
+
+	if (OidIsValid(tc->eq_opr) &&
+		HeapTupleIsValid(tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(tc->eq_opr))))
+	{
+		Form_pg_operator op = (Form_pg_operator) GETSTRUCT(tup);
+
+		eq = psprintf("%s.%s OPERATOR(%s.%s) %s.%s AND ", a, c,
+					  quote_identifier(get_namespace_name(op->oprnamespace)),
+					  NameStr(op->oprname), b, c);
+		ReleaseSysCache(tup);
+	}
+	return psprintf("%sROW(%s.%s)::pg_catalog.record OPERATOR(pg_catalog.*=) ROW(%s.%s)::pg_catalog.record",
+					eq, a, c, b, c);
+}
+
+/*
  * build_temporal_join: a stream joined with a changelog (streams.md), each
  * row with the version of its key current at the row's event time: the
  * changelog read as the table it describes, as of then.
@@ -401,6 +431,17 @@ build_temporal_join(Build *b, JoinExpr *j, const char *alias[2], const char *evc
 				 errhint("Add %s <= %s to ON.  To join the latest version instead, keep the changelog in a view with ssp.primary_key and join that view.",
 						 evref[1], evref[0])));
 
+	/* a delete has no value: its time must be the message's */
+	for (c = 0; c < cl->ncolumns; c++)
+		if (ssp_is_event_time(cl, cl->columns[c].attnum) && cl->columns[c].source != SSP_SRC_TIMESTAMP)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the event time of changelog \"%s\" in a join with a stream must be its messages' timestamp",
+							cl->relname),
+					 errdetail("A delete carries no value, so column \"%s\" would have no time for it.",
+							   cl->columns[c].name),
+					 errhint("Read the event time from a column with OPTIONS (meta 'timestamp').")));
+
 	/* each key column of the changelog, compared with = to the stream */
 	initStringInfo(&match);
 	initStringInfo(&keycols);
@@ -443,8 +484,7 @@ build_temporal_join(Build *b, JoinExpr *j, const char *alias[2], const char *evc
 					 errdetail("Each row of the stream is joined with the version of its key current at its event time."),
 					 errhint("Add %s.%s = ... to ON.", alias[1], quote_identifier(col->name))));
 		appendStringInfo(&keycols, "%s, ", quote_identifier(col->name));
-		appendStringInfo(&same, "_ssp_v.%s = %s.%s AND ", quote_identifier(col->name), alias[1],
-						 quote_identifier(col->name));
+		appendStringInfo(&same, "%s AND ", same_key(col, "_ssp_v", alias[1]));
 	}
 
 	/* the buffers */
@@ -484,16 +524,17 @@ build_temporal_join(Build *b, JoinExpr *j, const char *alias[2], const char *evc
 	/*
 	 * 2 and 3: the rows the watermark has passed go (with no time, at
 	 * once: no version is as of it); of each key's versions before the
-	 * watermark, all but the latest go, and that one too if it is a delete
+	 * watermark, all but the latest go (a delete stays: a late version
+	 * older than it must not bring the key back)
 	 */
 	appendStringInfo(&prefix,
 					 "WITH _ssp_gone AS (DELETE FROM %s %s WHERE %s IS NULL OR %s OPERATOR(pg_catalog.<) $1 "
 					 "RETURNING (%s.*)::%s AS _ssp_row), "
-					 "_ssp_gone_right AS (DELETE FROM %s %s WHERE %s OPERATOR(pg_catalog.<) $1 AND (%s._ssp_tombstone OR "
+					 "_ssp_gone_right AS (DELETE FROM %s %s WHERE %s OPERATOR(pg_catalog.<) $1 AND "
 					 "EXISTS (SELECT FROM %s _ssp_v WHERE %s_ssp_v.%s OPERATOR(pg_catalog.<) $1 AND "
-					 "(_ssp_v.%s, _ssp_v._ssp_seq) > (%s, %s._ssp_seq)))) ",
+					 "(_ssp_v.%s, _ssp_v._ssp_seq) OPERATOR(pg_catalog.>) (%s, %s._ssp_seq))) ",
 					 b->buffers[0], alias[0], evref[0], evref[0], alias[0], b->buffers[0],
-					 b->buffers[1], alias[1], evref[1], alias[1],
+					 b->buffers[1], alias[1], evref[1],
 					 b->buffers[1], same.data, evcol[1], evcol[1], evref[1], alias[1]);
 	b->apply_prefix = prefix.data;
 
@@ -536,6 +577,11 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, StringInfo create)
 	for (i = 0; i < 2; i++)
 	{
 		alias[i] = quote_identifier(list_nth(names, b->join_rtindex[i] - 1));
+		if (strncmp(list_nth(names, b->join_rtindex[i] - 1), "_ssp", 4) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("names beginning with \"_ssp\" are kept for ssp's own relations in a join of streams"),
+					 errhint("Give stream \"%s\" another alias.", b->streams[i]->relname)));
 		evcol[i] = event_column(b->streams[i]);
 		evref[i] = psprintf("%s.%s", alias[i], evcol[i]);
 		/* at CREATE VIEW: named as view.c names the view's table */

@@ -65,6 +65,9 @@ typedef struct BatchState
 	bool	   *touched;		/* per slot: partitions with messages applied */
 	int			n;				/* messages in the batch */
 	SspDecoded *shared;			/* the batch decoded by the reader, or NULL */
+	bool		let_go_alone;	/* a join's waiting rows were applied alone,
+								 * without messages (apply_range) */
+	bool		nothing;		/* apply_range: run on no message too */
 } BatchState;
 
 /* hidden columns of ssp_batch after the stream's own */
@@ -296,7 +299,7 @@ apply_range(BatchState *bs, int lo, int hi)
 	int			p;
 
 	/* a join of streams runs on nothing too: the watermark lets rows go */
-	if (lo >= hi && (bs->n > 0 || bs->view->buffers == NIL || bs->et == NULL))
+	if (lo >= hi && !bs->nothing && (bs->n > 0 || bs->view->buffers == NIL || bs->et == NULL))
 		return;
 	for (p = 0; p < nparts; p++)
 		maxev[p] = DT_NOBEGIN;
@@ -351,6 +354,24 @@ apply_range(BatchState *bs, int lo, int hi)
 		return;
 	}
 
+	/*
+	 * A join of streams applies, with any messages, the rows its buffers
+	 * let go as the watermark moves (a left join's unmatched rows, a
+	 * temporal join's rows): one of those may be what fails, and then no
+	 * message is to blame.  Before one message is, those rows are applied
+	 * alone, without messages; if that fails too, the batch fails, saying
+	 * so: nothing is dead-lettered or lost, and the view retries.
+	 */
+	if (lo < hi && bs->view->buffers != NIL && bs->et != NULL && !bs->let_go_alone)
+	{
+		bs->let_go_alone = true;
+		bs->nothing = true;
+		apply_range(bs, lo, lo);
+		bs->nothing = false;
+		apply_range(bs, lo, hi);
+		return;
+	}
+
 	/* one message that cannot be applied */
 	{
 		StringInfoData msg;
@@ -360,6 +381,14 @@ apply_range(BatchState *bs, int lo, int hi)
 		/* where in the message, not the apply statement's text */
 		if (edata->context && strncmp(edata->context, "SQL statement", 13) != 0)
 			appendStringInfo(&msg, " (%s)", edata->context);
+		if (lo >= hi)
+			ereport(ERROR,
+					(errcode(edata->sqlerrcode),
+					 errmsg("continuous view \"%s\" cannot apply a row that waited in its join of streams",
+							bs->view->name),
+					 errdetail("%s", msg.data),
+					 errhint("No message is to blame, so none goes to the dead letters: the view tries again. "
+							 "Change its query to take the row (CREATE OR REPLACE VIEW), or ssp.reset it.")));
 		switch (bs->view->on_error)
 		{
 			case SSP_ON_ERROR_DEAD_LETTER:

@@ -378,7 +378,8 @@ same_key(SspColumn *col, const char *a, const char *b)
  *	   log order), unless that is a delete or fails ON; a left join keeps a
  *	   row without one, with nulls; the pairs feed the view's apply
  *	   statement as in any join;
- *	3. deletes the versions no row can need any more.
+ *	3. deletes the versions no row can need any more, looking only at the
+ *	   keys with a version the watermark has just passed (or a late one).
  *
  * A version needs its key and event time: without either, it is a dead
  * letter (a CHECK constraint of NAME_right says so).
@@ -395,9 +396,12 @@ build_temporal_join(Build *b, JoinExpr *j, const char *alias[2], const char *evc
 	StringInfoData match,
 				keycols,
 				same,
+				candidate,
+				candcols,
 				cols,
 				defs,
 				prefix;
+	char	   *later;
 	ListCell   *lc;
 	int			c,
 				i;
@@ -446,6 +450,8 @@ build_temporal_join(Build *b, JoinExpr *j, const char *alias[2], const char *evc
 	initStringInfo(&match);
 	initStringInfo(&keycols);
 	initStringInfo(&same);
+	initStringInfo(&candidate);
+	initStringInfo(&candcols);
 	for (c = 0; c < cl->ncolumns; c++)
 	{
 		SspColumn  *col = &cl->columns[c];
@@ -484,7 +490,9 @@ build_temporal_join(Build *b, JoinExpr *j, const char *alias[2], const char *evc
 					 errdetail("Each row of the stream is joined with the version of its key current at its event time."),
 					 errhint("Add %s.%s = ... to ON.", alias[1], quote_identifier(col->name))));
 		appendStringInfo(&keycols, "%s, ", quote_identifier(col->name));
+		appendStringInfo(&candcols, "%s_ssp_c.%s", candcols.len ? ", " : "", quote_identifier(col->name));
 		appendStringInfo(&same, "%s AND ", same_key(col, "_ssp_v", alias[1]));
+		appendStringInfo(&candidate, " AND %s", same_key(col, "_ssp_c", alias[1]));
 	}
 
 	/* the buffers */
@@ -510,9 +518,12 @@ build_temporal_join(Build *b, JoinExpr *j, const char *alias[2], const char *evc
 		}
 		appendStringInfo(create, ", _ssp_tombstone boolean NOT NULL, "
 						 "_ssp_seq bigint GENERATED ALWAYS AS IDENTITY, "
+						 "_ssp_settled boolean NOT NULL DEFAULT false, "
 						 "CONSTRAINT \"a version needs its key and event time\" CHECK ((%s%s) IS NOT NULL));\n"
-						 "CREATE INDEX ON %s (%s%s, _ssp_seq);\n",
-						 keycols.data, evcol[1], b->buffers[1], keycols.data, evcol[1]);
+						 "CREATE INDEX ON %s (%s%s, _ssp_seq);\n"
+						 "CREATE INDEX ON %s (%s) WHERE NOT _ssp_settled;\n",
+						 keycols.data, evcol[1], b->buffers[1], keycols.data, evcol[1],
+						 b->buffers[1], evcol[1]);
 		/* 1: every version, in log order */
 		appendStringInfo(&prefix, "INSERT INTO %s (%s, _ssp_run, _ssp_tombstone) SELECT %s, $2, b._ssp_tombstone "
 						 "FROM %s b ORDER BY b._ssp_partition, b._ssp_offset;\n",
@@ -525,17 +536,28 @@ build_temporal_join(Build *b, JoinExpr *j, const char *alias[2], const char *evc
 	 * 2 and 3: the rows the watermark has passed go (with no time, at
 	 * once: no version is as of it); of each key's versions before the
 	 * watermark, all but the latest go (a delete stays: a late version
-	 * older than it must not bring the key back)
+	 * older than it must not bring the key back), and the latest is marked
+	 * settled.  Each key then has one settled version before the
+	 * watermark at most, so only keys with a version not settled yet
+	 * before it (one the watermark has just passed, or a late one) can
+	 * have versions to delete: those are the only ones looked at, so a
+	 * batch's cost follows the versions that came, not all the keys.
 	 */
+	later = psprintf("EXISTS (SELECT FROM %s _ssp_v WHERE %s_ssp_v.%s OPERATOR(pg_catalog.<) $1 AND "
+					 "(_ssp_v.%s, _ssp_v._ssp_seq) OPERATOR(pg_catalog.>) (%s, %s._ssp_seq))",
+					 b->buffers[1], same.data, evcol[1], evcol[1], evref[1], alias[1]);
 	appendStringInfo(&prefix,
 					 "WITH _ssp_gone AS (DELETE FROM %s %s WHERE %s IS NULL OR %s OPERATOR(pg_catalog.<) $1 "
 					 "RETURNING (%s.*)::%s AS _ssp_row), "
-					 "_ssp_gone_right AS (DELETE FROM %s %s WHERE %s OPERATOR(pg_catalog.<) $1 AND "
-					 "EXISTS (SELECT FROM %s _ssp_v WHERE %s_ssp_v.%s OPERATOR(pg_catalog.<) $1 AND "
-					 "(_ssp_v.%s, _ssp_v._ssp_seq) OPERATOR(pg_catalog.>) (%s, %s._ssp_seq))) ",
+					 "_ssp_gone_right AS (DELETE FROM %s %s USING (SELECT DISTINCT %s FROM %s _ssp_c "
+					 "WHERE NOT _ssp_c._ssp_settled AND _ssp_c.%s OPERATOR(pg_catalog.<) $1) _ssp_c "
+					 "WHERE %s OPERATOR(pg_catalog.<) $1%s AND %s), "
+					 "_ssp_settle AS (UPDATE %s %s SET _ssp_settled = true WHERE NOT %s._ssp_settled AND "
+					 "%s OPERATOR(pg_catalog.<) $1 AND NOT %s) ",
 					 b->buffers[0], alias[0], evref[0], evref[0], alias[0], b->buffers[0],
-					 b->buffers[1], alias[1], evref[1],
-					 b->buffers[1], same.data, evcol[1], evcol[1], evref[1], alias[1]);
+					 b->buffers[1], alias[1], candcols.data, b->buffers[1], evcol[1],
+					 evref[1], candidate.data, later,
+					 b->buffers[1], alias[1], alias[1], evref[1], later);
 	b->apply_prefix = prefix.data;
 
 	/* 2: each row with its version, as the two streams' rows */

@@ -90,8 +90,12 @@ batch_tupdesc(SspStream *stream)
 
 	if (stream->batch_desc)
 		return stream->batch_desc;	/* made once per stream */
-	old = MemoryContextSwitchTo(stream->cxt);
 	rel = RelationIdGetRelation(stream->relid);
+	if (!RelationIsValid(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("stream \"%s\" was dropped", stream->relname)));
+	old = MemoryContextSwitchTo(stream->cxt);
 	sdesc = RelationGetDescr(rel);
 	desc = CreateTemplateTupleDesc(sdesc->natts + SSP_BATCH_EXTRA);
 	for (i = 0; i < sdesc->natts; i++)
@@ -362,7 +366,7 @@ apply_range(BatchState *bs, int lo, int hi)
 	 * alone, without messages; if that fails too, the batch fails, saying
 	 * so: nothing is dead-lettered or lost, and the view retries.
 	 */
-	if (lo < hi && bs->view->buffers != NIL && bs->et != NULL && !bs->let_go_alone)
+	if (lo < hi && bs->view->nsources > 1 && !bs->let_go_alone)
 	{
 		bs->let_go_alone = true;
 		bs->nothing = true;
@@ -388,7 +392,7 @@ apply_range(BatchState *bs, int lo, int hi)
 							bs->view->name),
 					 errdetail("%s", msg.data),
 					 errhint("No message is to blame, so none goes to the dead letters: the view tries again. "
-							 "Change its query to take the row (CREATE OR REPLACE VIEW), or ssp.reset it.")));
+							 "Change its query to take the row (CREATE OR REPLACE VIEW).")));
 		switch (bs->view->on_error)
 		{
 			case SSP_ON_ERROR_DEAD_LETTER:

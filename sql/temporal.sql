@@ -62,6 +62,19 @@ BEGIN
 END
 $$;
 
+-- failed: whether each of views vs has a last error, within 30 s
+CREATE FUNCTION pg_temp.failed(vs regclass[]) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN 1 .. 300 LOOP
+    IF (SELECT bool_and(last_error IS NOT NULL) FROM ssp.views WHERE view = ANY (vs)) THEN
+      RETURN true;
+    END IF;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+  RETURN false;
+END
+$$;
+
 -- both topics exist before the views read them
 INSERT INTO t_orders VALUES (-1, 'EUR', 0, '2025-12-31', 0);
 INSERT INTO t_rates VALUES ('USD', 0.90, '2026-01-01 00:00+00', 0);
@@ -219,14 +232,7 @@ SELECT late_events, dead_letters FROM ssp.views WHERE view = 'logins_owner'::reg
 CREATE VIEW logins_poison WITH (ssp.continuous) AS
   SELECT l.login, 10 / (l.id - 3) AS x, a.owner
   FROM t_logins l LEFT JOIN t_accounts a ON a.id = l.id AND a.ts <= l.ts WHERE l.login > 0;
-DO $$
-BEGIN
-  FOR i IN 1 .. 300 LOOP
-    EXIT WHEN (SELECT last_error IS NOT NULL FROM ssp.views WHERE view = 'logins_poison'::regclass);
-    PERFORM pg_sleep(0.1);
-  END LOOP;
-END
-$$;
+SELECT pg_temp.failed('{logins_poison}');
 SELECT dead_letters, last_error FROM ssp.views WHERE view = 'logins_poison'::regclass;
 SELECT count(*) AS logins FROM logins_poison;
 -- made again with a query that takes it: every login
@@ -250,15 +256,7 @@ SELECT ssp.wait('rate_pairs');
 ALTER FOREIGN TABLE t_rates OPTIONS (DROP changelog);
 ALTER FOREIGN TABLE t_rates_raw OPTIONS (ADD changelog 'upsert');
 INSERT INTO t_orders VALUES (100, 'USD', 1, '2027-01-02', 0);
-DO $$
-BEGIN
-  FOR i IN 1 .. 300 LOOP
-    EXIT WHEN (SELECT count(*) = 2 FROM ssp.views
-               WHERE view IN ('priced'::regclass, 'rate_pairs'::regclass) AND last_error IS NOT NULL);
-    PERFORM pg_sleep(0.1);
-  END LOOP;
-END
-$$;
+SELECT pg_temp.failed('{priced,rate_pairs}');
 SELECT view, last_error FROM ssp.views WHERE view IN ('priced'::regclass, 'rate_pairs'::regclass)
   ORDER BY view::text;
 ALTER FOREIGN TABLE t_rates OPTIONS (ADD changelog 'upsert');
@@ -266,5 +264,15 @@ ALTER FOREIGN TABLE t_rates_raw OPTIONS (DROP changelog);
 SELECT ssp.wait('priced'), ssp.wait('rate_pairs');
 SELECT view, last_error FROM ssp.views WHERE view IN ('priced'::regclass, 'rate_pairs'::regclass)
   ORDER BY view::text;
+-- both streams renamed under the view: it goes on, and the order written
+-- while it failed is joined with the rate of its time
+ALTER FOREIGN TABLE t_rates RENAME TO t_fx;
+ALTER FOREIGN TABLE t_orders RENAME TO t_sales;
+INSERT INTO t_sales SELECT 0, 'ZZZ', 0, '2027-02-01', g FROM generate_series(0, 3) g;
+INSERT INTO t_fx SELECT 'ZZZ', 1, '2027-02-01', g FROM generate_series(0, 3) g;
+SELECT ssp.wait('priced');
+SELECT pg_temp.settled('priced', '2027-02-01');
+SELECT order_id, currency, converted FROM priced WHERE order_id = 100;
+SELECT last_error FROM ssp.views WHERE view = 'priced'::regclass;
 
 DROP SERVER kafka CASCADE;

@@ -337,7 +337,7 @@ plan_concat(Build *b, Aggref *agg, AggPlan *p, const char *name, const char *arg
 	if (b->stream_join)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("aggregate %s over a join of two streams is not supported", name),
+				 errmsg("aggregate %s over a join of streams is not supported", name),
 				 errdetail("It keeps values in arrival order, and a join's pairs have none.")));
 	p->ordered = true;
 	if (strcmp(name, "string_agg") == 0)

@@ -20,7 +20,7 @@
 #include "compile/build.h"
 
 const char *const ssp_refuse_hint =
-"A continuous view reads one stream (joined with tables, or with a second stream on a time bound), with WHERE, GROUP BY, HAVING and any aggregate with a combine function: the built-in ones, those of hll and tdigest, or your own.";
+"A continuous view reads one stream (joined with tables, or with one or two more streams on time bounds), with WHERE, GROUP BY, HAVING and any aggregate with a combine function: the built-in ones, those of hll and tdigest, or your own.";
 
 /* ssp_refuse: error: continuous views cannot contain what, because why. */
 void

@@ -75,9 +75,9 @@ typedef struct Build
 	Query	   *query;
 	SspViewOptions *opts;
 	/* what the view reads */
-	int			nstreams;		/* 1, or 2 joined */
-	Oid			stream_oids[2];
-	char	   *topics[2];
+	int			nstreams;		/* 1, or more joined */
+	Oid			stream_oids[SSP_MAX_STREAMS];
+	char	   *topics[SSP_MAX_STREAMS];
 	/* where CREATE VIEW puts new objects (a join's buffers) */
 	Oid			nspid;
 	const char *relname;		/* the view's name */
@@ -114,10 +114,10 @@ typedef struct Build
 	char	   *late_sql;
 	char	   *retention_sql;
 	char	   *columns;		/* int2[] literal of the stream columns read */
-	/* a join of two streams (join.c) */
+	/* a join of streams (join.c) */
 	JoinExpr   *stream_join;	/* NULL: one stream */
-	int			join_rtindex[2];	/* the left and right streams */
-	SspStream  *streams[2];
+	int			join_rtindex[SSP_MAX_STREAMS];	/* the streams, left to right */
+	SspStream  *streams[SSP_MAX_STREAMS];
 	List	   *rtnames;		/* deparse names of the query's relations */
 	char	   *join_from;		/* FROM item of the new pairs */
 	char	   *apply_prefix;	/* statements before the apply statement */
@@ -126,11 +126,18 @@ typedef struct Build
 	char	   *join_hi;		/* SQL intervals: the right's event time is at */
 	char	   *join_lo;		/* most hi, at least lo after the left's */
 	char	   *join_time;		/* SQL: a pair's event time, the later of the two */
+	char	   *join_bound[SSP_MAX_STREAMS][SSP_MAX_STREAMS];	/* more than two
+																 * streams: SQL, how
+																 * much later than
+																 * [i]'s event time
+																 * [j]'s can be */
 	bool		temporal;		/* the right stream is a changelog, read as of
 								 * the left's event time */
-	char	   *buffers[3];		/* the buffer tables, qualified: a join's
-								 * two, then a table of distinct values;
-								 * or a changelog's versions */
+	char	   *buffers[SSP_MAX_STREAMS + 1];	/* the buffer tables, qualified:
+												 * one per stream of a join,
+												 * then a table of distinct
+												 * values; or a changelog's
+												 * versions */
 	List	   *buffer_names;	/* unqualified names of those CREATE VIEW made */
 	bool		rebuilding;		/* of an existing view (rebuild.c): its objects
 								 * are made already */

@@ -68,7 +68,7 @@
 /* One side of a bound: an event time plus a constant interval. */
 typedef struct Term
 {
-	int			side;			/* 0: left stream, 1: right, -1: neither */
+	int			side;			/* which stream, left to right; -1: none */
 	Interval   *offset;			/* NULL: none */
 	bool		minus;			/* the offset is subtracted */
 } Term;
@@ -86,7 +86,7 @@ term(Build *b, Node *node)
 		Var		   *v = (Var *) node;
 		int			i;
 
-		for (i = 0; i < 2; i++)
+		for (i = 0; i < b->nstreams; i++)
 			if (v->varno == b->join_rtindex[i] && v->varlevelsup == 0 &&
 				ssp_is_event_time(b->streams[i], v->varattno))
 				t.side = i;
@@ -242,27 +242,75 @@ event_column(SspStream *s)
 			return quote_identifier(s->columns[i].name);
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("a join of two streams needs the event time of stream \"%s\"", s->relname),
+			 errmsg("a join of streams needs the event time of stream \"%s\"", s->relname),
 			 errdetail("%s", ssp_event_time_detail(s)),
 			 errhint("Give the stream option timestamp, or a column with OPTIONS (meta 'timestamp').")));
 	return NULL;
 }
 
 /*
- * ssp_find_stream_join: the JoinExpr of the query that joins its two
- * streams, which must be joined directly, with ON; refuses what cannot be
- * maintained.  Sets b->join_rtindex.
+ * streams_only: whether node joins streams only (the range table indexes
+ * of which it appends, left to right), refusing what a join of more than
+ * two streams cannot keep.
+ */
+static bool
+streams_only(Build *b, Node *node, List **rtindexes)
+{
+	JoinExpr   *j = (JoinExpr *) node;
+
+	if (IsA(node, RangeTblRef))
+	{
+		RangeTblEntry *rte = rt_fetch(((RangeTblRef *) node)->rtindex, b->query->rtable);
+
+		if (rte->rtekind != RTE_RELATION || !ssp_is_stream(rte->relid))
+			return false;
+		*rtindexes = lappend_int(*rtindexes, ((RangeTblRef *) node)->rtindex);
+		return true;
+	}
+	if (!IsA(node, JoinExpr) || !streams_only(b, j->larg, rtindexes) ||
+		!streams_only(b, j->rarg, rtindexes))
+		return false;
+	if (j->jointype != JOIN_INNER)
+		ssp_refuse("a left, right or full join of more than two streams", "Join more than two streams with inner joins.");
+	if (j->usingClause || j->isNatural || j->quals == NULL)
+		ssp_refuse("a join of streams without ON", "Join streams with ON and a bound between their event times, as in ON p.ts BETWEEN o.ts AND o.ts + interval '1 day'.");
+	return true;
+}
+
+/*
+ * ssp_find_stream_join: the JoinExpr of the query that joins its streams,
+ * which must be joined directly with each other, with ON; refuses what
+ * cannot be maintained.  Sets b->join_rtindex.
  */
 JoinExpr *
 ssp_find_stream_join(Build *b, Node *node)
 {
 	JoinExpr   *j;
 	JoinExpr   *found;
+	List	   *rtindexes = NIL;
 
 	if (node == NULL || !IsA(node, JoinExpr))
 		return NULL;
 	j = (JoinExpr *) node;
-	if (IsA(j->larg, RangeTblRef) && IsA(j->rarg, RangeTblRef))
+	if (b->nstreams > 2 && streams_only(b, node, &rtindexes) &&
+		list_length(rtindexes) == b->nstreams)
+	{
+		ListCell   *lc;
+
+		foreach(lc, rtindexes)
+		{
+			int			i = foreach_current_index(lc);
+			int			k;
+
+			b->join_rtindex[i] = lfirst_int(lc);
+			for (k = 0; k < i; k++)
+				if (rt_fetch(b->join_rtindex[k], b->query->rtable)->relid ==
+					rt_fetch(b->join_rtindex[i], b->query->rtable)->relid)
+					ssp_refuse("a join of a stream with itself", "Each stream of a join is read once; make a second stream over the same topic.");
+		}
+		return j;
+	}
+	if (b->nstreams == 2 && IsA(j->larg, RangeTblRef) && IsA(j->rarg, RangeTblRef))
 	{
 		int			l = ((RangeTblRef *) j->larg)->rtindex;
 		int			r = ((RangeTblRef *) j->rarg)->rtindex;
@@ -301,6 +349,84 @@ buffer_columns(SspStream *s, StringInfo names, StringInfo defs)
 		appendStringInfo(defs, "%s %s, ", quote_identifier(s->columns[i].name),
 						 format_type_with_typemod(s->columns[i].typid, s->columns[i].typmod));
 	}
+}
+
+/*
+ * add_buffer: stream i's buffer table, with extra columns (into create),
+ * the statement that adds the batch's rows that are not late to it, in the
+ * current run (into prefix), and their late count (b->late_sql).
+ */
+static void
+add_buffer(Build *b, int i, const char *evcol, const char *extra, StringInfo create,
+		   StringInfo prefix)
+{
+	StringInfoData cols,
+				defs;
+	const char *late = psprintf("b.%s OPERATOR(pg_catalog.<) $1", evcol);
+
+	initStringInfo(&cols);
+	initStringInfo(&defs);
+	buffer_columns(b->streams[i], &cols, &defs);
+	appendStringInfo(create, "CREATE TABLE %s (%s_ssp_xact xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id(), "
+					 "_ssp_run int NOT NULL%s);\nCREATE INDEX ON %s (_ssp_xact, _ssp_run);\n",
+					 b->buffers[i], defs.data, extra, b->buffers[i]);
+	appendStringInfo(prefix, "INSERT INTO %s (%s, _ssp_run) SELECT %s, $2 FROM %s b WHERE (%s) IS NOT TRUE;\n",
+					 b->buffers[i], cols.data, cols.data, SSP_BATCH_RELATION(i), late);
+	b->late_sql = psprintf("%s%s(SELECT pg_catalog.count(*) FROM %s b WHERE %s)",
+						   b->late_sql ? b->late_sql : "SELECT ",
+						   b->late_sql ? " OPERATOR(pg_catalog.+) " : "",
+						   SSP_BATCH_RELATION(i), late);
+}
+
+/*
+ * add_key_indexes: where new rows look up their partners, on the buffers
+ * (into create): by each column compared with = to another stream's, then
+ * the event time, in one index (an index on the event time alone tempts
+ * the planner into ANDing bitmaps of a whole time range); or by the event
+ * time if there are none.
+ */
+static void
+add_key_indexes(Build *b, List *quals, const char *evcol[], StringInfo create)
+{
+	bool		keyed[SSP_MAX_STREAMS] = {false};
+	ListCell   *lc;
+	int			i,
+				k;
+
+	foreach(lc, quals)
+	{
+		OpExpr	   *op = lfirst(lc);
+		char	   *opname;
+		int			side[2];
+
+		if (!IsA(op, OpExpr) || list_length(op->args) != 2 ||
+			!IsA(linitial(op->args), Var) || !IsA(lsecond(op->args), Var) ||
+			(opname = get_opname(op->opno)) == NULL || strcmp(opname, "=") != 0)
+			continue;
+		for (i = 0; i < 2; i++)
+		{
+			Var		   *v = list_nth(op->args, i);
+
+			side[i] = -1;
+			for (k = 0; k < b->nstreams; k++)
+				if (v->varno == b->join_rtindex[k] && v->varlevelsup == 0)
+					side[i] = k;
+		}
+		if (side[0] < 0 || side[1] < 0 || side[0] == side[1])
+			continue;
+		for (i = 0; i < 2; i++)
+		{
+			Var		   *v = list_nth(op->args, i);
+
+			appendStringInfo(create, "CREATE INDEX ON %s (%s, %s);\n", b->buffers[side[i]],
+							 quote_identifier(get_attname(b->streams[side[i]]->relid, v->varattno, false)),
+							 evcol[side[i]]);
+			keyed[side[i]] = true;
+		}
+	}
+	for (i = 0; i < b->nstreams; i++)
+		if (!keyed[i])
+			appendStringInfo(create, "CREATE INDEX ON %s (%s);\n", b->buffers[i], evcol[i]);
 }
 
 /* right_keeps_versions: whether a join's right buffer, made before, keeps
@@ -576,6 +702,216 @@ build_temporal_join(Build *b, JoinExpr *j, const char *alias[2], const char *evc
 }
 
 /*
+ * Joins of more than two streams, inner only:
+ *
+ *	SELECT ... FROM orders o
+ *	  JOIN payments p ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + interval '1 day'
+ *	  JOIN shipments s ON s.order_id = p.order_id AND s.ts BETWEEN p.ts AND p.ts + interval '2 days'
+ *
+ * Each stream's rows wait in a buffer table, NAME_stream1, NAME_stream2...,
+ * as in a join of two.  A batch adds its rows that are not late to them;
+ * the new tuples are those with at least one row the current run added,
+ * each found once, by the first stream (left to right) whose row in it is
+ * new: (new o × p × s) ∪ (old o × new p × s) ∪ (old o × old p × new s).
+ *
+ * The bounds: each comparison of two event times in ON, each plus or
+ * minus a constant, says how much later than one the other can be at
+ * most (an edge of a graph of the streams, weighted by an interval).
+ * Through the others, a path of edges bounds it too: shipments at most
+ * three days after orders above.  A row waits while some stream's rows
+ * still to come (at or after the watermark) could be in a tuple with it:
+ * it goes once, for every other stream, some path from its stream to it
+ * ends before the watermark.  Every stream must reach every other by
+ * such a path, or its rows would wait forever.
+ */
+
+/* MultiJoin: the bounds of a join of streams, between each two. */
+typedef struct MultiJoin
+{
+	int			n;
+	char	   *edge[SSP_MAX_STREAMS][SSP_MAX_STREAMS];	/* SQL interval: [i][j],
+														 * how much later than
+														 * i's time j's can be;
+														 * NULL: not compared */
+	List	   *paths[SSP_MAX_STREAMS][SSP_MAX_STREAMS];	/* char *: the sums of
+															 * the edges of each
+															 * path from i to j */
+} MultiJoin;
+
+/* stream_quals: the ON conditions of a join of streams only, nested ones too. */
+static List *
+stream_quals(Node *node)
+{
+	JoinExpr   *j = (JoinExpr *) node;
+
+	if (!IsA(node, JoinExpr))
+		return NIL;
+	return list_concat(list_concat(stream_quals(j->larg), stream_quals(j->rarg)),
+					   conjuncts(j->quals));
+}
+
+/* find_paths: the paths from stream `from` on, not through visited ones. */
+static void
+find_paths(MultiJoin *mj, int origin, int from, const char *sum, bool *visited)
+{
+	int			k;
+
+	for (k = 0; k < mj->n; k++)
+	{
+		char	   *through;
+
+		if (visited[k] || mj->edge[from][k] == NULL)
+			continue;
+		through = sum ? psprintf("%s + %s", sum, mj->edge[from][k]) : mj->edge[from][k];
+		mj->paths[origin][k] = lappend(mj->paths[origin][k], through);
+		visited[k] = true;
+		find_paths(mj, origin, k, through, visited);
+		visited[k] = false;
+	}
+}
+
+/* multi_bounds: the edges of the graph of streams from quals, and its paths. */
+static void
+multi_bounds(Build *b, List *quals, MultiJoin *mj)
+{
+	ListCell   *lc;
+	int			i;
+
+	memset(mj, 0, sizeof(MultiJoin));
+	mj->n = b->nstreams;
+	foreach(lc, quals)
+	{
+		OpExpr	   *op = lfirst(lc);
+		char	   *opname;
+		Term		l,
+					r;
+
+		if (!IsA(op, OpExpr) || list_length(op->args) != 2 ||
+			(opname = get_opname(op->opno)) == NULL)
+			continue;
+		l = term(b, linitial(op->args));
+		r = term(b, lsecond(op->args));
+		if (l.side < 0 || r.side < 0 || l.side == r.side)
+			continue;
+		/* l + a <= r + c: l's time is at most c - a after r's (the first such) */
+		if ((strcmp(opname, "<") == 0 || strcmp(opname, "<=") == 0) &&
+			mj->edge[r.side][l.side] == NULL)
+			mj->edge[r.side][l.side] = difference_sql(&r, &l);
+		else if ((strcmp(opname, ">") == 0 || strcmp(opname, ">=") == 0) &&
+				 mj->edge[l.side][r.side] == NULL)
+			mj->edge[l.side][r.side] = difference_sql(&l, &r);
+	}
+	for (i = 0; i < mj->n; i++)
+	{
+		bool		visited[SSP_MAX_STREAMS] = {false};
+
+		visited[i] = true;
+		find_paths(mj, i, i, NULL, visited);
+	}
+}
+
+/* bound_sql: SQL, how much later than stream i's time j's can be at most. */
+static char *
+bound_sql(MultiJoin *mj, int i, int j)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	if (i == j)
+		return "'0'::interval";
+	if (list_length(mj->paths[i][j]) == 1)
+		return linitial(mj->paths[i][j]);
+	initStringInfo(&buf);
+	foreach(lc, mj->paths[i][j])
+		appendStringInfo(&buf, "%s%s", buf.len ? ", " : "LEAST(", (char *) lfirst(lc));
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/* build_multi_join: as ssp_build_stream_join, for more than two streams. */
+static void
+build_multi_join(Build *b, JoinExpr *j, const char *alias[], const char *evcol[],
+				 char *evref[], StringInfo create)
+{
+	List	   *quals = stream_quals((Node *) j);
+	MultiJoin	mj;
+	StringInfoData prefix,
+				on,
+				cols,
+				from,
+				branches,
+				purge;
+	ListCell   *lc;
+	int			i,
+				k;
+
+	multi_bounds(b, quals, &mj);
+	for (i = 0; i < b->nstreams; i++)
+		for (k = 0; k < b->nstreams; k++)
+			if (i != k && mj.paths[i][k] == NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("a join of streams needs a bound between the event times of each two of them, directly or through the others"),
+						 errdetail("Without a bound on how much later than a row of stream \"%s\" a row of stream \"%s\" can be, rows of \"%s\" would wait for a match forever.",
+								   b->streams[i]->relname, b->streams[k]->relname, b->streams[i]->relname),
+						 errhint("Compare the event times in ON, as in ON %s BETWEEN %s AND %s + interval '1 day'.",
+								 evref[k], evref[i], evref[i])));
+
+	/* the buffers */
+	initStringInfo(&prefix);
+	for (i = 0; i < b->nstreams; i++)
+		add_buffer(b, i, evcol[i], "", create, &prefix);
+	add_key_indexes(b, quals, evcol, create);
+
+	/* the new tuples, each by the first of its streams whose row is new */
+	initStringInfo(&on);
+	foreach(lc, quals)
+		appendStringInfo(&on, "%s(%s)", on.len ? " AND " : "", ssp_deparse(b, lfirst(lc)));
+	initStringInfo(&cols);
+	initStringInfo(&from);
+	for (i = 0; i < b->nstreams; i++)
+	{
+		appendStringInfo(&cols, "%s(%s.*)::%s AS s%d", i ? ", " : "", alias[i], b->buffers[i], i);
+		appendStringInfo(&from, "%s%s %s", i ? ", " : "", b->buffers[i], alias[i]);
+	}
+	initStringInfo(&branches);
+	for (i = 0; i < b->nstreams; i++)
+	{
+		appendStringInfo(&branches, "%sSELECT %s FROM %s WHERE %s AND %s",
+						 i ? " UNION ALL " : "(", cols.data, from.data, on.data, is_new(alias[i]));
+		for (k = 0; k < i; k++)
+			appendStringInfo(&branches, " AND NOT (%s)", is_new(alias[k]));
+	}
+	appendStringInfoString(&branches, ") _ssp_j");
+	for (i = 0; i < b->nstreams; i++)
+		appendStringInfo(&branches, " CROSS JOIN LATERAL (SELECT (_ssp_j.s%d).*) %s", i, alias[i]);
+	b->join_from = branches.data;
+
+	/* rows that can be in no tuple with rows still to come go */
+	for (i = 0; i < b->nstreams; i++)
+	{
+		initStringInfo(&purge);
+		for (k = 0; k < b->nstreams; k++)
+		{
+			if (k == i)
+				continue;
+			appendStringInfo(&purge, " AND (");
+			foreach(lc, mj.paths[i][k])
+				appendStringInfo(&purge, "%s%s OPERATOR(pg_catalog.+) (%s) OPERATOR(pg_catalog.<) $1",
+								 foreach_current_index(lc) ? " OR " : "", evref[i], (char *) lfirst(lc));
+			appendStringInfoChar(&purge, ')');
+		}
+		appendStringInfo(&prefix, "%s_ssp_gone_%d AS (DELETE FROM %s %s WHERE %s IS NULL OR (true%s))",
+						 i ? ", " : "WITH ", i, b->buffers[i], alias[i], evref[i], purge.data);
+	}
+	appendStringInfoChar(&prefix, ' ');
+	b->apply_prefix = prefix.data;
+	for (i = 0; i < b->nstreams; i++)
+		for (k = 0; k < b->nstreams; k++)
+			b->join_bound[i][k] = bound_sql(&mj, i, k);
+}
+
+/*
  * ssp_build_stream_join: the buffer tables (into create), the statements
  * that run before the view's apply statement (b->apply_prefix), the FROM
  * item that stands for the joined streams (b->join_from), and the late
@@ -584,19 +920,18 @@ build_temporal_join(Build *b, JoinExpr *j, const char *alias[2], const char *evc
 void
 ssp_build_stream_join(Build *b, JoinExpr *j, List *names, StringInfo create)
 {
-	const char *alias[2];
-	const char *evcol[2];
-	char	   *evref[2];		/* alias.evcol */
-	char	   *buf[2];
-	char	   *on = ssp_deparse(b, j->quals);
+	const char *alias[SSP_MAX_STREAMS];
+	const char *evcol[SSP_MAX_STREAMS];
+	char	   *evref[SSP_MAX_STREAMS];	/* alias.evcol */
+	char	   *buf[SSP_MAX_STREAMS];
+	char	   *on;
 	bool		left = j->jointype == JOIN_LEFT;
 	StringInfoData prefix;
 	char	   *pair;
-	bool		keyed[2] = {false, false};
 	ListCell   *lc;
 	int			i;
 
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < b->nstreams; i++)
 	{
 		alias[i] = quote_identifier(list_nth(names, b->join_rtindex[i] - 1));
 		if (strncmp(list_nth(names, b->join_rtindex[i] - 1), "_ssp", 4) == 0)
@@ -610,14 +945,26 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, StringInfo create)
 		if (b->buffers[i] == NULL)
 		{
 			b->buffer_names = lappend(b->buffer_names,
-									  ChooseRelationName(b->relname, NULL, i == 0 ? "left" : "right",
+									  ChooseRelationName(b->relname, NULL,
+														 b->nstreams > 2 ? psprintf("stream%d", i + 1) :
+														 i == 0 ? "left" : "right",
 														 b->nspid, false));
 			b->buffers[i] = quote_qualified_identifier(get_namespace_name(b->nspid),
 													   llast(b->buffer_names));
 		}
 		buf[i] = b->buffers[i];
 	}
-	b->join_time = psprintf("GREATEST(%s, %s)", evref[0], evref[1]);
+	initStringInfo(&prefix);
+	for (i = 0; i < b->nstreams; i++)
+		appendStringInfo(&prefix, "%s%s", i ? ", " : "GREATEST(", evref[i]);
+	appendStringInfoChar(&prefix, ')');
+	b->join_time = prefix.data;
+	if (b->nstreams > 2)
+	{
+		build_multi_join(b, j, alias, evcol, evref, create);
+		return;
+	}
+	on = ssp_deparse(b, j->quals);
 	/* a view is built for the right stream as it was at CREATE VIEW */
 	if (b->rebuilding && b->streams[1]->changelog != right_keeps_versions(b))
 		ereport(ERROR,
@@ -650,59 +997,9 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, StringInfo create)
 	/* the buffers */
 	initStringInfo(&prefix);
 	for (i = 0; i < 2; i++)
-	{
-		StringInfoData cols,
-					defs;
-		const char *late = psprintf("b.%s OPERATOR(pg_catalog.<) $1", evcol[i]);
-
-		initStringInfo(&cols);
-		initStringInfo(&defs);
-		buffer_columns(b->streams[i], &cols, &defs);
-		appendStringInfo(create, "CREATE TABLE %s (%s_ssp_xact xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id(), "
-						 "_ssp_run int NOT NULL%s);\nCREATE INDEX ON %s (_ssp_xact, _ssp_run);\n",
-						 buf[i], defs.data, i == 0 && left ? ", _ssp_matched boolean NOT NULL DEFAULT false" : "",
-						 buf[i]);
-		/* 1: the batch's rows that are not late */
-		appendStringInfo(&prefix, "INSERT INTO %s (%s, _ssp_run) SELECT %s, $2 FROM %s b WHERE (%s) IS NOT TRUE;\n",
-						 buf[i], cols.data, cols.data, SSP_BATCH_RELATION(i), late);
-		b->late_sql = psprintf("%s%s(SELECT pg_catalog.count(*) FROM %s b WHERE %s)",
-							   b->late_sql ? b->late_sql : "SELECT ",
-							   b->late_sql ? " OPERATOR(pg_catalog.+) " : "",
-							   SSP_BATCH_RELATION(i), late);
-	}
-	/*
-	 * Step 3 looks up each new row's partners: by the columns compared with
-	 * = and then the event time, in one index (an index on the event time
-	 * alone tempts the planner into ANDing bitmaps of a whole time range),
-	 * or by the event time if there are none.
-	 */
-	foreach(lc, conjuncts(j->quals))
-	{
-		OpExpr	   *op = lfirst(lc);
-		char	   *opname;
-
-		if (!IsA(op, OpExpr) || list_length(op->args) != 2 ||
-			!IsA(linitial(op->args), Var) || !IsA(lsecond(op->args), Var) ||
-			(opname = get_opname(op->opno)) == NULL || strcmp(opname, "=") != 0)
-			continue;
-		for (i = 0; i < 2; i++)
-		{
-			Var		   *v = list_nth(op->args, i);
-			int			side = v->varno == b->join_rtindex[0] ? 0 :
-				v->varno == b->join_rtindex[1] ? 1 : -1;
-
-			if (side >= 0)
-			{
-				appendStringInfo(create, "CREATE INDEX ON %s (%s, %s);\n", buf[side],
-								 quote_identifier(get_attname(b->streams[side]->relid, v->varattno, false)),
-								 evcol[side]);
-				keyed[side] = true;
-			}
-		}
-	}
-	for (i = 0; i < 2; i++)
-		if (!keyed[i])
-			appendStringInfo(create, "CREATE INDEX ON %s (%s);\n", buf[i], evcol[i]);
+		add_buffer(b, i, evcol[i], i == 0 && left ? ", _ssp_matched boolean NOT NULL DEFAULT false" : "",
+				   create, &prefix);
+	add_key_indexes(b, conjuncts(j->quals), evcol, create);
 
 	/* 2: left rows that found a match, new ones or old ones with a new right row */
 	if (left)
@@ -733,6 +1030,61 @@ ssp_build_stream_join(Build *b, JoinExpr *j, List *names, StringInfo create)
 }
 
 /*
+ * multi_window_delay: ssp_join_window_delay over more than two streams.
+ * A window is over the event time of some of them: one, or GREATEST of
+ * several.  A new tuple has a row at or after the watermark W, of any
+ * stream k; its window's time is at least W less the bound from one of
+ * those streams to k: at least W less the largest of those bounds, over
+ * every stream k (for k among them, 0).
+ */
+static char *
+multi_window_delay(Build *b, Node *ts)
+{
+	bool		over[SSP_MAX_STREAMS] = {false};
+	List	   *args;
+	StringInfoData delay;
+	ListCell   *lc;
+	int			i,
+				k;
+
+	while (IsA(ts, RelabelType))
+		ts = (Node *) ((RelabelType *) ts)->arg;
+	args = IsA(ts, MinMaxExpr) && ((MinMaxExpr *) ts)->op == IS_GREATEST ?
+		((MinMaxExpr *) ts)->args : list_make1(ts);
+	foreach(lc, args)
+	{
+		Node	   *arg = lfirst(lc);
+		Term		t;
+
+		while (IsA(arg, RelabelType))
+			arg = (Node *) ((RelabelType *) arg)->arg;
+		t = IsA(arg, Var) ? term(b, arg) : (Term) {-1, NULL, false};
+		if (t.side < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a window over a join of streams must be over the event time of one of them, or the latest of several"),
+					 errhint("Window on the event time of a stream, or on %s.", b->join_time)));
+		over[t.side] = true;
+	}
+	initStringInfo(&delay);
+	for (k = 0; k < b->nstreams; k++)
+	{
+		StringInfoData least;
+
+		if (over[k])
+			continue;
+		initStringInfo(&least);
+		for (i = 0; i < b->nstreams; i++)
+			if (over[i])
+				appendStringInfo(&least, "%s%s", least.len ? ", " : "", b->join_bound[i][k]);
+		appendStringInfo(&delay, ", LEAST(%s)", least.data);
+	}
+	if (delay.len == 0)
+		return NULL;
+	return psprintf("GREATEST('0'::interval%s)", delay.data);
+}
+
+/*
  * ssp_join_window_delay: for a window over the join on ts, how long after
  * the watermark passes a window's end the window closes, as SQL (NULL: at
  * once).  ts must be the event time of either stream, or GREATEST of both.
@@ -752,6 +1104,8 @@ ssp_join_window_delay(Build *b, Node *ts)
 	bool		left = SSP_JOIN_EMITS_LATE(b);
 	int			side = -1;
 
+	if (b->nstreams > 2)
+		return multi_window_delay(b, ts);
 	while (IsA(ts, RelabelType))
 		ts = (Node *) ((RelabelType *) ts)->arg;
 	if (IsA(ts, Var))

@@ -334,8 +334,12 @@ check_query(Query *q)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a continuous view must read a stream"),
 				 errdetail("A stream is a foreign table of a server of foreign-data wrapper ssp_kafka.")));
-	if (list_length(streams) > 2)
-		ssp_refuse("more than two streams", "A continuous view joins at most two streams.");
+	if (list_length(streams) > SSP_MAX_STREAMS)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a continuous view can join at most %d streams", SSP_MAX_STREAMS),
+				 errdetail("It reads %d.", list_length(streams)),
+				 errhint("Join some of them in a view with ssp.output_topic, and read its topic as a stream.")));
 	return streams;
 }
 
@@ -687,13 +691,18 @@ ssp_stream_rtindex(Build *b)
  * (viewsql.c); a view without aggregates keeps the latest row per key.
  */
 static void
-check_changelog(Build *b)
+check_changelog(Build *b, SspStream *s)
 {
 	Query	   *q = b->query;
-	SspStream  *s = b->stream->changelog ? b->stream : b->streams[1];
 
+	if (b->nstreams > 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("changelog \"%s\" cannot be read in a join of more than two streams", s->relname),
+				 errdetail("A changelog is joined with one stream, each row with the version of its key current at its event time."),
+				 errhint("Keep the changelog in a view with ssp.primary_key and join that view.")));
 	/* a stream joined with a changelog reads it as of its rows' times (join.c) */
-	if (b->nstreams == 2 && !b->stream->changelog)
+	if (b->nstreams == 2 && s == b->streams[1])
 		return;
 	if (b->nstreams == 2)
 		ereport(ERROR,
@@ -862,39 +871,42 @@ ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 	SspViewOptions *opts = b->opts;
 	List	   *streamlist;
 	int			save_nestlevel;
+	int			i;
 
 	streamlist = check_query(q);
 	b->analysed = copyObject(q);
-	if (list_length(streamlist) == 2)
+	b->nstreams = list_length(streamlist);
+	if (b->nstreams > 1)
 	{
 		ListCell   *lc;
-		int			i;
+		int			k;
 
 		foreach(lc, q->jointree->fromlist)
 			if (b->stream_join == NULL)
 				b->stream_join = ssp_find_stream_join(b, lfirst(lc));
 		if (b->stream_join == NULL)
-			ssp_refuse("two streams that are not joined with JOIN ... ON",
-					   "Join two streams directly, with ON and a bound between their event times, as in FROM orders o JOIN payments p ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + interval '1 day'.");
-		for (i = 0; i < 2; i++)
+			ssp_refuse(b->nstreams == 2 ? "two streams that are not joined with JOIN ... ON" :
+					   "streams that are not joined with each other with JOIN ... ON",
+					   b->nstreams == 2 ? "Join two streams directly, with ON and a bound between their event times, as in FROM orders o JOIN payments p ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + interval '1 day'." :
+					   "Join the streams with each other first, each with ON and a bound between event times, as in FROM orders o JOIN payments p ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + interval '1 day' JOIN shipments s ON ..., then the tables.");
+		for (i = 0; i < b->nstreams; i++)
 		{
 			b->stream_oids[i] = rt_fetch(b->join_rtindex[i], q->rtable)->relid;
 			b->streams[i] = ssp_stream_open(b->stream_oids[i]);
+			b->topics[i] = b->streams[i]->topic;
+			/* a view keeps one offset per topic and partition */
+			for (k = 0; k < i; k++)
+				if (strcmp(b->streams[k]->topic, b->streams[i]->topic) == 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("a join of streams cannot read topic \"%s\" twice", b->streams[i]->topic),
+							 errdetail("A continuous view keeps one offset per topic and partition.")));
 		}
-		/* a view keeps one offset per topic and partition */
-		if (strcmp(b->streams[0]->topic, b->streams[1]->topic) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("a join of two streams cannot read topic \"%s\" twice", b->streams[0]->topic),
-					 errdetail("A continuous view keeps one offset per topic and partition.")));
 	}
 	else
 		b->stream_oids[0] = linitial_oid(streamlist);
-	b->nstreams = list_length(streamlist);
 	b->stream = ssp_stream_open(b->stream_oids[0]);
 	b->topics[0] = b->stream->topic;
-	if (b->nstreams == 2)
-		b->topics[1] = b->streams[1]->topic;
 
 	/* deparse with every name qualified */
 	save_nestlevel = NewGUCNestLevel();
@@ -904,8 +916,12 @@ ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 	setup_deparse(b, b->stream_oids[0]);
 	b->window = -1;
 	b->batch = "ssp_batch";
-	if (b->stream->changelog || (b->nstreams == 2 && b->streams[1]->changelog))
-		check_changelog(b);
+	for (i = 0; i < b->nstreams; i++)
+		if (b->nstreams == 1 ? b->stream->changelog : b->streams[i]->changelog)
+		{
+			check_changelog(b, b->nstreams == 1 ? b->stream : b->streams[i]);
+			break;
+		}
 	if (b->stream->changelog && (q->hasAggs || q->groupClause))
 		b->batch = "_ssp_latest";
 	if (b->stream_join)
@@ -913,7 +929,7 @@ ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 		if (opts->primary_key)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("ssp.primary_key cannot be used with a join of two streams"),
+					 errmsg("ssp.primary_key cannot be used with a join of streams"),
 					 errdetail("A pair of rows is not the latest version of a key.")));
 		ssp_build_stream_join(b, b->stream_join, b->rtnames, create);
 	}
@@ -931,7 +947,7 @@ ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 	if (opts->parallelism > 1 && (b->stream_join || b->window >= 0 || opts->sliding || opts->primary_key))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("ssp.parallelism cannot be used with windows, ssp.sliding, ssp.primary_key or a join of two streams"),
+				 errmsg("ssp.parallelism cannot be used with windows, ssp.sliding, ssp.primary_key or a join of streams"),
 				 errdetail("Each worker reads only its share of the partitions, and these need the event times, or the order of the messages, of all of them.")));
 	if (opts->output_topic && (!(q->hasAggs || q->groupClause) || opts->parallelism > 1 || opts->sliding))
 		ereport(ERROR,

@@ -15,11 +15,15 @@
 #define SSP_DEFAULT_COMMIT_INTERVAL_MS 100
 #define SSP_DEFAULT_BATCH_SIZE 200000
 
+/* streams one continuous view joins at most */
+#define SSP_MAX_STREAMS 3
+
 /*
  * The ephemeral relation that holds a batch's messages of a view's first
- * stream, and of the second in a join of two streams.
+ * stream, and of the others in a join of streams.
  */
-#define SSP_BATCH_RELATION(source) ((source) == 0 ? "ssp_batch" : "ssp_batch_2")
+#define SSP_BATCH_RELATION(source) \
+	((source) == 0 ? "ssp_batch" : (source) == 1 ? "ssp_batch_2" : "ssp_batch_3")
 
 typedef enum SspOnError
 {
@@ -36,7 +40,8 @@ typedef struct SspView
 	Oid			view;
 	Oid			mrel;
 	char	   *name;
-	int			nsources;		/* streams it reads: 1, or 2 joined */
+	int			nsources;		/* streams it reads: 1, or up to
+								 * SSP_MAX_STREAMS joined */
 	Oid		   *streams;
 	char	  **topics;			/* their topics */
 	List	   *buffers;		/* Oid: a join's buffer tables */

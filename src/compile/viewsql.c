@@ -698,8 +698,8 @@ refuse_volatile_distinct(Build *b)
 				 errhint("Mark the function STABLE or IMMUTABLE if it is.")));
 }
 
-/* the view's table of distinct values: after a join's two buffers */
-#define DISTINCT_BUFFER(b) ((b)->stream_join ? 2 : 0)
+/* the view's table of distinct values: after a join's buffers */
+#define DISTINCT_BUFFER(b) ((b)->stream_join ? (b)->nstreams : 0)
 
 /*
  * group_row: SQL, the groups' keys of the mrel as one row, over alias

@@ -24,7 +24,7 @@ typedef struct SspEventTime
 } SspEventTime;
 
 /*
- * The topics a view's worker reads (one, or two for a join of streams).
+ * The topics a view's worker reads (one, or several for a join of streams).
  * Their partitions are numbered as one range of slots: partition p of
  * source i is slot base[i] + p; per-partition arrays are indexed by slot.
  */

@@ -15,6 +15,8 @@
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 
+#include "compile/view.h"
+
 #define SSP_STATUS_LEN 32
 #define SSP_ERROR_LEN 512
 /* the rate of a worker is smoothed over about this many seconds */
@@ -49,7 +51,7 @@ typedef struct SspWorkerSlot
  * in the same part of the same ssp.parallelism, with the same batch
  * settings.
  */
-#define SSP_READER_MAX_SOURCES 2
+#define SSP_READER_MAX_SOURCES SSP_MAX_STREAMS
 typedef struct SspReaderKey
 {
 	Oid			dboid;

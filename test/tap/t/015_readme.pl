@@ -78,7 +78,7 @@ for my $file (@files)
 	$ran{$file} = 0;
 }
 
-my $broker = SspTest::start_broker(topics => ['orders:4', 'payments:4', 'customers:4', 'revenue_changes:4', 'rates:4', 'tax_rates:4']);
+my $broker = SspTest::start_broker(topics => ['orders:4', 'payments:4', 'customers:4', 'revenue_changes:4', 'rates:4', 'tax_rates:4', 'shipments:4']);
 # each block's database keeps its scheduler and workers: room for them all
 my $node = SspTest::new_node('readme', conf => "max_worker_processes = 64\n");
 my $i = 0;

@@ -1,4 +1,4 @@
-# Windows over a join of two streams, exactly once.  20,000 orders and
+# Windows over joins of streams, exactly once.  20,000 orders and
 # their payments (seconds to hours later, some beyond the day's bound, some
 # never made) are produced over 33 hours of event time into 8 partitions
 # each, the payments of each chunk before its orders, while the views'
@@ -18,7 +18,11 @@
 #    (a version every 10 minutes, each chunk's written newest first, some
 #    deletes): per hour with ssp.emit = 'final', and every order with its
 #    rate or none (a left join): each equal to the plain query, the latest
-#    version at or before each order's time.
+#    version at or before each order's time;
+#  - a join of three streams, orders, payments and shipments (each
+#    shipment bounded by its payment only, so by its order through it),
+#    per hour of the order with ssp.emit = 'final' and every tuple: each
+#    equal to the plain query, and every buffered row gone at the end.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -26,9 +30,10 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SspTest;
 
-my $broker = SspTest::start_any_broker(topics => ['orders:8', 'payments:8', 'hourly_final:4', 'rates:3']);
+my $broker = SspTest::start_any_broker(topics => ['orders:8', 'payments:8', 'hourly_final:4', 'rates:3', 'shipments:8']);
 my $node = SspTest::new_node('join_windows');
 my $bound = "ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + interval '1 day'";
+my $ship_bound = "ON s.order_id = p.order_id AND s.ts BETWEEN p.ts AND p.ts + interval '1 day'";
 $node->safe_psql('postgres', qq{
 	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$broker->{bootstrap}');
 	CREATE FOREIGN TABLE orders (order_id bigint, region text, amount numeric, ts timestamptz,
@@ -37,6 +42,8 @@ $node->safe_psql('postgres', qq{
 	CREATE FOREIGN TABLE payments (order_id bigint, amount numeric, ts timestamptz,
 	    p int OPTIONS (meta 'partition'))
 	  SERVER kafka OPTIONS (topic 'payments', timestamp 'ts');
+	CREATE FOREIGN TABLE shipments (order_id bigint, ts timestamptz, p int OPTIONS (meta 'partition'))
+	  SERVER kafka OPTIONS (topic 'shipments', timestamp 'ts');
 	CREATE FOREIGN TABLE rates (region text, factor numeric, ts timestamptz OPTIONS (meta 'timestamp'),
 	    p int OPTIONS (meta 'partition'))
 	  SERVER kafka OPTIONS (topic 'rates', key 'region', changelog 'upsert');
@@ -49,6 +56,12 @@ $node->safe_psql('postgres', qq{
 	CREATE VIEW rated_left WITH (ssp.continuous, ssp.batch_size = 900) AS
 	  SELECT o.order_id, r.factor, r.ts AS rate_ts
 	  FROM orders o LEFT JOIN rates r ON r.region = o.region AND r.ts <= o.ts WHERE o.order_id > 0;
+	CREATE VIEW shipped_hour WITH (ssp.continuous, ssp.emit = 'final', ssp.batch_size = 1300) AS
+	  SELECT ssp.tumble(o.ts, '1 hour') AS hour, count(*) AS n, avg(s.ts - o.ts) AS delivery
+	  FROM orders o JOIN payments p $bound JOIN shipments s $ship_bound WHERE o.order_id > 0 GROUP BY 1;
+	CREATE VIEW shipped WITH (ssp.continuous, ssp.batch_size = 1100) AS
+	  SELECT o.order_id, p.amount, s.ts AS sts
+	  FROM orders o JOIN payments p $bound JOIN shipments s $ship_bound WHERE o.order_id > 0;
 	CREATE VIEW by_order_hour WITH (ssp.continuous, ssp.batch_size = 1500) AS
 	  SELECT ssp.tumble(o.ts, '1 hour') AS hour, o.region, count(*) AS n, avg(p.ts - o.ts) AS completion
 	  FROM orders o JOIN payments p $bound WHERE o.order_id > 0 GROUP BY 1, 2;
@@ -85,6 +98,14 @@ $node->safe_psql('postgres', qq{
 	  FROM o_all WHERE order_id % 10 <> 0
 	  UNION ALL
 	  SELECT order_id, 1, ts + interval '90 s' FROM o_all WHERE order_id % 25 = 0;
+	-- a shipment after each payment, by order_id % 4: 10 minutes, 5
+	-- hours, 30 hours (no match), 20 hours; one for each unpaid order
+	CREATE TABLE s_all AS
+	  SELECT order_id, ts + CASE order_id % 4 WHEN 0 THEN interval '10 minutes' WHEN 1 THEN interval '5 hours'
+	                               WHEN 2 THEN interval '30 hours' ELSE interval '20 hours' END AS ts
+	  FROM p_all WHERE amount <> 1
+	  UNION ALL
+	  SELECT order_id, ts + interval '1 hour' FROM o_all WHERE order_id % 10 = 0;
 	-- a rate per region every 10 minutes; every 6th of r2 a delete
 	CREATE TABLE r_all AS
 	  SELECT 'r' || k AS region, 1 + (m % 17) / 10.0 AS factor, k = 2 AND m % 6 = 5 AS deleted,
@@ -94,13 +115,17 @@ $node->safe_psql('postgres', qq{
 	  SELECT o.order_id, o.amount, o.ts, v.factor, v.ts AS rate_ts, v.deleted FROM o_all o
 	  LEFT JOIN LATERAL (SELECT * FROM r_all r WHERE r.region = o.region AND r.ts <= o.ts
 	                     ORDER BY r.ts DESC LIMIT 1) v ON true;
+	CREATE VIEW triples AS
+	  SELECT o.order_id, o.ts AS ots, p.amount, s.ts AS sts
+	  FROM o_all o JOIN p_all p $bound JOIN s_all s $ship_bound;
 	CREATE VIEW pairs AS
 	  SELECT o.order_id, o.region, o.ts AS ots, p.amount, p.ts AS pts
 	  FROM o_all o JOIN p_all p $bound;
 });
-my @views = qw(by_order_hour pair_hop by_payment_final hourly_final distinct_hop priced_hour rated_left);
+my @views = qw(by_order_hour pair_hop shipped_hour by_payment_final hourly_final distinct_hop priced_hour shipped rated_left);
 
-# 12 chunks of event time; in each, the chunk's payments first, then its
+# 12 chunks of event time; in each, the chunk's shipments first, then its
+# payments, then its
 # rates newest first, then its orders, the others in event-time order and
 # every partition given some of each chunk
 my $start = "timestamptz '2026-03-01 00:00+00'";
@@ -110,6 +135,8 @@ for my $chunk (0 .. 11)
 {
 	my $range = "ts >= $start + $chunk * $chunk_len"
 	  . ($chunk < 11 ? " AND ts < $start + ($chunk + 1) * $chunk_len" : '');
+	$node->safe_psql('postgres', "INSERT INTO shipments (order_id, ts, p)
+		SELECT order_id, ts, order_id % 8 FROM s_all WHERE $range ORDER BY ts");
 	$node->safe_psql('postgres', "INSERT INTO payments (order_id, amount, ts, p)
 		SELECT order_id, amount, ts, order_id % 8 FROM p_all WHERE $range ORDER BY ts");
 	$node->safe_psql('postgres', "INSERT INTO rates (region, factor, ts, p)
@@ -118,7 +145,7 @@ for my $chunk (0 .. 11)
 		SELECT region, NULL, ts, substr(region, 2)::int FROM r_all WHERE $range AND deleted ORDER BY ts DESC");
 	$node->safe_psql('postgres', "INSERT INTO orders (order_id, region, amount, ts, p)
 		SELECT order_id, region, amount, ts, order_id % 8 FROM o_all WHERE $range ORDER BY ts");
-	if ($chunk % 3 == 1 || $chunk == 2 || $chunk == 5 || $chunk == 9)
+	if ($chunk % 3 == 1 || $chunk == 2 || $chunk == 5 || $chunk == 9 || $chunk == 0 || $chunk == 11)
 	{
 		my $view = $views[$kills % @views];
 		$node->poll_query_until('postgres',
@@ -145,6 +172,7 @@ $node->safe_psql('postgres', q{
 	INSERT INTO orders (order_id, region, amount, ts, p) SELECT 0, 'x', 0, '2027-01-01', g FROM generate_series(0, 7) g;
 	INSERT INTO payments (order_id, amount, ts, p) SELECT 0, 0, '2027-01-01', g FROM generate_series(0, 7) g;
 	INSERT INTO rates (region, factor, ts, p) SELECT 'x', 0, '2027-01-01', g FROM generate_series(0, 2) g;
+	INSERT INTO shipments (order_id, ts, p) SELECT 0, '2027-01-01', g FROM generate_series(0, 7) g;
 });
 SspTest::wait_views($node, 'postgres', @views);
 ok($node->poll_query_until('postgres', q{
@@ -154,9 +182,22 @@ ok($node->poll_query_until('postgres', q{
 my $orders = $node->safe_psql('postgres', 'SELECT count(*) FROM o_all');
 my $payments = $node->safe_psql('postgres', 'SELECT count(*) FROM p_all');
 my $rates = $node->safe_psql('postgres', 'SELECT count(*) FROM r_all');
+my $shipments = $node->safe_psql('postgres', 'SELECT count(*) FROM s_all');
 is($node->safe_psql('postgres', "SELECT sum(processed), sum(late_events), sum(dead_letters) FROM ssp.views
-		WHERE view::text NOT IN ('priced_hour', 'rated_left')"),
-	(@views - 2) * ($orders + $payments + 16) . '|0|0', "every one of the $orders orders and $payments payments applied once by each view, none late");
+		WHERE view::text NOT IN ('priced_hour', 'rated_left', 'shipped_hour', 'shipped')"),
+	(@views - 4) * ($orders + $payments + 16) . '|0|0', "every one of the $orders orders and $payments payments applied once by each view, none late");
+is($node->safe_psql('postgres', "SELECT sum(processed), sum(late_events), sum(dead_letters) FROM ssp.views
+		WHERE view::text IN ('shipped_hour', 'shipped')"),
+	2 * ($orders + $payments + $shipments + 24) . '|0|0',
+	"every one of the $orders orders, $payments payments and $shipments shipments applied once by each join of three, none late");
+is(SspTest::differences($node, 'postgres', 'SELECT * FROM shipped_hour',
+		"SELECT ssp.tumble(ots, '1 hour'), count(*), avg(sts - ots) FROM triples GROUP BY 1"),
+	'0', 'a join of three streams per hour of the order, emit final: exact after kills and a crash');
+is(SspTest::differences($node, 'postgres', 'SELECT * FROM shipped', 'SELECT order_id, amount, sts FROM triples'),
+	'0', 'a join of three streams: every tuple once');
+is($node->safe_psql('postgres', 'SELECT count(*) > 9000 FROM shipped'), 't', 'with many tuples');
+is($node->safe_psql('postgres', "SELECT (SELECT count(*) FROM shipped_stream1) + (SELECT count(*) FROM shipped_stream2)
+		+ (SELECT count(*) FROM shipped_stream3)"), '24', 'every buffered row gone but those of 2027');
 is($node->safe_psql('postgres', "SELECT sum(processed), sum(late_events), sum(dead_letters) FROM ssp.views
 		WHERE view::text IN ('priced_hour', 'rated_left')"),
 	2 * ($orders + $rates + 11) . '|0|0', "every one of the $orders orders and $rates rates applied once by each temporal join, none late");

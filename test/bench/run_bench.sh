@@ -39,7 +39,7 @@ BENCH_DIR=test/bench  # main runs in $SSP_SRC
 BENCH_RESULTS=$BENCH_DIR/results
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
 # the benchmark's topics, NAME:PARTITIONS
-BENCH_TOPICS=(events:16 bench_orders:16 bench_payments:16 bench_accounts:16 bench_rates:16 bench_catchup:64 bench_avro:64 bench_proto:64 bench_fresh:16 bench_mem:16)
+BENCH_TOPICS=(events:16 bench_orders:16 bench_payments:16 bench_shipments:16 bench_accounts:16 bench_rates:16 bench_catchup:64 bench_avro:64 bench_proto:64 bench_fresh:16 bench_mem:16)
 # Apache Kafka's JVM in a benchmark (SSP_BENCH_JAVA_OPTS): the default JIT
 # (kafka_ctl's own options stop at C1, which starts faster and runs slower)
 # and a fixed heap
@@ -185,6 +185,8 @@ CREATE FOREIGN TABLE bench_orders (id bigint, region text, amount numeric, ts ti
 CREATE FOREIGN TABLE bench_payments (id bigint, region text, amount numeric, ts timestamptz,
     p int OPTIONS (meta 'partition'))
   SERVER kafka OPTIONS (topic 'bench_payments', timestamp 'ts');
+CREATE FOREIGN TABLE bench_shipments (id bigint, ts timestamptz, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic 'bench_shipments', timestamp 'ts');
 -- one topic read two ways: as a changelog (the latest version per id), and as a log
 CREATE FOREIGN TABLE bench_accounts (id bigint, region text, amount numeric)
   SERVER kafka OPTIONS (topic 'bench_accounts', key 'id', changelog 'upsert');
@@ -281,7 +283,8 @@ bench_median() {
 # each account, old versions retracted) against the same aggregate over the
 # topic read as a log; and of counts of distinct values (each one new, and
 # each seen before) against the plain aggregate; and of a temporal join of
-# the orders with a changelog of rates per region; in the same run.
+# the orders with a changelog of rates per region; and of a join of three
+# streams, the orders, their payments and their shipments; in the same run.
 bench_joins() {
     local n=${SSP_BENCH_EVENTS:-100000} r=${SSP_BENCH_RUNS:-5}
     bench_start_postgres
@@ -293,6 +296,10 @@ INSERT INTO bench_payments SELECT id, region, amount, ts, id % 16 FROM (
   SELECT g AS id, 'r' || g % 100 AS region, g % 1000 AS amount,
          timestamptz '2024-01-01' + g * interval '100 ms' + (g % 600) * interval '1 s' AS ts
   FROM generate_series(1, $n) g WHERE g % 10 <> 0) p ORDER BY ts;
+INSERT INTO bench_shipments SELECT id, ts, id % 16 FROM (
+  SELECT g AS id, timestamptz '2024-01-01' + g * interval '100 ms' + (g % 600) * interval '1 s'
+           + (g % 1200) * interval '1 s' AS ts
+  FROM generate_series(1, $n) g WHERE g % 10 <> 0 AND g % 7 <> 0) s ORDER BY ts;
 INSERT INTO bench_accounts SELECT g % ($n / 10), 'r' || g % 100, g % 1000 FROM generate_series(1, $n) g;
 INSERT INTO bench_rates SELECT 'r' || k, 1 + m % 7 / 10.0, timestamptz '2024-01-01' + m * interval '1 minute', k % 16
   FROM generate_series(0, $n / 600 + 1) m, generate_series(0, 99) k ORDER BY m, k;
@@ -301,9 +308,10 @@ SQL
 }
 
 bench_joins_run() {
-    local n=$1 r=$2 i a j w c l dn ds t payments rates
-    local -a agg=() join=() win=() cl=() log=() dnew=() dseen=() temporal=()
+    local n=$1 r=$2 i a j w c l dn ds t j3 payments shipments rates
+    local -a agg=() join=() win=() cl=() log=() dnew=() dseen=() temporal=() three=()
     payments=$(psql -X -q -At -c "SELECT count(*) FROM generate_series(1, $n) g WHERE g % 10 <> 0")
+    shipments=$(psql -X -q -At -c "SELECT count(*) FROM generate_series(1, $n) g WHERE g % 10 <> 0 AND g % 7 <> 0")
     rates=$(psql -X -q -At -c "SELECT count(*) FROM bench_rates")
     echo "workload: $n orders (ten a second) and $payments payments (up to 10 minutes later), 16 partitions each; catch-up from the earliest offsets"
     echo "aggregate: SELECT region, count(*), sum(amount) FROM bench_orders GROUP BY region"
@@ -319,6 +327,10 @@ bench_joins_run() {
     echo "temporal:  SELECT o.region, count(*), sum(o.amount * r.rate) FROM bench_orders o JOIN bench_rates r"
     echo "             ON r.region = o.region AND r.ts <= o.ts GROUP BY o.region"
     echo "             ($rates versions: a rate per region and minute; changelog 'upsert')"
+    echo "three:     SELECT o.region, avg(s.ts - o.ts), count(*) FROM bench_orders o"
+    echo "             JOIN bench_payments p ON p.id = o.id AND p.ts BETWEEN o.ts AND o.ts + interval '1 hour'"
+    echo "             JOIN bench_shipments s ON s.id = p.id AND s.ts BETWEEN p.ts AND p.ts + interval '1 hour' GROUP BY o.region"
+    echo "             ($shipments shipments, up to 20 minutes after their payment)"
     echo
     for i in $(seq "$r"); do
         a=$(bench_view_seconds bench_agg "SELECT region, count(*), sum(amount) FROM bench_orders GROUP BY region" "" "$n")
@@ -329,7 +341,9 @@ bench_joins_run() {
         dn=$(bench_view_seconds bench_dnew "SELECT region, count(DISTINCT id), sum(amount) FROM bench_orders GROUP BY region" "" "$n")
         ds=$(bench_view_seconds bench_dseen "SELECT region, count(DISTINCT amount), sum(amount) FROM bench_orders GROUP BY region" "" "$n")
         t=$(bench_view_seconds bench_temporal "SELECT o.region, count(*), sum(o.amount * r.rate) FROM bench_orders o JOIN bench_rates r ON r.region = o.region AND r.ts <= o.ts GROUP BY o.region" "" "$((n + rates))")
-        echo "  run $i: aggregate ${a} s, join ${j} s, windowed join ${w} s, changelog ${c} s, log ${l} s, distinct new ${dn} s, distinct seen ${ds} s, temporal ${t} s"
+        j3=$(bench_view_seconds bench_three "SELECT o.region, avg(s.ts - o.ts), count(*) FROM bench_orders o JOIN bench_payments p ON p.id = o.id AND p.ts BETWEEN o.ts AND o.ts + interval '1 hour' JOIN bench_shipments s ON s.id = p.id AND s.ts BETWEEN p.ts AND p.ts + interval '1 hour' GROUP BY o.region" "" "$((n + payments + shipments))")
+        echo "  run $i: aggregate ${a} s, join ${j} s, windowed join ${w} s, changelog ${c} s, log ${l} s, distinct new ${dn} s, distinct seen ${ds} s, temporal ${t} s, three ${j3} s"
+        three+=("$j3")
         temporal+=("$t")
         dnew+=("$dn")
         dseen+=("$ds")
@@ -347,6 +361,7 @@ bench_joins_run() {
     dn=$(printf '%s\n' "${dnew[@]}" | bench_median)
     ds=$(printf '%s\n' "${dseen[@]}" | bench_median)
     t=$(printf '%s\n' "${temporal[@]}" | bench_median)
+    j3=$(printf '%s\n' "${three[@]}" | bench_median)
     echo
     echo "median aggregate: $a s ($(awk -v n="$n" -v t="$a" 'BEGIN {printf "%d", n / t}') messages/s)"
     echo "median join:      $j s ($(awk -v n="$((n + payments))" -v t="$j" 'BEGIN {printf "%d", n / t}') messages/s over both topics)"
@@ -356,7 +371,8 @@ bench_joins_run() {
     echo "median distinct, new: $dn s ($(awk -v n="$n" -v t="$dn" 'BEGIN {printf "%d", n / t}') messages/s), $(awk -v d="$dn" -v a="$a" 'BEGIN {printf "%.2f", d / a}') times the aggregate"
     echo "median distinct, seen: $ds s ($(awk -v n="$n" -v t="$ds" 'BEGIN {printf "%d", n / t}') messages/s), $(awk -v d="$ds" -v a="$a" 'BEGIN {printf "%.2f", d / a}') times the aggregate"
     echo "median temporal join: $t s ($(awk -v n="$((n + rates))" -v t="$t" 'BEGIN {printf "%d", n / t}') messages/s over both topics); temporal / aggregate, per message: $(awk -v a="$a" -v t="$t" -v n="$n" -v m="$((n + rates))" 'BEGIN {printf "%.2f", (t / m) / (a / n)}'); temporal / join, per message: $(awk -v j="$j" -v t="$t" -v m="$((n + rates))" -v p="$((n + payments))" 'BEGIN {printf "%.2f", (t / m) / (j / p)}')"
-    echo "RESULT joins aggregate_s=$a join_s=$j windowed_s=$w changelog_s=$c log_s=$l distinct_new_s=$dn distinct_seen_s=$ds temporal_s=$t"
+    echo "median join of three: $j3 s ($(awk -v n="$((n + payments + shipments))" -v t="$j3" 'BEGIN {printf "%d", n / t}') messages/s over the three topics); three / join, per message: $(awk -v j="$j" -v t="$j3" -v m="$((n + payments + shipments))" -v p="$((n + payments))" 'BEGIN {printf "%.2f", (t / m) / (j / p)}')"
+    echo "RESULT joins aggregate_s=$a join_s=$j windowed_s=$w changelog_s=$c log_s=$l distinct_new_s=$dn distinct_seen_s=$ds temporal_s=$t three_s=$j3"
 }
 
 # bench_stats NAME N VALUE...: "NAME: median s (min - max), N/median per s".

@@ -437,20 +437,26 @@ caught_up(Oid view, int parallelism)
 	return running >= parallelism;
 }
 
-/* try_swap: ssp_replace_swap in a subtransaction; false if it failed. */
+/*
+ * try_swap: ssp_replace_swap in a subtransaction; false if it failed.  One
+ * that did nothing (a view locked by someone else, or not caught up) is
+ * rolled back, so the locks it took do not wait for the caller's commit.
+ */
 static bool
 try_swap(Oid shadow, Oid view)
 {
 	MemoryContext old = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 	volatile bool ok = true;
+	volatile bool swapped = false;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(old);
 	PG_TRY();
 	{
-		(void) ssp_replace_swap(shadow, view);
-		ReleaseCurrentSubTransaction();
+		swapped = ssp_replace_swap(shadow, view);
+		if (swapped)
+			ReleaseCurrentSubTransaction();
 	}
 	PG_CATCH();
 	{
@@ -472,6 +478,8 @@ try_swap(Oid shadow, Oid view)
 		ok = false;
 	}
 	PG_END_TRY();
+	if (ok && !swapped)
+		RollbackAndReleaseCurrentSubTransaction();
 	MemoryContextSwitchTo(old);
 	CurrentResourceOwner = owner;
 	return ok;

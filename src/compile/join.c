@@ -159,6 +159,27 @@ difference_sql(Term *c, Term *a)
 }
 
 /*
+ * time_comparison: if qual compares the event times of two of the join's
+ * streams, each plus or minus a constant, the name of its operator, with
+ * its two terms in *l and *r; else NULL.
+ */
+static char *
+time_comparison(Build *b, Node *qual, Term *l, Term *r)
+{
+	OpExpr	   *op = (OpExpr *) qual;
+	char	   *opname;
+
+	if (!IsA(qual, OpExpr) || list_length(op->args) != 2 ||
+		(opname = get_opname(op->opno)) == NULL)
+		return NULL;
+	*l = term(b, linitial(op->args));
+	*r = term(b, lsecond(op->args));
+	if (l->side < 0 || r->side < 0 || l->side == r->side)
+		return NULL;
+	return opname;
+}
+
+/*
  * find_bound: from a conjunct of the ON condition that compares the two
  * event times, what lets each side's buffered rows go: for the left side
  * an upper bound on the right's time, for the right a lower bound; and
@@ -167,27 +188,18 @@ difference_sql(Term *c, Term *a)
 static void
 find_bound(Build *b, Node *qual, char *evref[2])
 {
-	OpExpr	   *op;
 	char	   *opname;
 	Term		l,
 				r;
 	bool		less;
 
-	if (!IsA(qual, OpExpr) || list_length(((OpExpr *) qual)->args) != 2)
-		return;
-	op = (OpExpr *) qual;
-	opname = get_opname(op->opno);
-	if (opname == NULL)
+	if ((opname = time_comparison(b, qual, &l, &r)) == NULL)
 		return;
 	if (strcmp(opname, "<") == 0 || strcmp(opname, "<=") == 0)
 		less = true;
 	else if (strcmp(opname, ">") == 0 || strcmp(opname, ">=") == 0)
 		less = false;
 	else
-		return;
-	l = term(b, linitial(op->args));
-	r = term(b, lsecond(op->args));
-	if (l.side < 0 || r.side < 0 || l.side == r.side)
 		return;
 	/* write it as: right term  less-or-greater  left term */
 	if (l.side == 0)
@@ -535,17 +547,11 @@ build_temporal_join(Build *b, JoinExpr *j, const char *alias[2], const char *evc
 	/* as of when: the changelog's event time before the stream's */
 	foreach(lc, quals)
 	{
-		OpExpr	   *op = lfirst(lc);
 		char	   *opname;
 		Term		l,
 					r;
 
-		if (!IsA(op, OpExpr) || list_length(op->args) != 2 ||
-			(opname = get_opname(op->opno)) == NULL)
-			continue;
-		l = term(b, linitial(op->args));
-		r = term(b, lsecond(op->args));
-		if (l.side < 0 || r.side < 0 || l.side == r.side || l.offset || r.offset)
+		if ((opname = time_comparison(b, lfirst(lc), &l, &r)) == NULL || l.offset || r.offset)
 			continue;
 		if (l.side == 0)		/* o.ts >= r.ts is r.ts <= o.ts */
 			opname = strcmp(opname, ">=") == 0 ? "<=" : strcmp(opname, ">") == 0 ? "<" : "";
@@ -781,17 +787,11 @@ multi_bounds(Build *b, List *quals, MultiJoin *mj)
 	mj->n = b->nstreams;
 	foreach(lc, quals)
 	{
-		OpExpr	   *op = lfirst(lc);
 		char	   *opname;
 		Term		l,
 					r;
 
-		if (!IsA(op, OpExpr) || list_length(op->args) != 2 ||
-			(opname = get_opname(op->opno)) == NULL)
-			continue;
-		l = term(b, linitial(op->args));
-		r = term(b, lsecond(op->args));
-		if (l.side < 0 || r.side < 0 || l.side == r.side)
+		if ((opname = time_comparison(b, lfirst(lc), &l, &r)) == NULL)
 			continue;
 		/* l + a <= r + c: l's time is at most c - a after r's (the first such) */
 		if ((strcmp(opname, "<") == 0 || strcmp(opname, "<=") == 0) &&

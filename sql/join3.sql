@@ -268,5 +268,17 @@ SELECT count(*) AS differences FROM
 -- the streams' late rows only: no tuple is ever late
 SELECT view, status, late_events, dead_letters, last_error FROM ssp.views ORDER BY view::text;
 
+-- reset: the view and its buffers empty, read again from the earliest
+-- offsets in a few large batches: the same tuples
+SELECT ssp.reset('chain');
+SELECT ssp.wait('chain');
+SELECT count(*) AS differences FROM
+  ((SELECT * FROM chain EXCEPT ALL SELECT order_id, amount, carrier, ots, pts, sts FROM chain_plain)
+   UNION ALL
+   (SELECT order_id, amount, carrier, ots, pts, sts FROM chain_plain EXCEPT ALL SELECT * FROM chain)) d;
+-- a view dropped takes its buffers with it
+DROP VIEW chain;
+SELECT count(*) FROM pg_class WHERE relname ~ '^chain_(stream[123]|mrel|query)$';
+
 DROP SERVER kafka CASCADE;
 DROP TABLE user_regions;

@@ -27,6 +27,11 @@ ALTER TABLE continuous_views ADD COLUMN replaces regclass;
 -- watermark passed its bound, so its windows close by this one.
 ALTER TABLE continuous_views ADD COLUMN batch_watermark timestamptz;
 
+-- Shards (doc/operating.md, Several servers): a view over shards
+-- (ssp.shards) lists the postgres_fdw servers of its shards, and runs no
+-- worker (parallelism 0).
+ALTER TABLE continuous_views ADD COLUMN shards text[];
+
 -- The readers of this database, from shared memory: one row per reader
 -- (a stream, or the two streams of a join, for one owner, part and batch
 -- settings).  What a role may not see of a reader of another owner's
@@ -52,7 +57,8 @@ GRANT SELECT ON readers TO PUBLIC;
 -- because no other view reads its streams the same way).
 CREATE OR REPLACE VIEW views WITH (security_invoker) AS
 SELECT c.view,
-       CASE WHEN c.paused THEN 'paused'
+       CASE WHEN c.shards IS NOT NULL THEN 'over shards'
+            WHEN c.paused THEN 'paused'
             WHEN w.status IN ('running', 'catching up') AND w.blocked THEN 'waiting for a lock'
             WHEN w.status IS NOT NULL THEN w.status
             ELSE 'starting' END AS status,
@@ -105,3 +111,23 @@ $$ SELECT w FROM pg_catalog.generate_series(
            OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) slide),
        ssp.tumble(ts, slide, origin), slide) AS w
    WHERE w OPERATOR(pg_catalog.+) size OPERATOR(pg_catalog.>) ts $$;
+
+-- What a view over shards reads of each shard's server, through
+-- postgres_fdw: where each view's table is, the shard it is
+-- (ssp.shard = 'k/N'; null: not sharded), and its watermark.
+CREATE VIEW shard_views WITH (security_invoker) AS
+SELECT pg_catalog.split_part(pg_catalog.substr(s.o, 7), '/', 1)::int AS shard,
+       pg_catalog.split_part(pg_catalog.substr(s.o, 7), '/', 2)::int AS shards,
+       vn.nspname::text AS view_schema,
+       v.relname::text AS view_name,
+       mn.nspname::text AS mrel_schema,
+       m.relname::text AS mrel_name,
+       c.watermark
+FROM continuous_views c
+JOIN pg_catalog.pg_class v ON v.oid = c.view
+JOIN pg_catalog.pg_namespace vn ON vn.oid = v.relnamespace
+JOIN pg_catalog.pg_class m ON m.oid = c.mrel
+JOIN pg_catalog.pg_namespace mn ON mn.oid = m.relnamespace
+LEFT JOIN LATERAL (SELECT o FROM pg_catalog.unnest(c.options) o
+                   WHERE o OPERATOR(pg_catalog.~~) 'shard=%') s ON true;
+GRANT SELECT ON shard_views TO PUBLIC;

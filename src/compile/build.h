@@ -34,6 +34,11 @@ typedef struct SspViewOptions
 	/* tables from compacted topics */
 	List	   *primary_key;	/* column names */
 	int			parallelism;	/* workers, each on a share of the partitions */
+	/* ssp.shard = 'k/N': this server reads the partitions p % N == k */
+	int			shard_index;
+	int			shard_count;	/* 0: not sharded */
+	List	   *shard_servers;	/* ssp.shards: the servers of the shards,
+								 * in order (a view over shards) */
 	char	   *output_topic;	/* its changes published there (outbox.c) */
 	bool		fast_path;		/* ssp.aggregate_fast_path when it was created */
 } SspViewOptions;
@@ -154,6 +159,10 @@ typedef struct Build
 	char	   *changes_body;	/* its body (plpgsql) */
 	char	   *closed_sql;		/* a window closed by watermark $N (emit final) */
 	char	   *outbox_final_sql;	/* emit final: the windows a batch closes */
+	/* a view over shards (ssp.shards, shard.c) */
+	char	   *shard_status;	/* its table of the shards' ssp.shard_views, qualified */
+	char	   *shard_view_schema;	/* the view's schema and name on the shards */
+	char	   *shard_view_name;
 } Build;
 
 #define ROLLUP_DISTINCT 2
@@ -164,6 +173,7 @@ extern const char *const ssp_refuse_hint;
 extern Build *ssp_view_build(SspView *v);	/* rebuild.c */
 /* view.c: what CREATE VIEW and rebuild.c share */
 extern SspViewOptions ssp_parse_view_options(List *options);
+extern void ssp_parse_shard(const char *val, int *index, int *count);
 extern void ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 						   StringInfo create, StringInfo viewsql, StringInfo apply);
 extern void ssp_spi_exec(const char *sql);
@@ -171,6 +181,12 @@ extern void ssp_refuse(const char *what, const char *why) pg_attribute_noreturn(
 extern char *ssp_deparse(Build *b, Node *expr);
 extern int	ssp_stream_rtindex(Build *b);
 extern char *ssp_column_type_sql(Node *expr, bool base);
+
+/* shard.c */
+extern void ssp_shard_check(Build *b, const char *mrel, StringInfo create);
+extern void ssp_shard_prepare(Build *b, Oid nspid, const char *relname);
+extern void ssp_shard_create(Build *b, const char *mrelname, Oid nspid);
+extern void ssp_shard_record(Build *b, Oid viewoid);
 
 /* aggregate.c */
 extern bool ssp_collect_aggs(Node *node, Build *b);

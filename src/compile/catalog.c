@@ -38,6 +38,7 @@
 #include "ssp.h"
 #include "stream/stream.h"
 #include "kafka/kafka.h"
+#include "compile/build.h"
 #include "compile/view.h"
 
 /* ssp_parse_on_error: the value of ssp.on_error; errors if unrecognized. */
@@ -241,6 +242,14 @@ ssp_view_load(Oid view, bool missing_ok)
 			v->query = InvalidOid;
 		v->names = text_list(SPI_getbinval(tup, desc, CV_NAMES, &isnull), isnull);
 		v->options = text_list(SPI_getbinval(tup, desc, CV_OPTIONS, &isnull), isnull);
+		v->shard_count = 0;
+		{
+			ListCell   *lc;
+
+			foreach(lc, v->options)
+				if (strncmp(lfirst(lc), "shard=", 6) == 0)
+					ssp_parse_shard((char *) lfirst(lc) + 6, &v->shard_index, &v->shard_count);
+		}
 		v->changes = DatumGetObjectId(SPI_getbinval(tup, desc, CV_CHANGES, &isnull));
 		if (isnull)
 			v->changes = InvalidOid;

@@ -256,6 +256,14 @@ ssp_replace_continuous_view(ViewStmt *stmt, const char *queryString, Oid viewoid
 
 	if (!pg_class_ownercheck(viewoid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_VIEW, name);
+	/* a view over shards keeps nothing of its own to serve meanwhile */
+	if (ssp_parse_view_options(stmt->options).shard_servers != NIL ||
+		ssp_view_load(viewoid, false)->parallelism == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("CREATE OR REPLACE VIEW cannot make or change a view over shards"),
+				 errdetail("A view over shards reads its shards' tables; it has no rows of its own to keep serving."),
+				 errhint("Replace the view on each shard's server, then drop the view over shards and create it again.")));
 	/* one replacement at a time; the view keeps serving meanwhile */
 	LockRelationOid(viewoid, ShareUpdateExclusiveLock);
 

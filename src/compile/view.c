@@ -138,12 +138,42 @@ interval_option(DefElem *def, bool positive)
 	return val;
 }
 
+/*
+ * ssp_parse_shard: the value of ssp.shard, "k/N": this server is shard k
+ * of N, and reads the partitions p with p % N == k.
+ */
+void
+ssp_parse_shard(const char *val, int *index, int *count)
+{
+	int			k,
+				n,
+				len = -1;
+
+	if (sscanf(val, " %d / %d %n", &k, &n, &len) != 2 || len != (int) strlen(val))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value \"%s\" for ssp.shard", val),
+				 errhint("Give the shard as k/N: of N servers, this one reads the partitions p with p %% N = k, as in ssp.shard = '0/3'.")));
+	if (n < 1 || n > SSP_MAX_SHARDS || k < 0 || k >= n)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value \"%s\" for ssp.shard", val),
+				 errdetail("N must be between 1 and %d, and k between 0 and N - 1.", SSP_MAX_SHARDS)));
+	*index = k;
+	*count = n;
+}
+
 SspViewOptions
 ssp_parse_view_options(List *options)
 {
-	SspViewOptions opts = {pstrdup("earliest"), SSP_DEFAULT_COMMIT_INTERVAL_MS,
-	SSP_DEFAULT_BATCH_SIZE, pstrdup("dead_letter"), NULL, NULL, NULL, false, NULL, NULL, NIL, 1,
-	NULL, ssp_aggregate_fast_path};
+	SspViewOptions opts = {
+		.start = pstrdup("earliest"),
+		.commit_interval_ms = SSP_DEFAULT_COMMIT_INTERVAL_MS,
+		.batch_size = SSP_DEFAULT_BATCH_SIZE,
+		.on_error = pstrdup("dead_letter"),
+		.parallelism = 1,
+		.fast_path = ssp_aggregate_fast_path
+	};
 	ListCell   *lc;
 
 	foreach(lc, options)
@@ -229,11 +259,36 @@ ssp_parse_view_options(List *options)
 								SSP_MAX_PARALLELISM, (long long) v)));
 			opts.parallelism = (int) v;
 		}
+		else if (strcmp(n, "shard") == 0)
+			ssp_parse_shard(defGetString(def), &opts.shard_index, &opts.shard_count);
+		else if (strcmp(n, "shards") == 0)
+		{
+			if (!SplitIdentifierString(pstrdup(defGetString(def)), ',', &opts.shard_servers) ||
+				opts.shard_servers == NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid server list \"%s\" for ssp.shards", defGetString(def)),
+						 errhint("Name the postgres_fdw servers of the shards in order, shard 0 first, as in ssp.shards = 'shard0, shard1, shard2'.")));
+			if (list_length(opts.shard_servers) > SSP_MAX_SHARDS)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("ssp.shards can name at most %d servers, not %d",
+								SSP_MAX_SHARDS, list_length(opts.shard_servers))));
+		}
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unrecognized continuous view option \"ssp.%s\"", n),
-					 errhint("Valid options are ssp.start, ssp.commit_interval, ssp.batch_size, ssp.on_error, ssp.grace, ssp.retention, ssp.idle_timeout, ssp.emit, ssp.sliding, ssp.step, ssp.primary_key, ssp.parallelism and ssp.output_topic.")));
+					 errhint("Valid options are ssp.start, ssp.commit_interval, ssp.batch_size, ssp.on_error, ssp.grace, ssp.retention, ssp.idle_timeout, ssp.emit, ssp.sliding, ssp.step, ssp.primary_key, ssp.parallelism, ssp.shard, ssp.shards and ssp.output_topic.")));
+	}
+	if (opts.shard_servers != NIL)
+	{
+		if (opts.shard_count > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("ssp.shard and ssp.shards cannot be used together"),
+					 errdetail("ssp.shard makes a view one shard of a view; ssp.shards makes it the view over all of them, read from their servers.")));
+		opts.shard_count = list_length(opts.shard_servers);
 	}
 	if (opts.step && !opts.sliding)
 		ereport(ERROR,
@@ -471,7 +526,8 @@ record_view(Oid viewoid, Oid mreloid, Oid queryoid, Oid nspid, List *names,
 		elems[i] = ObjectIdGetDatum(buffers[i]);
 	args[15] = PointerGetDatum(construct_array(elems, nbuffers, OIDOID, 4, true, TYPALIGN_INT));
 	nulls[15] = nbuffers ? ' ' : 'n';
-	args[16] = Int32GetDatum(opts->parallelism);
+	/* a view over shards runs no worker */
+	args[16] = Int32GetDatum(opts->shard_servers ? 0 : opts->parallelism);
 	/* what a rollup reads: aggregating views only */
 	if (b->rollup_from)
 	{
@@ -949,6 +1005,8 @@ ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("ssp.parallelism cannot be used with windows, ssp.sliding, ssp.primary_key or a join of streams"),
 				 errdetail("Each worker reads only its share of the partitions, and these need the event times, or the order of the messages, of all of them.")));
+	if (opts->shard_count > 0)
+		ssp_shard_check(b, mrel, create);
 	if (opts->output_topic && (!(q->hasAggs || q->groupClause) || opts->parallelism > 1 || opts->sliding))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -981,6 +1039,12 @@ options_text(List *options, SspViewOptions *opts)
 		if (strcmp(def->defname, "continuous") == 0 ||
 			strcmp(def->defname, "aggregate_fast_path") == 0)
 			continue;
+		/* as ssp.shard_views reads it */
+		if (strcmp(def->defname, "shard") == 0)
+		{
+			result = lappend(result, psprintf("shard=%d/%d", opts->shard_index, opts->shard_count));
+			continue;
+		}
 		result = lappend(result, psprintf("%s=%s", def->defname, defGetString(def)));
 	}
 	return lappend(result, psprintf("aggregate_fast_path=%s", opts->fast_path ? "on" : "off"));
@@ -1063,6 +1127,8 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	}
 	b.nspid = nspid;
 	b.relname = stmt->view->relname;
+	if (opts.shard_servers)
+		ssp_shard_prepare(&b, nspid, stmt->view->relname);
 	initStringInfo(&create);
 	initStringInfo(&viewsql);
 	initStringInfo(&apply);
@@ -1073,6 +1139,8 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
 	ssp_spi_exec(create.data);
+	if (opts.shard_servers)
+		ssp_shard_create(&b, mrelname, nspid);
 	ssp_spi_exec(viewsql.data);
 
 	/*
@@ -1102,7 +1170,11 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	viewoid = RangeVarGetRelid(stmt->view, NoLock, false);
 	record_view(viewoid, get_relname_relid(mrelname, nspid), get_relname_relid(queryname, nspid),
 				nspid, names, options_text(stmt->options, &opts), apply.data, &b);
+	if (opts.shard_servers)
+		ssp_shard_record(&b, viewoid);
 	SPI_finish();
 
-	ssp_store_start_offsets(viewoid, b.nstreams, b.stream_oids, b.topics, opts.start);
+	/* a view over shards reads no stream itself: its shards do */
+	if (!opts.shard_servers)
+		ssp_store_start_offsets(viewoid, b.nstreams, b.stream_oids, b.topics, opts.start);
 }

@@ -61,6 +61,8 @@ typedef struct SspView
 	List	   *columns;		/* int: stream attnums it reads */
 	int			parallelism;	/* workers; each reads partitions p % parallelism == part */
 	int			part;			/* which of them this is (in a worker) */
+	int			shard_index;	/* ssp.shard = 'k/N': k */
+	int			shard_count;	/* N (0: not sharded) */
 	/* ssp.output_topic (outbox.c) */
 	char	   *output_topic;	/* NULL: none */
 	Oid			outbox;			/* the table of changes not yet published */
@@ -79,6 +81,26 @@ typedef struct SspView
 
 /* workers of one view at most (ssp.parallelism) */
 #define SSP_MAX_PARALLELISM 16
+/* servers of one sharded view at most (ssp.shard) */
+#define SSP_MAX_SHARDS 256
+
+/*
+ * ssp_reads_partition: does worker part of a view read partition p?  Its
+ * server's shard (ssp.shard = 'k/N') holds the partitions p % N == k; the
+ * view's workers (ssp.parallelism = P) share those, the j-th of the shard
+ * (p / N) going to worker j % P.
+ */
+static inline bool
+ssp_reads_partition(int p, int shard_index, int shard_count, int parallelism, int part)
+{
+	if (shard_count > 1)
+	{
+		if (p % shard_count != shard_index)
+			return false;
+		p /= shard_count;
+	}
+	return parallelism <= 1 || p % parallelism == part;
+}
 
 /*
  * ssp_view_lock_key: the advisory lock by which ssp.reset waits for the

@@ -65,6 +65,12 @@ closes(Build *b, const char *end)
 static char *
 watermark_of(Build *b, const char *mrel)
 {
+	/* over shards: the least of theirs, once every shard has one */
+	if (b->shard_status)
+		return psprintf("(SELECT CASE WHEN pg_catalog.count(s.watermark) = %d THEN pg_catalog.min(s.watermark) END "
+						"FROM %s s WHERE s.view_schema = %s AND s.view_name = %s)",
+						b->opts->shard_count, b->shard_status,
+						quote_literal_cstr(b->shard_view_schema), quote_literal_cstr(b->shard_view_name));
 	return psprintf("(SELECT c.%s FROM ssp.continuous_views c WHERE c.mrel = %s::regclass)",
 					SSP_JOIN_EMITS_LATE(b) ? "batch_watermark" : "watermark", quote_literal_cstr(mrel));
 }
@@ -297,9 +303,12 @@ aggregating_view(Build *b, List *names, const char *mrel, const char *view,
 										   !var_outside_aggs((Node *) tle->expr, NULL));
 		i++;
 	}
-	/* a sliding window reads its steps in range, merged; parallel workers' rows, merged */
+	/*
+	 * a sliding window reads its steps in range, merged; parallel workers'
+	 * rows, and the shards' of a view over shards, merged
+	 */
 	from = b->step_expr ? merged_source(b, mrel, b->in_range) :
-		b->opts->parallelism > 1 ? merged_source(b, mrel, "true") :
+		b->opts->parallelism > 1 || b->opts->shard_servers ? merged_source(b, mrel, "true") :
 		psprintf("%s m", mrel);
 	initStringInfo(&where);
 	if (q->havingQual)

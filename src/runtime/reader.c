@@ -141,6 +141,8 @@ ssp_served_load(Oid viewoid, int part, SspWorkerSlot *slot, SspReaderKey *key)
 	key->nsources = Min(s->view->nsources, SSP_READER_MAX_SOURCES);
 	for (i = 0; i < key->nsources; i++)
 		key->streams[i] = s->view->streams[i];
+	key->shard_index = s->view->shard_index;
+	key->shard_count = s->view->shard_count;
 	key->parallelism = s->view->parallelism;
 	key->part = part;
 	key->batch_size = s->view->batch_size;
@@ -288,16 +290,23 @@ ssp_served_set_offsets(SspWorker *w, SspServed *s)
 		s->et.maxev[p] = so->maxev;
 		s->et.seen_at[p] = so->seen_at;
 	}
-	/* a partition with nothing applied yet is watched from now on */
+	/*
+	 * a partition with nothing applied yet is watched from now on; one the
+	 * process does not read never counts (the watermark is over its own)
+	 */
 	for (p = 0; p < src->nslots; p++)
-		if (s->et.seen_at[p] == DT_NOBEGIN)
+	{
+		if (!ssp_worker_reads(w, p))
+			s->et.maxev[p] = s->et.seen_at[p] = DT_NOBEGIN;
+		else if (s->et.seen_at[p] == DT_NOBEGIN)
 			s->et.seen_at[p] = GetCurrentTimestamp();
+	}
 	return true;
 }
 
 /*
- * ssp_worker_reads: does this process read the slot (ssp.parallelism gives
- * it the partitions p with p % N == part)?
+ * ssp_worker_reads: does this process read the slot (its server's shard,
+ * and its part of the view's ssp.parallelism)?
  */
 bool
 ssp_worker_reads(SspWorker *w, int slot)
@@ -306,7 +315,8 @@ ssp_worker_reads(SspWorker *w, int slot)
 
 	while (slot >= w->src.base[i] + w->src.nparts[i])
 		i++;
-	return w->key.parallelism <= 1 || (slot - w->src.base[i]) % w->key.parallelism == w->key.part;
+	return ssp_reads_partition(slot - w->src.base[i], w->key.shard_index, w->key.shard_count,
+							   w->key.parallelism, w->key.part);
 }
 
 /* resident_memory: the resident memory of this process, in bytes; -1: unknown */
@@ -352,7 +362,8 @@ stored_position(SspWorker *w, SspServed *s)
 	{
 		StoredOffset *so = lfirst(lc);
 
-		if ((w->key.parallelism <= 1 || so->partition % w->key.parallelism == w->key.part) &&
+		if (ssp_reads_partition(so->partition, w->key.shard_index, w->key.shard_count,
+								w->key.parallelism, w->key.part) &&
 			so->next > 0)
 			sum += so->next;
 	}

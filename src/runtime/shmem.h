@@ -48,8 +48,8 @@ typedef struct SspWorkerSlot
 
 /*
  * The views a reader may apply: those of one owner over the same streams,
- * in the same part of the same ssp.parallelism, with the same batch
- * settings.
+ * in the same shard (ssp.shard), in the same part of the same
+ * ssp.parallelism, with the same batch settings.
  */
 #define SSP_READER_MAX_SOURCES SSP_MAX_STREAMS
 typedef struct SspReaderKey
@@ -58,6 +58,8 @@ typedef struct SspReaderKey
 	Oid			owner;
 	int			nsources;
 	Oid			streams[SSP_READER_MAX_SOURCES];
+	int			shard_index;
+	int			shard_count;
 	int			parallelism;
 	int			part;
 	int			batch_size;

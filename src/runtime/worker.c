@@ -371,7 +371,7 @@ connect_topics(SspWorker *w, SspServed *s, MemoryContext cxt)
 	(void) ssp_served_set_offsets(w, s);
 	for (p = 0; p < src->nslots; p++)
 	{
-		w->lagging[p] = true;
+		w->lagging[p] = ssp_worker_reads(w, p);
 		w->eof[p] = -1;
 		/* with ssp.parallelism, the other workers read the other partitions */
 		w->next[p] = ssp_worker_reads(w, p) ? s->committed[p] : SSP_OFFSET_NOT_OURS;

@@ -170,13 +170,25 @@ check_owner(Oid view)
 				 errmsg("must be owner of continuous view \"%s\"", get_rel_name(view))));
 }
 
+/* check_reads: a view over shards reads nothing itself (ssp.shards) */
+static void
+check_reads(SspView *v, const char *func)
+{
+	if (v->parallelism == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("continuous view \"%s\" is a view over shards", v->name),
+				 errdetail("Its shards' servers read the stream; it reads their tables."),
+				 errhint("Call ssp.%s on the view on each shard's server.", func)));
+}
+
 static void
 set_paused(Oid view, bool paused)
 {
 	Oid			argtypes[2] = {OIDOID, BOOLOID};
 	Datum		args[2] = {ObjectIdGetDatum(view), BoolGetDatum(paused)};
 
-	(void) ssp_view_load(view, false);
+	check_reads(ssp_view_load(view, false), paused ? "pause" : "resume");
 	check_owner(view);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
@@ -227,6 +239,7 @@ ssp_reset(PG_FUNCTION_ARGS)
 	Datum		args[2] = {ObjectIdGetDatum(view), CStringGetTextDatum(start)};
 	ListCell   *lc;
 
+	check_reads(v, "reset");
 	check_owner(view);
 	ssp_check_start(start);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -306,6 +319,7 @@ ssp_wait(PG_FUNCTION_ARGS)
 	int			i;
 	TimestampTz start = GetCurrentTimestamp();
 
+	check_reads(v, "wait");
 	for (i = 0; i < v->nsources; i++)
 	{
 		SspStream  *s = ssp_stream_open(v->streams[i]);
@@ -318,6 +332,9 @@ ssp_wait(PG_FUNCTION_ARGS)
 			int64		low,
 						high;
 
+			/* a shard's server reads only the shard's partitions */
+			if (!ssp_reads_partition(p, v->shard_index, v->shard_count, 1, 0))
+				continue;
 			ssp_kafka_watermarks(kafka, p, &low, &high);
 			if (high > low)
 			{

@@ -6,7 +6,8 @@
 # count, sum, avg, min, max, hll, and a tumbling window with ssp.emit =
 # 'final', whose windows close by the least of the shards' watermarks.  A
 # shard's server is SIGKILLed (every process of it) mid-stream and
-# restarted; every message is counted once.
+# restarted; another fails over to its streaming standby, which the
+# coordinator's server for it also names; every message is counted once.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -15,7 +16,8 @@ use Test::More;
 use SspTest;
 
 my $broker = SspTest::start_any_broker(topics => ['orders:12']);
-my @shards = map { SspTest::new_node("shard$_") } 0 .. 2;
+# shard 2's server has a streaming standby
+my @shards = map { SspTest::new_node("shard$_", allows_streaming => $_ == 2) } 0 .. 2;
 my $coord = $shards[0];
 
 my $stream = qq{
@@ -44,7 +46,7 @@ for my $k (0 .. 2)
 	for my $v (@names)
 	{
 		$shards[$k]->safe_psql('postgres', qq{
-			CREATE VIEW $v WITH (ssp.continuous, ssp.shard = '$k/3', ssp.commit_interval = '50ms'$views{$v}[1])
+			CREATE VIEW $v WITH (ssp.continuous, ssp.shard = '$k/3', ssp.commit_interval = '50ms', ssp.batch_size = 300$views{$v}[1])
 			  AS $views{$v}[0]});
 	}
 }
@@ -166,12 +168,33 @@ $victim->start;
 wait_shards();
 check('after a shard was SIGKILLed');
 
+# shard 2's server fails over to its standby; the coordinator's server for
+# it names both, and reads whichever answers
+$shards[2]->backup('shard2_backup');
+my $standby = PostgreSQL::Test::Cluster->new('shard2_standby');
+$standby->init_from_backup($shards[2], 'shard2_backup', has_streaming => 1);
+$standby->start;
+$coord->safe_psql('coord', sprintf("ALTER SERVER shard2 OPTIONS (SET host '%s,%s', SET port '%s,%s')",
+	$shards[2]->host, $standby->host, $shards[2]->port, $standby->port));
+feed(36001, 3000);
+SspTest::wait_views($shards[2], 'postgres', @names);
+$shards[2]->wait_for_catchup($standby);
+feed(39001, 3000);
+$shards[2]->stop('immediate');
+like($coord->safe_psql('coord', 'SELECT n FROM everything'), qr/^[1-9][0-9]*$/,
+	"with shard 2's server down, the coordinator reads its standby");
+$standby->promote;
+$shards[2] = $standby;
+feed(42001, 3000);
+wait_shards();
+check("after shard 2's standby was promoted");
+
 # per region, orders missing from the view over shards and counted twice
 my ($lost, $twice) = split /\|/, $coord->safe_psql('coord', q{
 	SELECT coalesce(sum(greatest(e.n - coalesce(v.n, 0), 0)), 0), coalesce(sum(greatest(coalesce(v.n, 0) - e.n, 0)), 0)
 	FROM (SELECT region, count(*) AS n FROM truth GROUP BY 1) e
 	FULL JOIN totals v USING (region)});
-SspTest::report(faults => 1, produced => $coord->safe_psql('coord', 'SELECT count(*) FROM truth'),
+SspTest::report(faults => 2, produced => $coord->safe_psql('coord', 'SELECT count(*) FROM truth'),
 	applied => $coord->safe_psql('coord', 'SELECT n FROM everything'),
 	dead_letters => 0, lost => $lost, twice => $twice, broker => $broker->{kind});
 

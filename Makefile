@@ -56,6 +56,7 @@ OBJS = \
 	src/runtime/batch.o \
 	src/runtime/outbox.o \
 	src/sqlfuncs/operate.o \
+	src/sqlfuncs/reshard.o \
 	src/sqlfuncs/combine.o
 
 EXTENSION = ssp

@@ -59,6 +59,30 @@ INSERT INTO orders SELECT g, 'r' || g % 3, g, timestamptz '2024-01-01' + g * int
 FROM generate_series(1, 100) g;
 SELECT ssp.wait('totals'), ssp.wait('per_minute');
 
+-- moving partitions: ssp.handover and ssp.reshard want a paused shard
+CREATE VIEW plain WITH (ssp.continuous) AS SELECT count(*) FROM orders;
+SELECT ssp.handover('plain');
+DROP VIEW plain;
+SELECT ssp.handover('totals');
+SELECT ssp.reshard('totals', '0/1', '[]');
+SELECT ssp.pause('totals');
+SELECT ssp.reshard('totals', '0/0', '[]');
+SELECT ssp.reshard('totals', '0/1', '[{"topic": "elsewhere", "partition": 0, "next_offset": 0}]');
+\set otopic shard_orders_ :run
+SELECT ssp.reshard('totals', '0/1', jsonb_build_array(jsonb_build_object('topic', :'otopic', 'partition', 0)));
+SELECT ssp.reshard('totals', '0/1', jsonb_build_array(jsonb_build_object('topic', :'otopic', 'partition', 9, 'next_offset', 0)));
+SELECT ssp.handover('totals') AS handover \gset
+SELECT jsonb_array_length(:'handover') AS partitions,
+       (SELECT sum((e->>'next_offset')::int) FROM jsonb_array_elements(:'handover') e) AS offsets;
+-- handed over: it waits for its new shard
+SELECT ssp.resume('totals');
+SELECT ssp.reshard('totals', '0/1', :'handover'::jsonb || :'handover'::jsonb);
+SELECT ssp.reshard('totals', '0/1', (SELECT jsonb_agg(e) FROM jsonb_array_elements(:'handover') e
+                                      WHERE (e->>'partition')::int > 0));
+SELECT ssp.reshard('totals', '0/1', :'handover');
+SELECT ssp.resume('totals');
+SELECT view, paused, resharding, options FROM ssp.continuous_views WHERE view = 'totals'::regclass;
+
 -- the coordinator: another database, reading this one through postgres_fdw
 SELECT current_database() AS here \gset
 CREATE DATABASE shard_coordinator;

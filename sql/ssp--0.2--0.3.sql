@@ -131,3 +131,16 @@ JOIN pg_catalog.pg_namespace mn ON mn.oid = m.relnamespace
 LEFT JOIN LATERAL (SELECT o FROM pg_catalog.unnest(c.options) o
                    WHERE o OPERATOR(pg_catalog.~~) 'shard=%') s ON true;
 GRANT SELECT ON shard_views TO PUBLIC;
+
+-- Moving partitions between shards (doc/operating.md, Moving partitions):
+-- every shard paused, ssp.handover on each gives its partitions' offsets
+-- and marks it handed over (it cannot be resumed before ssp.reshard);
+-- ssp.reshard on each server of the new layout gives it its new shard,
+-- each partition it takes over starting where its old owner stopped.
+ALTER TABLE continuous_views ADD COLUMN resharding boolean NOT NULL DEFAULT false;
+
+CREATE FUNCTION handover(view regclass) RETURNS jsonb
+AS 'MODULE_PATHNAME', 'ssp_handover' LANGUAGE C STRICT VOLATILE;
+
+CREATE FUNCTION reshard(view regclass, shard text, handovers jsonb) RETURNS void
+AS 'MODULE_PATHNAME', 'ssp_reshard' LANGUAGE C STRICT VOLATILE;

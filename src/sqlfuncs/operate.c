@@ -192,6 +192,21 @@ set_paused(Oid view, bool paused)
 	check_owner(view);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
+	/* a shard that handed its partitions over waits for its new shard */
+	if (!paused)
+	{
+		bool		isnull;
+
+		if (SPI_execute_with_args("SELECT resharding FROM ssp.continuous_views WHERE view = $1::regclass",
+								  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "ssp: could not read ssp.continuous_views");
+		if (SPI_processed > 0 &&
+			DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("continuous view \"%s\" has handed its partitions over", get_rel_name(view)),
+					 errhint("Give it its new shard with ssp.reshard first.")));
+	}
 	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET paused = $2 WHERE view = $1::regclass",
 							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not update ssp.continuous_views");

@@ -449,7 +449,7 @@ kept_plan(KeptPlan which, const char *sql, int nargs, Oid *argtypes)
 
 /*
  * claim_view: hold off ssp.reset until the batch ends; false if the view
- * was dropped, paused or reset.  One worker locks the view's row; the
+ * was dropped, paused, reset or handed over (ssp.handover).  One worker locks the view's row; the
  * workers of a view with ssp.parallelism share an advisory lock, which
  * ssp.reset takes exclusively (ssp_view_lock_key), so that their batches
  * run at once.
@@ -470,10 +470,10 @@ claim_view(SspView *view)
 	if (SPI_execute_plan(view->parallelism > 1 ?
 						 kept_plan(PLAN_CLAIM_SHARED,
 								   "SELECT 1 FROM ssp.continuous_views WHERE view = $1::regclass "
-								   "AND generation = $2 AND NOT paused", 2, argtypes) :
+								   "AND generation = $2 AND NOT paused AND NOT resharding", 2, argtypes) :
 						 kept_plan(PLAN_CLAIM,
 								   "SELECT 1 FROM ssp.continuous_views WHERE view = $1::regclass "
-								   "AND generation = $2 AND NOT paused FOR NO KEY UPDATE", 2, argtypes),
+								   "AND generation = $2 AND NOT paused AND NOT resharding FOR NO KEY UPDATE", 2, argtypes),
 						 args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
 	return SPI_processed == 1;

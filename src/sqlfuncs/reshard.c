@@ -5,9 +5,9 @@
  *	  ssp.handover and ssp.reshard.
  *
  * A partition changes hands at an exact offset.  Every shard of the view
- * is paused first (ssp.pause: its last batch has committed, and no batch
- * can claim the view until it is resumed), so each shard's offsets are
- * final.  ssp.handover(view) on each gives its partitions' next offsets
+ * is paused first (ssp.pause: no batch can claim the view until it is
+ * resumed), and ssp.handover waits for a batch still in flight, as
+ * ssp.reset does, so each shard's offsets are final.  ssp.handover(view) on each gives its partitions' next offsets
  * and latest event times, and marks the view as handed over: it cannot be
  * resumed under its old shard.  ssp.reshard(view, 'k/M', handovers) on
  * each server of the new layout (a new server's view created and paused
@@ -75,6 +75,23 @@ load_shard(Oid view, const char *func)
 	return v;
 }
 
+/*
+ * wait_for_batches: wait for a batch in flight to end (one worker's holds
+ * the view's row; parallel workers' share an advisory lock), as ssp.reset
+ * does; once the view is paused, none can start.
+ */
+static void
+wait_for_batches(Oid view)
+{
+	if (SPI_execute_with_args("SELECT pg_catalog.pg_advisory_xact_lock($1)", 1,
+							  (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(ssp_view_lock_key(view))},
+							  NULL, false, 0) != SPI_OK_SELECT ||
+		SPI_execute_with_args("SELECT 1 FROM ssp.continuous_views WHERE view = $1::regclass FOR UPDATE", 1,
+							  (Oid[]) {OIDOID}, (Datum[]) {ObjectIdGetDatum(view)},
+							  NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not lock continuous view %u", view);
+}
+
 /* topic_partitions: the number of partitions of the view's topic, from its broker */
 static int
 topic_partitions(SspView *v)
@@ -115,6 +132,7 @@ ssp_handover(PG_FUNCTION_ARGS)
 	args[2] = PointerGetDatum(construct_array(parts, nmine, INT4OID, 4, true, TYPALIGN_INT));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
+	wait_for_batches(view);
 	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET resharding = true WHERE view = $1::regclass",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not update ssp.continuous_views");
@@ -162,6 +180,7 @@ ssp_reshard(PG_FUNCTION_ARGS)
 	ssp_parse_shard(shard, &k, &m);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
+	wait_for_batches(view);
 
 	/* the hand-overs, one entry per partition of the view's topic */
 	args[0] = JsonbPGetDatum(handovers);

@@ -5,8 +5,8 @@
 # hand-overs, resumed; the view over the shards is made again over three.
 # Each partition changes hands at the offset its old owner stopped at, the
 # old owners' rows stay readable, and the view over the shards equals the
-# plain query over every message, counts and a tumbling window with
-# ssp.emit = 'final'.  Partitions 3 and 9 run ten minutes behind the
+# plain query over every message, counts (two workers on each shard) and
+# a tumbling window with ssp.emit = 'final'.  Partitions 3 and 9 run ten minutes behind the
 # others in event time, so the shard that takes them over has a watermark
 # ahead of them: their next events must not be late there.
 use strict;
@@ -27,8 +27,9 @@ my $stream = qq{
 	  SERVER kafka OPTIONS (topic 'orders', timestamp 'ts');
 };
 my %views = (
+	# two workers on each shard, sharing its partitions
 	totals => [ q{SELECT region, count(*) AS n, sum(amount) AS total, avg(amount) AS mean
-	              FROM orders GROUP BY region}, '' ],
+	              FROM orders GROUP BY region}, ', ssp.parallelism = 2' ],
 	per_minute => [ q{SELECT ssp.tumble(ts, '1 minute') AS w, region, count(*) AS n
 	                  FROM orders GROUP BY w, region},
 		", ssp.emit = 'final', ssp.idle_timeout = '1 hour'" ],
@@ -68,7 +69,8 @@ sub views_over
 	my ($servers) = @_;
 	$coord->safe_psql('coord', join('', map { qq{
 		DROP VIEW IF EXISTS $_;
-		CREATE VIEW $_ WITH (ssp.continuous, ssp.shards = '$servers'$views{$_}[1]) AS $views{$_}[0];
+		CREATE VIEW $_ WITH (ssp.continuous, ssp.shards = '$servers'@{[ $views{$_}[1] =~ s/, ssp.parallelism = \d+//r ]})
+		  AS $views{$_}[0];
 	} } @names));
 }
 views_over('shard0, shard1');
@@ -157,6 +159,9 @@ check('re-sharded from two servers to three', @servers);
 is($servers[2]->safe_psql('postgres',
 		"SELECT string_agg(DISTINCT partition::text, ',' ORDER BY partition::text) FROM ssp.offsets WHERE view = 'totals'::regclass"),
 	'11,2,5,8', 'the third shard read its partitions only');
+is($servers[2]->safe_psql('postgres',
+		"SELECT string_agg(part::text, ',' ORDER BY part) FROM ssp.worker_status() WHERE view = 'totals'::regclass::oid"),
+	'0,1', 'two workers share its partitions');
 
 my ($lost, $twice) = split /\|/, $coord->safe_psql('coord', q{
 	SELECT coalesce(sum(greatest(e.n - coalesce(v.n, 0), 0)), 0), coalesce(sum(greatest(coalesce(v.n, 0) - e.n, 0)), 0)

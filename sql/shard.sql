@@ -124,8 +124,14 @@ CREATE OR REPLACE VIEW totals WITH (ssp.continuous, ssp.shards = 'here') AS
 CREATE VIEW everywhere WITH (ssp.rollup) AS SELECT ssp.combine(n) AS n, ssp.combine(mean) AS mean FROM totals;
 SELECT * FROM everywhere;
 DROP VIEW everywhere;
-DROP VIEW totals, per_minute;
+-- a shard's server goes with the views over it, never from under them
+\set VERBOSITY terse
+DROP SERVER here;
+DROP VIEW totals;
+DROP SERVER here CASCADE;
+\set VERBOSITY default
 SELECT count(*) FROM pg_class WHERE relname ~ '^(totals|per_minute)';
+SELECT count(*) FROM ssp.continuous_views;
 \c :here
 DROP DATABASE shard_coordinator WITH (FORCE);
 DROP SERVER kafka CASCADE;

@@ -233,10 +233,30 @@ ssp_shard_record(Build *b, Oid viewoid)
 	Datum		args[2];
 	Datum	   *elems = palloc(sizeof(Datum) * list_length(b->opts->shard_servers));
 	ListCell   *lc;
+	uint64		i;
 
 	ObjectAddressSet(viewaddr, RelationRelationId, viewoid);
 	ObjectAddressSet(addr, RelationRelationId, status);
 	recordDependencyOn(&addr, &viewaddr, DEPENDENCY_INTERNAL);
+
+	/*
+	 * Each foreign table over a shard too: DROP SERVER ... CASCADE then
+	 * drops the whole view, rather than leaving it without that shard's
+	 * rows.
+	 */
+	if (SPI_execute_with_args("SELECT i.inhrelid FROM pg_catalog.pg_inherits i "
+							  "WHERE i.inhparent IN ($1, (SELECT c.mrel FROM ssp.continuous_views c WHERE c.view = $2::regclass))",
+							  2, (Oid[]) {OIDOID, OIDOID}, (Datum[]) {ObjectIdGetDatum(status), ObjectIdGetDatum(viewoid)},
+							  NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read pg_inherits");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		ObjectAddressSet(addr, RelationRelationId,
+						 DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull)));
+		recordDependencyOn(&addr, &viewaddr, DEPENDENCY_INTERNAL);
+	}
 	foreach(lc, b->opts->shard_servers)
 		elems[foreach_current_index(lc)] = CStringGetTextDatum(lfirst(lc));
 	args[0] = ObjectIdGetDatum(viewoid);

@@ -23,6 +23,10 @@
 #   streams        a view catching up on 1,000,000 orders against Kafka
 #                  Streams computing the same aggregate (test/kafka/
 #                  StreamsAggregate.java), on Apache Kafka
+#   shards         a view catching up on 1,000,000 orders read by 1, 2 and 3
+#                  Postgres servers (ssp.shard) on this machine, and a query
+#                  of the view over the shards (ssp.shards) against the same
+#                  view on one server
 # Settings: SSP_BENCH_MESSAGES (default 1000000), SSP_BENCH_RUNS (default 5);
 # SSP_BENCH_KAFKA=apache runs the workloads on Apache Kafka (KRaft, one node,
 # started by test/kafka/kafka_ctl) rather than the test broker; the streams
@@ -34,7 +38,7 @@ set -euo pipefail
 # shellcheck source=SCRIPTDIR/../lib.sh
 source "$(dirname "$0")/../lib.sh"
 
-BENCH_WORKLOADS=(json_parsers windows joins catchup groups formats aggregates output views freshness memory streams)
+BENCH_WORKLOADS=(json_parsers windows joins catchup groups formats aggregates output views freshness memory streams shards)
 BENCH_DIR=test/bench  # main runs in $SSP_SRC
 BENCH_RESULTS=$BENCH_DIR/results
 PG_CONFIG=${PG_CONFIG:-$PG_BINDIR/pg_config}
@@ -954,6 +958,158 @@ bench_catchup_run() {
         "ssp x2 $(awk -v n="$n" -v t="$s2" 'BEGIN {printf "%d", n / t}')" \
         "baseline A $(awk -v n="$n" -v t="$a" 'BEGIN {printf "%d", n / t}')" \
         "baseline B $(awk -v n="$n" -v t="$b" 'BEGIN {printf "%d", n / t}')"
+}
+
+# bench_shard_servers: two more Postgres servers with ssp, on the ports
+# after the first's, each with the stream bench_catchup; sets BENCH_SHARD_PORTS
+# (the three servers' ports).
+bench_shard_servers() {
+    local k dir port base=${SSP_BENCH_PORT:-54331}
+    BENCH_SHARD_PORTS=("$base")
+    for k in 1 2; do
+        dir=$SSP_WORK/bench-pg$k port=$((base + k))
+        initdb -D "$dir" -A trust >/dev/null
+        cat >>"$dir/postgresql.conf" <<CONF
+shared_preload_libraries = 'ssp'
+max_worker_processes = 32
+port = $port
+unix_socket_directories = '$SSP_WORK'
+listen_addresses = ''
+CONF
+        pg_ctl -D "$dir" -l "$SSP_WORK/bench-pg$k.log" -w start >/dev/null
+        BENCH_SHARD_PORTS+=("$port")
+        psql -X -q -v ON_ERROR_STOP=1 -p "$port" -v brokers="$SSP_BROKERS" <<'SQL'
+CREATE EXTENSION ssp;
+CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+CREATE FOREIGN TABLE bench_catchup (order_id bigint, customer_id bigint, region text, amount numeric,
+    ts timestamptz, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic 'bench_catchup', timestamp 'ts');
+SQL
+    done
+    trap 'for d in "$BENCH_PG" "$SSP_WORK/bench-pg1" "$SSP_WORK/bench-pg2"; do pg_ctl -D "$d" -m immediate stop >/dev/null 2>&1; done; ssp_cleanup' EXIT
+}
+
+# bench_shards: the catch-up of count, sum and avg by region over the
+# orders, the view read by 1, 2 and 3 servers on this machine (ssp.shard =
+# 'k/N': the partitions p % N = k each), the time from the first CREATE
+# VIEW until every server's ssp.wait has returned; then the time of a query
+# of the view over the three shards (ssp.shards, from a database of the
+# first server through postgres_fdw) against the same query of the view on
+# one server, and that they give the same rows.
+bench_shards() {
+    local n=${SSP_BENCH_MESSAGES:-1000000} r=${SSP_BENCH_RUNS:-5}
+    bench_produce_orders "$n"
+    bench_shard_servers
+    bench_report shards bench_shards_run "$n" "$r"
+}
+
+BENCH_SHARD_QUERY="SELECT region, count(*) AS n, sum(amount) AS total, avg(amount) AS mean FROM bench_catchup GROUP BY region"
+
+# bench_shards_catchup N: seconds for the view to catch up on N servers
+# (left in place, as bench_shard_view on each).
+bench_shards_catchup() {
+    local n=$1 k t0 pids=()
+    for k in $(seq 0 $((n - 1))); do
+        psql -X -q -p "${BENCH_SHARD_PORTS[$k]}" -c "DROP VIEW IF EXISTS bench_shard_view"
+    done
+    t0=$(bench_now)
+    for k in $(seq 0 $((n - 1))); do
+        psql -X -q -v ON_ERROR_STOP=1 -p "${BENCH_SHARD_PORTS[$k]}" \
+            -c "CREATE VIEW bench_shard_view WITH (ssp.continuous, ssp.shard = '$k/$n') AS $BENCH_SHARD_QUERY"
+    done
+    for k in $(seq 0 $((n - 1))); do
+        psql -X -q -At -v ON_ERROR_STOP=1 -p "${BENCH_SHARD_PORTS[$k]}" \
+            -c "SELECT ssp.wait('bench_shard_view', '600 s')" >"$SSP_WORK/bench-shard-wait$k" &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+    for k in $(seq 0 $((n - 1))); do
+        [ "$(cat "$SSP_WORK/bench-shard-wait$k")" = t ] || ssp_die "shard $k/$n did not catch up"
+    done
+    awk -v a="$t0" -v b="$(bench_now)" 'BEGIN {printf "%.3f", b - a}'
+}
+
+# bench_shards_query DB: milliseconds per read of every row and column of
+# bench_shard_view in database DB of the first server, over 50 reads.
+bench_shards_query() {
+    psql -X -q -At -v ON_ERROR_STOP=1 -d "$1" <<'SQL'
+DO $$
+DECLARE t0 timestamptz := clock_timestamp();
+BEGIN
+  FOR i IN 1 .. 50 LOOP
+    -- every column of every row, as a client reads them
+    PERFORM pg_catalog.sum(pg_catalog.length(v::text)) FROM bench_shard_view v;
+  END LOOP;
+  RAISE NOTICE '%', round((extract(epoch FROM clock_timestamp() - t0) * 1000 / 50)::numeric, 2);
+END $$;
+SQL
+}
+
+bench_shards_run() {
+    local n=$1 r=$2 i k s local_ms over_ms
+    local -A times=()
+    local -a q_local=() q_over=()
+    echo "workload: $n JSON orders in 64 partitions, already produced; on N servers (Postgres clusters on this"
+    echo "  machine, sharing its $(nproc) cores and the broker), CREATE VIEW bench_shard_view WITH (ssp.continuous,"
+    echo "  ssp.shard = 'k/N') AS $BENCH_SHARD_QUERY"
+    echo "  (1,000 groups); the time from the first CREATE VIEW until ssp.wait has returned on every server"
+    echo "query: SELECT * FROM bench_shard_view, 50 times, on the first server (the view read by one server: its"
+    echo "  own table) and in a database of it over the three shards (ssp.shards, postgres_fdw, async append)"
+    echo
+    for i in $(seq "$r"); do
+        for k in 1 2 3; do
+            s=$(bench_shards_catchup "$k")
+            times[$k]="${times[$k]:-} $s"
+            echo "  run $i: $k server(s) $s s"
+            if [ "$k" = 1 ]; then
+                local_ms=$(bench_shards_query postgres 2>&1 | sed -n 's/.*NOTICE:  //p')
+                psql -X -q -c "DROP TABLE IF EXISTS bench_shard_one; CREATE TABLE bench_shard_one AS SELECT * FROM bench_shard_view"
+            fi
+        done
+        if [ "$i" = 1 ]; then
+            psql -X -q -c "DROP DATABASE IF EXISTS bench_coord"
+            psql -X -q -c "CREATE DATABASE bench_coord"
+            psql -X -q -v ON_ERROR_STOP=1 -d bench_coord -v brokers="$SSP_BROKERS" <<SQL
+CREATE EXTENSION ssp;
+CREATE EXTENSION postgres_fdw;
+CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+CREATE FOREIGN TABLE bench_catchup (order_id bigint, customer_id bigint, region text, amount numeric,
+    ts timestamptz, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic 'bench_catchup', timestamp 'ts');
+$(for k in 0 1 2; do echo "CREATE SERVER shard$k FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$SSP_WORK', port '${BENCH_SHARD_PORTS[$k]}', dbname 'postgres');
+CREATE USER MAPPING FOR CURRENT_USER SERVER shard$k;"; done)
+SQL
+        fi
+        psql -X -q -v ON_ERROR_STOP=1 -d bench_coord -c "DROP VIEW IF EXISTS bench_shard_view" \
+            -c "CREATE VIEW bench_shard_view WITH (ssp.continuous, ssp.shards = 'shard0, shard1, shard2') AS $BENCH_SHARD_QUERY"
+        over_ms=$(bench_shards_query bench_coord 2>&1 | sed -n 's/.*NOTICE:  //p')
+        [ "$(psql -X -q -At -d bench_coord -c "SELECT * FROM bench_shard_view ORDER BY region")" = \
+          "$(psql -X -q -At -c "SELECT * FROM bench_shard_one ORDER BY region")" ] ||
+            ssp_die "the view over the shards differs from the view of one server"
+        echo "  run $i: query of one server's view $local_ms ms, of the view over three shards $over_ms ms"
+        q_local+=("$local_ms")
+        q_over+=("$over_ms")
+    done
+    echo
+    for k in 1 2 3; do
+        # shellcheck disable=SC2086
+        bench_stats "$k server(s)" "$n" ${times[$k]}
+    done
+    local t1 t2 t3 ql qo
+    t1=$(printf '%s\n' ${times[1]} | bench_median)
+    t2=$(printf '%s\n' ${times[2]} | bench_median)
+    t3=$(printf '%s\n' ${times[3]} | bench_median)
+    ql=$(printf '%s\n' "${q_local[@]}" | bench_median)
+    qo=$(printf '%s\n' "${q_over[@]}" | bench_median)
+    echo
+    awk -v a="$t1" -v b="$t2" -v c="$t3" -v ql="$ql" -v qo="$qo" 'BEGIN {
+        printf "catch-up speed-up with 2 servers: %.2f, with 3: %.2f (the servers share this machine'"'"'s cores)\n", a / b, a / c
+        printf "query over three shards / query of one server'"'"'s view: %.1f times (%.2f ms against %.2f ms)\n", qo / ql, qo, ql }'
+    echo "RESULT shards one_s=$t1 two_s=$t2 three_s=$t3 query_one_ms=$ql query_shards_ms=$qo"
+    bench_bars shards "catch-up, $n orders, 64 partitions, servers on one machine (median of $r)" \
+        "1 server $(awk -v n="$n" -v t="$t1" 'BEGIN {printf "%d", n / t}')" \
+        "2 servers $(awk -v n="$n" -v t="$t2" 'BEGIN {printf "%d", n / t}')" \
+        "3 servers $(awk -v n="$n" -v t="$t3" 'BEGIN {printf "%d", n / t}')"
 }
 
 # bench_bars NAME TITLE "LABEL VALUE"...: a bar chart of messages/s into

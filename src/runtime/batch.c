@@ -36,6 +36,7 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/queryenvironment.h"
 #include "utils/rel.h"
@@ -477,6 +478,25 @@ claim_view(SspView *view)
 						 args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
 	return SPI_processed == 1;
+}
+
+/*
+ * ssp_wait_for_batches: in a backend changing a view under its workers
+ * (ssp.reset, ssp.handover, ssp.reshard), wait for a batch in flight to
+ * end, as claim_view makes it wait: one worker's batch holds the view's
+ * row, parallel workers' share the advisory lock.  The caller's change
+ * then makes the next claim fail.  Needs SPI connected.
+ */
+void
+ssp_wait_for_batches(Oid view)
+{
+	if (SPI_execute_with_args("SELECT pg_catalog.pg_advisory_xact_lock($1)", 1,
+							  (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(ssp_view_lock_key(view))},
+							  NULL, false, 0) != SPI_OK_SELECT ||
+		SPI_execute_with_args("SELECT 1 FROM ssp.continuous_views WHERE view = $1::regclass FOR UPDATE", 1,
+							  (Oid[]) {OIDOID}, (Datum[]) {ObjectIdGetDatum(view)},
+							  NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not lock continuous view \"%s\"", get_rel_name(view));
 }
 
 /*

@@ -57,6 +57,7 @@ extern SspDecoded *ssp_decode_batch(SspSources *src, SspMessage *msgs, int n,
 									bool event_times, MemoryContext cxt);
 extern void ssp_decoded_free(SspDecoded *d);
 extern void ssp_check_stream_acl(SspView *view, SspStream *stream);
+extern void ssp_wait_for_batches(Oid view);
 extern bool ssp_record_lost(SspView *view, int source, int32 partition,
 							int64 stored, int64 from, int64 to);
 

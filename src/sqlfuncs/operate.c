@@ -34,6 +34,7 @@
 #include "ssp.h"
 #include "stream/stream.h"
 #include "kafka/kafka.h"
+#include "runtime/batch.h"
 #include "runtime/shmem.h"
 #include "compile/view.h"
 
@@ -259,14 +260,8 @@ ssp_reset(PG_FUNCTION_ARGS)
 	ssp_check_start(start);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	/*
-	 * The row lock (and, for parallel workers, the advisory lock) waits for
-	 * a batch in flight, and makes the next one fail.
-	 */
-	if (SPI_execute_with_args("SELECT pg_catalog.pg_advisory_xact_lock($1)", 1,
-							  (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(ssp_view_lock_key(view))},
-							  NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "ssp: could not lock continuous view \"%s\"", v->name);
+	/* a batch in flight ends first; the next one fails */
+	ssp_wait_for_batches(view);
 	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET generation = generation + 1, "
 							  "processed = 0, dead_letters = 0, late_events = 0, watermark = NULL, batch_watermark = NULL, "
 							  "start = $2, last_commit = NULL "

@@ -42,6 +42,7 @@
 #include "kafka/kafka.h"
 #include "compile/build.h"
 #include "compile/view.h"
+#include "runtime/batch.h"
 
 PG_FUNCTION_INFO_V1(ssp_handover);
 PG_FUNCTION_INFO_V1(ssp_reshard);
@@ -73,23 +74,6 @@ load_shard(Oid view, const char *func)
 				 errdetail("Partitions change hands at the offsets a paused view stopped at."),
 				 errhint("Call ssp.pause on every shard of the view first.")));
 	return v;
-}
-
-/*
- * wait_for_batches: wait for a batch in flight to end (one worker's holds
- * the view's row; parallel workers' share an advisory lock), as ssp.reset
- * does; once the view is paused, none can start.
- */
-static void
-wait_for_batches(Oid view)
-{
-	if (SPI_execute_with_args("SELECT pg_catalog.pg_advisory_xact_lock($1)", 1,
-							  (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(ssp_view_lock_key(view))},
-							  NULL, false, 0) != SPI_OK_SELECT ||
-		SPI_execute_with_args("SELECT 1 FROM ssp.continuous_views WHERE view = $1::regclass FOR UPDATE", 1,
-							  (Oid[]) {OIDOID}, (Datum[]) {ObjectIdGetDatum(view)},
-							  NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "ssp: could not lock continuous view %u", view);
 }
 
 /* topic_partitions: the number of partitions of the view's topic, from its broker */
@@ -132,7 +116,7 @@ ssp_handover(PG_FUNCTION_ARGS)
 	args[2] = PointerGetDatum(construct_array(parts, nmine, INT4OID, 4, true, TYPALIGN_INT));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	wait_for_batches(view);
+	ssp_wait_for_batches(view);
 	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET resharding = true WHERE view = $1::regclass",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not update ssp.continuous_views");
@@ -180,7 +164,7 @@ ssp_reshard(PG_FUNCTION_ARGS)
 	ssp_parse_shard(shard, &k, &m);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	wait_for_batches(view);
+	ssp_wait_for_batches(view);
 
 	/* the hand-overs, one entry per partition of the view's topic */
 	args[0] = JsonbPGetDatum(handovers);

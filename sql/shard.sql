@@ -41,9 +41,9 @@ CREATE VIEW s WITH (ssp.continuous, ssp.shard = '0/2') AS SELECT string_agg(regi
 CREATE VIEW s WITH (ssp.continuous, ssp.shard = '0/2', ssp.output_topic = 'out') AS
   SELECT region, count(*) FROM orders GROUP BY region;
 \set topic shard_customers_ :run
-CREATE FOREIGN TABLE customers (id bigint OPTIONS (meta 'key'), segment text)
+CREATE FOREIGN TABLE shard_customers (id bigint OPTIONS (meta 'key'), segment text)
   SERVER kafka OPTIONS (topic :'topic', changelog 'upsert');
-CREATE VIEW s WITH (ssp.continuous, ssp.shard = '0/2') AS SELECT segment, count(*) FROM customers GROUP BY segment;
+CREATE VIEW s WITH (ssp.continuous, ssp.shard = '0/2') AS SELECT segment, count(*) FROM shard_customers GROUP BY segment;
 
 -- a shard: its table has the column _shard, and ssp.shard_views says
 -- which shard it is, for the coordinator

@@ -124,6 +124,10 @@ CREATE OR REPLACE VIEW totals WITH (ssp.continuous, ssp.shards = 'here') AS
 CREATE VIEW everywhere WITH (ssp.rollup) AS SELECT ssp.combine(n) AS n, ssp.combine(mean) AS mean FROM totals;
 SELECT * FROM everywhere;
 DROP VIEW everywhere;
+-- and over windows with ssp.emit = 'final': those every shard has closed
+CREATE VIEW closed WITH (ssp.rollup) AS SELECT ssp.combine(n) AS n FROM per_minute;
+SELECT (SELECT n FROM closed) = (SELECT sum(n) FROM per_minute) AS same, (SELECT n FROM closed) > 0 AS some;
+DROP VIEW closed;
 -- a shard's server goes with the views over it, never from under them
 \set VERBOSITY terse
 DROP SERVER here;

@@ -29,8 +29,11 @@ ALTER TABLE continuous_views ADD COLUMN batch_watermark timestamptz;
 
 -- Shards (doc/operating.md, Several servers): a view over shards
 -- (ssp.shards) lists the postgres_fdw servers of its shards, and runs no
--- worker (parallelism 0).
+-- worker (parallelism 0); shard_status is its table of the shards'
+-- ssp.shard_views, shard_view the view's name there.
 ALTER TABLE continuous_views ADD COLUMN shards text[];
+ALTER TABLE continuous_views ADD COLUMN shard_status regclass;
+ALTER TABLE continuous_views ADD COLUMN shard_view text;
 
 -- The readers of this database, from shared memory: one row per reader
 -- (a stream, or the two streams of a join, for one owner, part and batch

@@ -113,7 +113,9 @@ enum
 	CV_QUERY,
 	CV_NAMES,
 	CV_OPTIONS,
-	CV_CHANGES					/* the outbox's trigger function, from pg_trigger */
+	CV_CHANGES,					/* the outbox's trigger function, from pg_trigger */
+	CV_SHARD_STATUS,
+	CV_SHARD_VIEW
 };
 
 /*
@@ -189,7 +191,8 @@ ssp_view_load(Oid view, bool missing_ok)
 							  "(extract(epoch FROM idle_timeout) * 1000)::bigint, watermark, columns, buffers::oid[], parallelism, "
 							  "output_topic, outbox::oid, outbox_final_sql, query::oid, names, options, "
 							  "(SELECT t.tgfoid FROM pg_catalog.pg_trigger t "
-							  " WHERE t.tgrelid = mrel AND t.tgname = 'ssp_changes_insert') "
+							  " WHERE t.tgrelid = mrel AND t.tgname = 'ssp_changes_insert'), "
+							  "shard_status::oid, shard_view "
 							  "FROM ssp.continuous_views WHERE view = $1::oid::regclass",
 							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
@@ -253,6 +256,10 @@ ssp_view_load(Oid view, bool missing_ok)
 		v->changes = DatumGetObjectId(SPI_getbinval(tup, desc, CV_CHANGES, &isnull));
 		if (isnull)
 			v->changes = InvalidOid;
+		v->shard_status = DatumGetObjectId(SPI_getbinval(tup, desc, CV_SHARD_STATUS, &isnull));
+		if (isnull)
+			v->shard_status = InvalidOid;
+		v->shard_view = SPI_getvalue(tup, desc, CV_SHARD_VIEW);
 		v->on_error = ssp_parse_on_error(TextDatumGetCString(SPI_getbinval(tup, desc, CV_ON_ERROR, &isnull)));
 		v->paused = DatumGetBool(SPI_getbinval(tup, desc, CV_PAUSED, &isnull));
 		v->generation = DatumGetInt32(SPI_getbinval(tup, desc, CV_GENERATION, &isnull));
@@ -442,6 +449,9 @@ ssp_view_repair_dependencies(SspView *v)
 		 * mark them as from no transaction.  (A changelog's versions and
 		 * a table of distinct values carry none.)
 		 */
+		/* a view over shards: its table of them, and the foreign tables */
+		if (OidIsValid(v->shard_status))
+			ssp_shard_depend(v->view, v->shard_status);
 		foreach(lc, v->buffers)
 		{
 			Oid			rel = lfirst_oid(lc);

@@ -127,6 +127,8 @@ ssp_view_build(SspView *v)
 		b->buffers[i] = qualified_name(v, list_nth_oid(v->buffers, i));
 	b->rebuilding = true;
 	b->relname = get_rel_name(v->view);
+	if (b->opts->shard_servers)
+		ssp_shard_rebuild(b, v);
 	initStringInfo(&create);
 	initStringInfo(&viewsql);
 	initStringInfo(&apply);

@@ -196,6 +196,11 @@ ssp_shard_create(Build *b, const char *mrelname, Oid nspid)
 					 errhint("ssp.shards names the servers in the order of their shards, shard 0 first.")));
 		remote_schema[k] = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
 		remote_mrel[k] = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
+		if (remote_schema[k] == NULL || remote_mrel[k] == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_ERROR),
+					 errmsg("server \"%s\" does not say where the table of continuous view %s is",
+							(char *) lfirst(lc), quote_qualified_identifier(nsp, b->shard_view_name))));
 	}
 
 	/* the table, made as any view's, becomes the parent of the shards' */
@@ -219,31 +224,22 @@ ssp_shard_create(Build *b, const char *mrelname, Oid nspid)
 }
 
 /*
- * ssp_shard_record: the view's table of its shards is part of it, and the
- * catalog lists the servers.  Needs SPI connected.
+ * ssp_shard_depend: a view over shards' table of its shards, and the
+ * foreign tables over the shards (partitions of it and of the view's own
+ * table), are parts of the view: dropped with it, and DROP SERVER ...
+ * CASCADE drops the whole view rather than a shard's rows from under it.
+ * Needs SPI connected.
  */
 void
-ssp_shard_record(Build *b, Oid viewoid)
+ssp_shard_depend(Oid viewoid, Oid status)
 {
 	ObjectAddress viewaddr,
 				addr;
-	Oid			status = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(b->shard_status)),
-										  NoLock, false);
-	Oid			argtypes[2] = {OIDOID, TEXTARRAYOID};
-	Datum		args[2];
-	Datum	   *elems = palloc(sizeof(Datum) * list_length(b->opts->shard_servers));
-	ListCell   *lc;
 	uint64		i;
 
 	ObjectAddressSet(viewaddr, RelationRelationId, viewoid);
 	ObjectAddressSet(addr, RelationRelationId, status);
 	recordDependencyOn(&addr, &viewaddr, DEPENDENCY_INTERNAL);
-
-	/*
-	 * Each foreign table over a shard too: DROP SERVER ... CASCADE then
-	 * drops the whole view, rather than leaving it without that shard's
-	 * rows.
-	 */
 	if (SPI_execute_with_args("SELECT i.inhrelid FROM pg_catalog.pg_inherits i "
 							  "WHERE i.inhparent IN ($1, (SELECT c.mrel FROM ssp.continuous_views c WHERE c.view = $2::regclass))",
 							  2, (Oid[]) {OIDOID, OIDOID}, (Datum[]) {ObjectIdGetDatum(status), ObjectIdGetDatum(viewoid)},
@@ -257,12 +253,50 @@ ssp_shard_record(Build *b, Oid viewoid)
 						 DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull)));
 		recordDependencyOn(&addr, &viewaddr, DEPENDENCY_INTERNAL);
 	}
+}
+
+/*
+ * ssp_shard_record: the view's parts over its shards, and the catalog's
+ * servers, table of the shards and name of the view there.  Needs SPI
+ * connected.
+ */
+void
+ssp_shard_record(Build *b, Oid viewoid)
+{
+	Oid			status = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(b->shard_status)),
+										  NoLock, false);
+	Oid			argtypes[4] = {OIDOID, TEXTARRAYOID, OIDOID, TEXTOID};
+	Datum		args[4];
+	Datum	   *elems = palloc(sizeof(Datum) * list_length(b->opts->shard_servers));
+	ListCell   *lc;
+
 	foreach(lc, b->opts->shard_servers)
 		elems[foreach_current_index(lc)] = CStringGetTextDatum(lfirst(lc));
 	args[0] = ObjectIdGetDatum(viewoid);
 	args[1] = PointerGetDatum(construct_array(elems, list_length(b->opts->shard_servers),
 											  TEXTOID, -1, false, TYPALIGN_INT));
-	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET shards = $2 WHERE view = $1",
-							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+	args[2] = ObjectIdGetDatum(status);
+	args[3] = CStringGetTextDatum(quote_qualified_identifier(b->shard_view_schema, b->shard_view_name));
+	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET shards = $2, shard_status = $3, shard_view = $4 "
+							  "WHERE view = $1", 4, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not record the shards of a view");
+	ssp_shard_depend(viewoid, status);
+}
+
+/*
+ * ssp_shard_rebuild: what a view over shards' SQL needs when it is built
+ * again (a rollup of it): its table of the shards, and its name there.
+ */
+void
+ssp_shard_rebuild(Build *b, SspView *v)
+{
+	List	   *names;
+
+	if (!OidIsValid(v->shard_status) || v->shard_view == NULL)
+		elog(ERROR, "ssp: view over shards \"%s\" has lost its table of the shards", v->name);
+	names = stringToQualifiedNameList(v->shard_view);
+	b->shard_view_schema = strVal(linitial(names));
+	b->shard_view_name = strVal(llast(names));
+	b->shard_status = quote_qualified_identifier(get_namespace_name(get_rel_namespace(v->shard_status)),
+												 get_rel_name(v->shard_status));
 }

@@ -63,6 +63,9 @@ typedef struct SspView
 	int			part;			/* which of them this is (in a worker) */
 	int			shard_index;	/* ssp.shard = 'k/N': k */
 	int			shard_count;	/* N (0: not sharded) */
+	Oid			shard_status;	/* a view over shards: its table of the
+								 * shards' ssp.shard_views */
+	char	   *shard_view;		/* and the view's qualified name there */
 	/* ssp.output_topic (outbox.c) */
 	char	   *output_topic;	/* NULL: none */
 	Oid			outbox;			/* the table of changes not yet published */
@@ -119,6 +122,7 @@ extern void ssp_create_continuous_view(ViewStmt *stmt, const char *queryString);
 extern char *ssp_choose_function_name(const char *name, const char *label, Oid nspid);
 extern List *ssp_target_names(Query *q, List *aliases);
 extern void ssp_view_generate(SspView *v);
+extern void ssp_shard_depend(Oid viewoid, Oid status);	/* shard.c */
 extern void ssp_view_unwatch(SspView *v);
 extern void ssp_view_refresh(SspView *v);
 

@@ -523,6 +523,39 @@ swap_replacements(void)
 			failed_at = GetCurrentTimestamp();
 }
 
+/*
+ * repair_views_over_shards: a view over shards (ssp.shards) has no worker
+ * to make its tables part of it again after pg_dump and restore or
+ * pg_upgrade, as a worker does for its view when it loads it: the
+ * scheduler does, for those whose table is not part of them.
+ */
+static void
+repair_views_over_shards(void)
+{
+	List	   *views = NIL;
+	ListCell   *lc;
+	uint64		i;
+
+	if (SPI_execute("SELECT c.view::oid FROM ssp.continuous_views c WHERE c.parallelism = 0 AND NOT EXISTS ("
+					"SELECT FROM pg_catalog.pg_depend d WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+					"AND d.objid = c.mrel AND d.refobjid = c.view AND d.deptype = 'i')", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.continuous_views");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		views = lappend_oid(views, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+																  SPI_tuptable->tupdesc, 1, &isnull)));
+	}
+	foreach(lc, views)
+	{
+		SspView    *v = ssp_view_load(lfirst_oid(lc), true);
+
+		if (v)
+			ssp_view_repair_dependencies(v);
+	}
+}
+
 /* read_views: update the scheduler's list from the catalog; false if ssp is gone. */
 static bool
 read_views(List **views)
@@ -601,7 +634,10 @@ read_views(List **views)
 			sv->generation = generation;
 		}
 		if (why == NULL)
+		{
 			swap_replacements();
+			repair_views_over_shards();
+		}
 		SPI_finish();
 	}
 	PopActiveSnapshot();

@@ -3,8 +3,10 @@
 # and a view over the shards on a coordinator (ssp.shards: a database of
 # the first server, reading all three through postgres_fdw).  The
 # coordinator's views equal the single-server query over every message:
-# count, sum, avg, min, max, hll, and a tumbling window with ssp.emit =
-# 'final', whose windows close by the least of the shards' watermarks.  A
+# count, sum, avg, min, max, hll (tdigest within its error), and a
+# tumbling window with ssp.emit = 'final', whose windows close by the
+# least of the shards' watermarks.  Each shard's amounts are of a range of
+# their own, so no shard's state alone looks like the whole.  A
 # shard's server is SIGKILLed (every process of it) mid-stream and
 # restarted; another fails over to its streaming standby, which the
 # coordinator's server for it also names; every message is counted once.
@@ -22,6 +24,7 @@ my $coord = $shards[0];
 
 my $stream = qq{
 	CREATE EXTENSION hll;
+	CREATE EXTENSION tdigest;
 	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$broker->{bootstrap}');
 	CREATE FOREIGN TABLE orders (id bigint, region text, amount numeric, ts timestamptz,
 	    p int OPTIONS (meta 'partition'))
@@ -31,7 +34,8 @@ my $stream = qq{
 my %views = (
 	totals => [ q{SELECT region, count(*) AS n, sum(amount) AS total, avg(amount) AS mean,
 	                min(amount) AS least, max(amount) AS most,
-	                hll_cardinality(hll_add_agg(hll_hash_bigint(id))) AS ids
+	                hll_cardinality(hll_add_agg(hll_hash_bigint(id))) AS ids,
+	                tdigest_percentile(amount::float8, 100, 0.5) AS median
 	              FROM orders GROUP BY region}, '' ],
 	per_minute => [ q{SELECT ssp.tumble(ts, '1 minute') AS w, region, count(*) AS n, avg(amount) AS mean
 	                  FROM orders GROUP BY w, region},
@@ -97,7 +101,7 @@ like($err, qr/continuous view "totals" is a view over shards/, 'ssp.reset of a v
 sub feed
 {
 	my ($from, $n) = @_;
-	my $gen = "SELECT g, 'r' || g % 7, (g % 100)::numeric + 0.5, timestamptz '2024-01-01' + g * interval '1 s', (g % 12)::int
+	my $gen = "SELECT g, 'r' || g % 7, (g % 100)::numeric + 0.5 + 100 * (g % 3), timestamptz '2024-01-01' + g * interval '1 s', (g % 12)::int
 	           FROM generate_series($from, $from + $n - 1) g";
 	$coord->safe_psql('coord', "INSERT INTO orders (id, region, amount, ts, p) $gen; INSERT INTO truth $gen");
 }
@@ -113,11 +117,22 @@ sub wait_shards
 sub check
 {
 	my ($what) = @_;
-	is(SspTest::differences($coord, 'coord', 'SELECT * FROM totals', q{
+	is(SspTest::differences($coord, 'coord', 'SELECT region, n, total, mean, least, most, ids FROM totals', q{
 			SELECT region, count(*), sum(amount), avg(amount), min(amount), max(amount),
 			       hll_cardinality(hll_add_agg(hll_hash_bigint(id)))
 			FROM truth GROUP BY region}),
 		'0', "$what: the view over shards equals the query over every message");
+	# tdigest is approximate: the shards' digests merged, within its error
+	note $coord->safe_psql('coord', q{
+			SELECT string_agg(format('%s %s %s', region, round(v.median::numeric, 2), t.p50), '; ') FROM totals v
+			JOIN (SELECT region, percentile_cont(0.5) WITHIN GROUP (ORDER BY amount::float8) AS p50
+			      FROM truth GROUP BY region) t USING (region)});
+	is($coord->safe_psql('coord', q{
+			SELECT count(*) FROM totals v
+			JOIN (SELECT region, percentile_cont(0.5) WITHIN GROUP (ORDER BY amount::float8) AS p50
+			      FROM truth GROUP BY region) t USING (region)
+			WHERE abs(v.median - t.p50) > 10}),
+		'0', "$what: the shards' tdigests merged give the median within 10 of a range of 300");
 	is($coord->safe_psql('coord', 'SELECT n = (SELECT count(*) FROM truth) FROM everything'), 't',
 		"$what: a view without groups, merged over the shards");
 	# every partition has messages, so each shard's watermark is the least
@@ -197,6 +212,23 @@ my ($lost, $twice) = split /\|/, $coord->safe_psql('coord', q{
 SspTest::report(faults => 2, produced => $coord->safe_psql('coord', 'SELECT count(*) FROM truth'),
 	applied => $coord->safe_psql('coord', 'SELECT n FROM everything'),
 	dead_letters => 0, lost => $lost, twice => $twice, broker => $broker->{kind});
+
+# the coordinator's database dumped and restored: its views read the
+# shards again, and the scheduler makes their tables parts of them again
+my $dump = PostgreSQL::Test::Utils::tempdir() . '/coord.sql';
+$coord->command_ok(['pg_dump', '-d', $coord->connstr('coord'), '-f', $dump], 'pg_dump of the coordinator');
+$coord->safe_psql('postgres', 'CREATE DATABASE coord2');
+$coord->command_ok(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $coord->connstr('coord2'), '-f', $dump],
+	'restored');
+$coord->poll_query_until('coord2', q{
+	SELECT count(*) = 3 FROM ssp.continuous_views c JOIN pg_depend d ON d.objid = c.mrel AND d.refobjid = c.view
+	WHERE d.deptype = 'i'})
+  or die 'the restored views over shards did not get their parts back';
+is($coord->safe_psql('coord2', 'SELECT n FROM everything'), $coord->safe_psql('coord', 'SELECT n FROM everything'),
+	'the restored view over shards reads them');
+$coord->safe_psql('coord2', 'DROP VIEW per_minute');
+is($coord->safe_psql('coord2', "SELECT count(*) FROM pg_class WHERE relname LIKE 'per_minute%'"), '0',
+	'DROP VIEW of a restored view over shards leaves nothing behind');
 
 # DROP VIEW takes the coordinator's tables of the shards with it
 $coord->safe_psql('coord', 'DROP VIEW totals');

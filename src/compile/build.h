@@ -187,6 +187,7 @@ extern void ssp_shard_check(Build *b, const char *mrel, StringInfo create);
 extern void ssp_shard_prepare(Build *b, Oid nspid, const char *relname);
 extern void ssp_shard_create(Build *b, const char *mrelname, Oid nspid);
 extern void ssp_shard_record(Build *b, Oid viewoid);
+extern void ssp_shard_depend(Oid viewoid, Oid status);
 extern void ssp_shard_rebuild(Build *b, SspView *v);
 
 /* aggregate.c */

@@ -443,15 +443,15 @@ ssp_view_repair_dependencies(SspView *v)
 			ObjectAddressSet(streamaddr, RelationRelationId, v->streams[i]);
 			recordDependencyOn(&viewaddr, &streamaddr, DEPENDENCY_NORMAL);
 		}
+		/* a view over shards: its table of them, and the foreign tables */
+		if (OidIsValid(v->shard_status))
+			ssp_shard_depend(v->view, v->shard_status);
 		/*
 		 * A join's buffered rows carry the transaction that added them
 		 * (join.c); in a restored cluster that number may come again, so
 		 * mark them as from no transaction.  (A changelog's versions and
 		 * a table of distinct values carry none.)
 		 */
-		/* a view over shards: its table of them, and the foreign tables */
-		if (OidIsValid(v->shard_status))
-			ssp_shard_depend(v->view, v->shard_status);
 		foreach(lc, v->buffers)
 		{
 			Oid			rel = lfirst_oid(lc);

@@ -100,7 +100,6 @@ ssp_shard_check(Build *b, const char *mrel, StringInfo create)
 						 mrel, opts->shard_index);
 }
 
-
 /*
  * ssp_shard_prepare: check the servers of ssp.shards (postgres_fdw servers
  * the user may use), and name the view's table of its shards.  Before the

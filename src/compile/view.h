@@ -122,7 +122,6 @@ extern void ssp_create_continuous_view(ViewStmt *stmt, const char *queryString);
 extern char *ssp_choose_function_name(const char *name, const char *label, Oid nspid);
 extern List *ssp_target_names(Query *q, List *aliases);
 extern void ssp_view_generate(SspView *v);
-extern void ssp_shard_depend(Oid viewoid, Oid status);	/* shard.c */
 extern void ssp_view_unwatch(SspView *v);
 extern void ssp_view_refresh(SspView *v);
 

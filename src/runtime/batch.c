@@ -450,10 +450,10 @@ kept_plan(KeptPlan which, const char *sql, int nargs, Oid *argtypes)
 
 /*
  * claim_view: hold off ssp.reset until the batch ends; false if the view
- * was dropped, paused, reset or handed over (ssp.handover).  One worker locks the view's row; the
- * workers of a view with ssp.parallelism share an advisory lock, which
- * ssp.reset takes exclusively (ssp_view_lock_key), so that their batches
- * run at once.
+ * was dropped, paused, reset or handed over (ssp.handover).  One worker
+ * locks the view's row; the workers of a view with ssp.parallelism share
+ * an advisory lock, which ssp.reset takes exclusively (ssp_view_lock_key),
+ * so that their batches run at once.
  */
 static bool
 claim_view(SspView *view)

@@ -18,6 +18,7 @@
 #include "utils/guc.h"
 
 #include "ssp.h"
+#include "runtime/rows.h"
 #include "runtime/shmem.h"
 #include "runtime/supervisor.h"
 
@@ -133,6 +134,7 @@ _PG_init(void)
 
 	ssp_utility_init();
 	ssp_shmem_init();
+	ssp_rows_init();
 
 	/*
 	 * pg_upgrade runs both clusters in binary-upgrade mode while it copies

@@ -5,8 +5,8 @@
  *
  * One transaction per batch: check that the view is still the one the
  * worker started for (not dropped, paused or reset since), decode the
- * messages into a tuplestore exposed to SQL as the ephemeral relation
- * ssp_batch (and ssp_batch_2 for the second stream of a join), run the
+ * messages into rows in memory, read by SQL as the ephemeral relation
+ * ssp_batch (and ssp_batch_2 for the second stream of a join; rows.c), run the
  * view's apply statement, store dead letters, and
  * upsert the partitions' next offsets into ssp.offsets; then commit.  The
  * rows and the offsets that produced them commit together or not at all.
@@ -43,11 +43,11 @@
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
-#include "utils/tuplestore.h"
 
 #include "ssp.h"
 #include "stream/stream.h"
 #include "runtime/batch.h"
+#include "runtime/rows.h"
 #include "compile/window.h"
 
 typedef struct BatchState
@@ -140,6 +140,30 @@ is_data_error(int sqlerrcode)
 }
 
 /*
+ * decode_row: a message into values and nulls: its stream's columns, then
+ * the hidden ones (where the message is, and if it is a tombstone); its
+ * event time raises maxev of its slot, unless maxev is NULL.
+ */
+static void
+decode_row(SspSources *src, SspMessage *msg, Datum *values, bool *nulls, TimestampTz *maxev)
+{
+	SspStream  *stream = src->streams[msg->source];
+
+	ssp_decode_message(stream, msg, values, nulls);
+	values[stream->natts] = Int32GetDatum(msg->partition);
+	values[stream->natts + 1] = Int64GetDatum(msg->offset);
+	values[stream->natts + 2] = BoolGetDatum(msg->value == NULL || stream->deleted);
+	memset(nulls + stream->natts, false, SSP_BATCH_EXTRA);
+	if (maxev && msg->partition < src->nparts[msg->source])
+	{
+		TimestampTz t = ssp_event_time(stream, msg, values, nulls);
+		int			slot = SSP_SLOT(src, msg);
+
+		maxev[slot] = Max(maxev[slot], t);
+	}
+}
+
+/*
  * run_apply: decode msgs[lo, hi) into the batch relations of their
  * sources, and run the apply statement over them, with the watermark as
  * $1, the run as $2 (a number new in the transaction, by which a join
@@ -155,21 +179,17 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 	Datum		args[3];
 	char		nulls[3] = "   ";
 	int			nsrc = bs->src->n;
-	Tuplestorestate **ts = palloc(sizeof(Tuplestorestate *) * nsrc);
-	int		   *counts = palloc0(sizeof(int) * nsrc);
+	SspRows   **rows = palloc(sizeof(SspRows *) * nsrc);
+	bool		own = !(bs->shared && lo == 0 && hi == bs->n);
 	MemoryContext rowcxt = AllocSetContextCreate(CurrentMemoryContext, "ssp decode",
 												 ALLOCSET_DEFAULT_SIZES);
 	int			i;
 	int			rc;
 
-	if (bs->shared && lo == 0 && hi == bs->n)
+	if (!own)
 	{
 		/* decoded once for every view of the reader */
-		for (i = 0; i < nsrc; i++)
-		{
-			ts[i] = bs->shared->ts[i];
-			counts[i] = bs->shared->counts[i];
-		}
+		memcpy(rows, bs->shared->rows, sizeof(SspRows *) * nsrc);
 		if (bs->et && bs->shared->maxev)
 			memcpy(maxev, bs->shared->maxev, sizeof(TimestampTz) * bs->src->nslots);
 		lo = hi;
@@ -177,30 +197,16 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 	else
 	{
 		for (i = 0; i < nsrc; i++)
-			ts[i] = tuplestore_begin_heap(false, false, work_mem);
+			rows[i] = ssp_rows_create(SSP_BATCH_RELATION(i), bs->tupdescs[i], CurrentMemoryContext);
 	}
 	for (i = lo; i < hi; i++)
 	{
 		SspMessage *msg = &bs->msgs[i];
-		SspStream  *stream = bs->src->streams[msg->source];
 		MemoryContext old = MemoryContextSwitchTo(rowcxt);
 
-		ssp_decode_message(stream, msg, bs->values, bs->nulls);
-		/* the hidden columns: where the message is, and if it is a tombstone */
-		bs->values[stream->natts] = Int32GetDatum(msg->partition);
-		bs->values[stream->natts + 1] = Int64GetDatum(msg->offset);
-		bs->values[stream->natts + 2] = BoolGetDatum(msg->value == NULL || stream->deleted);
-		memset(bs->nulls + stream->natts, false, SSP_BATCH_EXTRA);
-		if (bs->et && msg->partition < bs->src->nparts[msg->source])
-		{
-			TimestampTz t = ssp_event_time(stream, msg, bs->values, bs->nulls);
-			int			slot = SSP_SLOT(bs->src, msg);
-
-			maxev[slot] = Max(maxev[slot], t);
-		}
+		decode_row(bs->src, msg, bs->values, bs->nulls, bs->et ? maxev : NULL);
 		MemoryContextSwitchTo(old);
-		tuplestore_putvalues(ts[msg->source], bs->tupdescs[msg->source], bs->values, bs->nulls);
-		counts[msg->source]++;
+		ssp_rows_add(rows[msg->source], bs->values, bs->nulls);
 		MemoryContextReset(rowcxt);
 	}
 	MemoryContextDelete(rowcxt);
@@ -213,11 +219,12 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 		enr->md.reliddesc = InvalidOid;
 		enr->md.tupdesc = bs->tupdescs[i];
 		enr->md.enrtype = ENR_NAMED_TUPLESTORE;
-		enr->md.enrtuples = counts[i];
-		enr->reldata = ts[i];
+		enr->md.enrtuples = rows[i]->n;
+		enr->reldata = rows[i]->ts;
 		if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
 			elog(ERROR, "ssp: could not register the batch relation");
 	}
+	ssp_rows_publish(rows, nsrc);
 	PG_TRY();
 	{
 		args[0] = TimestampTzGetDatum(bs->et ? bs->et->watermark : 0);
@@ -228,6 +235,11 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 		if (rc != SPI_OK_INSERT && rc != SPI_OK_MERGE && rc != SPI_OK_DELETE && rc != SPI_OK_UPDATE)
 			elog(ERROR, "ssp: apply statement of view \"%s\" failed: %s",
 				 bs->view->name, SPI_result_code_string(rc));
+		/* a batch no scan read would be lost */
+		for (i = 0; i < nsrc; i++)
+			if (rows[i]->n > 0 && rows[i]->scans == 0)
+				elog(ERROR, "ssp: the apply statement of view \"%s\" did not read its batch relation %s",
+					 bs->view->name, rows[i]->name);
 		*late = 0;
 		if (bs->view->late_sql)
 		{
@@ -240,11 +252,12 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 	}
 	PG_FINALLY();
 	{
+		ssp_rows_withdraw();
 		for (i = 0; i < nsrc; i++)
 		{
 			SPI_unregister_relation(SSP_BATCH_RELATION(i));
-			if (bs->shared == NULL || ts[i] != bs->shared->ts[i])
-				tuplestore_end(ts[i]);
+			if (own)
+				ssp_rows_free(rows[i]);
 		}
 	}
 	PG_END_TRY();
@@ -864,7 +877,7 @@ ssp_record_lost(SspView *view, int source, int32 partition, int64 stored,
 }
 
 /*
- * ssp_decode_batch: msgs[0, n) decoded once into a tuplestore per source,
+ * ssp_decode_batch: msgs[0, n) decoded once into the rows of each source,
  * for every view of a reader (src's streams decode the columns any of them
  * reads), with each slot's latest event time if event_times.  In a
  * transaction of its own; the result lives in cxt, across the views'
@@ -878,7 +891,6 @@ ssp_decode_batch(SspSources *src, SspMessage *msgs, int n, bool event_times,
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	SspDecoded *d = palloc0(sizeof(SspDecoded));
 	MemoryContext rowcxt = AllocSetContextCreate(cxt, "ssp decode", ALLOCSET_DEFAULT_SIZES);
-	TupleDesc  *tupdescs = palloc(sizeof(TupleDesc) * src->n);
 	int			maxatts = 0;
 	Datum	   *values;
 	bool	   *nulls;
@@ -887,8 +899,7 @@ ssp_decode_batch(SspSources *src, SspMessage *msgs, int n, bool event_times,
 
 	d->n = n;
 	d->nsources = src->n;
-	d->ts = palloc0(sizeof(Tuplestorestate *) * src->n);
-	d->counts = palloc0(sizeof(int) * src->n);
+	d->rows = palloc0(sizeof(SspRows *) * src->n);
 	if (event_times)
 	{
 		d->maxev = palloc(sizeof(TimestampTz) * Max(src->nslots, 1));
@@ -899,45 +910,24 @@ ssp_decode_batch(SspSources *src, SspMessage *msgs, int n, bool event_times,
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	for (i = 0; i < src->n; i++)
-	{
-		tupdescs[i] = batch_tupdesc(src->streams[i]);
-		maxatts = Max(maxatts, src->streams[i]->natts);
-	}
-	values = MemoryContextAlloc(cxt, sizeof(Datum) * (maxatts + SSP_BATCH_EXTRA));
-	nulls = MemoryContextAlloc(cxt, sizeof(bool) * (maxatts + SSP_BATCH_EXTRA));
-	/*
-	 * Kept across the views' transactions; in memory up to 64 MB or
-	 * work_mem (read by every view, it is worth more than one view's).
-	 */
-	old = MemoryContextSwitchTo(cxt);
-	for (i = 0; i < src->n; i++)
-		d->ts[i] = tuplestore_begin_heap(false, true, Max(work_mem, 65536));
-	MemoryContextSwitchTo(old);
 	PG_TRY();
 	{
+		/* kept across the views' transactions */
+		for (i = 0; i < src->n; i++)
+		{
+			d->rows[i] = ssp_rows_create(SSP_BATCH_RELATION(i), batch_tupdesc(src->streams[i]), cxt);
+			maxatts = Max(maxatts, src->streams[i]->natts);
+		}
+		values = MemoryContextAlloc(cxt, sizeof(Datum) * (maxatts + SSP_BATCH_EXTRA));
+		nulls = MemoryContextAlloc(cxt, sizeof(bool) * (maxatts + SSP_BATCH_EXTRA));
 		for (i = 0; i < n; i++)
 		{
 			SspMessage *msg = &msgs[i];
-			SspStream  *stream = src->streams[msg->source];
 
 			old = MemoryContextSwitchTo(rowcxt);
-			ssp_decode_message(stream, msg, values, nulls);
-			values[stream->natts] = Int32GetDatum(msg->partition);
-			values[stream->natts + 1] = Int64GetDatum(msg->offset);
-			values[stream->natts + 2] = BoolGetDatum(msg->value == NULL || stream->deleted);
-			memset(nulls + stream->natts, false, SSP_BATCH_EXTRA);
-			if (d->maxev && msg->partition < src->nparts[msg->source])
-			{
-				TimestampTz t = ssp_event_time(stream, msg, values, nulls);
-				int			slot = SSP_SLOT(src, msg);
-
-				d->maxev[slot] = Max(d->maxev[slot], t);
-			}
-			MemoryContextSwitchTo(cxt);
-			tuplestore_putvalues(d->ts[msg->source], tupdescs[msg->source], values, nulls);
-			d->counts[msg->source]++;
+			decode_row(src, msg, values, nulls, d->maxev);
 			MemoryContextSwitchTo(old);
+			ssp_rows_add(d->rows[msg->source], values, nulls);
 			MemoryContextReset(rowcxt);
 		}
 		CommitTransactionCommand();
@@ -967,8 +957,7 @@ ssp_decoded_free(SspDecoded *d)
 
 	if (d == NULL)
 		return;
-	for (i = 0; d->counts && i < d->nsources; i++)
-		if (d->ts[i])
-			tuplestore_end(d->ts[i]);
+	for (i = 0; i < d->nsources; i++)
+		ssp_rows_free(d->rows[i]);
 	pfree(d);
 }

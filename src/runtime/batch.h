@@ -44,8 +44,7 @@ typedef struct SspDecoded
 {
 	int			n;				/* messages */
 	int			nsources;
-	struct Tuplestorestate **ts;	/* per source: the rows of ssp_batch */
-	int		   *counts;			/* per source: how many */
+	struct SspRows **rows;		/* per source: the rows of ssp_batch ... */
 	TimestampTz *maxev;			/* per slot: latest event time, or NULL */
 } SspDecoded;
 

@@ -1,0 +1,449 @@
+/*-------------------------------------------------------------------------
+ *
+ * rows.c
+ *	  A batch's decoded messages in memory, and the scan that reads them.
+ *
+ * A batch is decoded once into rows of Datums (SspRows), and every view of
+ * the reader reads it with its own apply statement.  The statement names
+ * the batch as an ephemeral relation (ssp_batch); the relation stays, so
+ * that the statement parses as before, but while a batch is published the
+ * planner reads it through "SspBatchScan", a custom scan that hands the
+ * rows to the executor as they are, instead of through a tuplestore that
+ * each row would be written to and deformed from again.
+ *
+ * The one thing the scan does not produce is a whole row of the relation
+ * (a Var of attribute 0, as in to_jsonb(b)).  A statement that needs one
+ * reads the relation's tuplestore after all: its rows are written to it
+ * then, once a batch.  Either way counts as a scan of the rows, and the
+ * caller checks that its statement planned one (a batch that no scan
+ * read would otherwise be lost without a word).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/sysattr.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/restrictinfo.h"
+#include "utils/datum.h"
+#include "utils/memutils.h"
+
+#include "runtime/rows.h"
+
+/* values by reference are copied into blocks of this size (or their own) */
+#define ROWS_BLOCK (256 * 1024)
+
+/* the rows the statement being run may read, by relation name */
+static SspRows **published = NULL;
+static int	npublished = 0;
+
+static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
+
+static Plan *plan_batch_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+							 List *tlist, List *clauses, List *custom_plans);
+static Node *create_batch_scan_state(CustomScan *cscan);
+static void begin_batch_scan(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *exec_batch_scan(CustomScanState *node);
+static void end_batch_scan(CustomScanState *node);
+static void rescan_batch_scan(CustomScanState *node);
+
+static const CustomPathMethods batch_path_methods = {
+	.CustomName = "SspBatchScan",
+	.PlanCustomPath = plan_batch_scan,
+};
+
+static const CustomScanMethods batch_scan_methods = {
+	.CustomName = "SspBatchScan",
+	.CreateCustomScanState = create_batch_scan_state,
+};
+
+static const CustomExecMethods batch_exec_methods = {
+	.CustomName = "SspBatchScan",
+	.BeginCustomScan = begin_batch_scan,
+	.ExecCustomScan = exec_batch_scan,
+	.EndCustomScan = end_batch_scan,
+	.ReScanCustomScan = rescan_batch_scan,
+};
+
+typedef struct BatchScanState
+{
+	CustomScanState css;
+	SspRows    *rows;
+	int			next;			/* the row to return next */
+	int			n;				/* rows to return: rows->n, or 0 */
+} BatchScanState;
+
+/*
+ * ssp_rows_create: no rows yet, of the columns desc, read as the relation
+ * name; in a context of its own under parent.
+ */
+SspRows *
+ssp_rows_create(const char *name, TupleDesc desc, MemoryContext parent)
+{
+	MemoryContext cxt = AllocSetContextCreate(parent, "ssp batch rows", ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	SspRows    *rows = palloc0(sizeof(SspRows));
+
+	rows->name = name;
+	rows->desc = desc;
+	rows->natts = desc->natts;
+	rows->hasnull = palloc0(sizeof(bool) * Max(desc->natts, 1));
+	rows->cxt = cxt;
+	/* kept across the transactions of a reader's views, as the rows are */
+	rows->ts = tuplestore_begin_heap(false, true, work_mem);
+	MemoryContextSwitchTo(old);
+	return rows;
+}
+
+/* copy_value: a value by reference, into the rows' blocks */
+static Datum
+copy_value(SspRows *rows, Datum value, Form_pg_attribute att)
+{
+	Size		size;
+	char	   *to;
+
+	if (att->attlen == -1 && VARATT_IS_EXTENDED(DatumGetPointer(value)) &&
+		!VARATT_IS_SHORT(DatumGetPointer(value)))
+	{
+		/* toasted or expanded: flattened, in a chunk of its own */
+		MemoryContext old = MemoryContextSwitchTo(rows->cxt);
+
+		value = PointerGetDatum(PG_DETOAST_DATUM_COPY(value));
+		MemoryContextSwitchTo(old);
+		return value;
+	}
+	size = datumGetSize(value, false, att->attlen);
+	if (size > ROWS_BLOCK / 4)
+		to = MemoryContextAlloc(rows->cxt, size);
+	else
+	{
+		if (MAXALIGN(size) > rows->left)
+		{
+			rows->block = MemoryContextAlloc(rows->cxt, ROWS_BLOCK);
+			rows->left = ROWS_BLOCK;
+		}
+		to = rows->block;
+		rows->block += MAXALIGN(size);
+		rows->left -= MAXALIGN(size);
+	}
+	memcpy(to, DatumGetPointer(value), size);
+	return PointerGetDatum(to);
+}
+
+/* ssp_rows_add: one more row; its values by reference are copied */
+void
+ssp_rows_add(SspRows *rows, const Datum *values, const bool *nulls)
+{
+	Datum	   *v;
+	bool	   *isnull;
+	int			i;
+
+	if (rows->n == rows->cap)
+	{
+		int			cap = Max(1024, rows->cap * 2);
+
+		if (rows->values == NULL)
+		{
+			rows->values = MemoryContextAllocHuge(rows->cxt, sizeof(Datum) * rows->natts * (Size) cap);
+			rows->nulls = MemoryContextAllocHuge(rows->cxt, sizeof(bool) * rows->natts * (Size) cap);
+		}
+		else
+		{
+			rows->values = repalloc_huge(rows->values, sizeof(Datum) * rows->natts * (Size) cap);
+			rows->nulls = repalloc_huge(rows->nulls, sizeof(bool) * rows->natts * (Size) cap);
+		}
+		rows->cap = cap;
+	}
+	v = rows->values + (Size) rows->n * rows->natts;
+	isnull = rows->nulls + (Size) rows->n * rows->natts;
+	for (i = 0; i < rows->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(rows->desc, i);
+
+		isnull[i] = nulls[i] || att->attisdropped;
+		if (isnull[i])
+		{
+			v[i] = (Datum) 0;
+			rows->hasnull[i] = true;
+		}
+		else if (att->attbyval)
+			v[i] = values[i];
+		else
+			v[i] = copy_value(rows, values[i], att);
+	}
+	rows->n++;
+}
+
+/* ssp_rows_free: the rows and all they hold */
+void
+ssp_rows_free(SspRows *rows)
+{
+	if (rows == NULL)
+		return;
+	tuplestore_end(rows->ts);
+	MemoryContextDelete(rows->cxt);
+}
+
+/*
+ * ssp_rows_publish: the statements planned from now on read these rows
+ * through SspBatchScan, each by its relation's name; until
+ * ssp_rows_withdraw.
+ */
+void
+ssp_rows_publish(SspRows **rows, int n)
+{
+	int			i;
+
+	published = rows;
+	npublished = n;
+	for (i = 0; i < n; i++)
+		rows[i]->scans = 0;
+}
+
+void
+ssp_rows_withdraw(void)
+{
+	published = NULL;
+	npublished = 0;
+}
+
+/* published_rows: the published rows read as relation name, or NULL */
+static SspRows *
+published_rows(const char *name)
+{
+	int			i;
+
+	for (i = 0; i < npublished; i++)
+		if (name && strcmp(published[i]->name, name) == 0)
+			return published[i];
+	return NULL;
+}
+
+/* store_rows: the rows written to their relation's tuplestore, once */
+static void
+store_rows(SspRows *rows)
+{
+	MemoryContext old;
+	int			i;
+
+	if (rows->stored)
+		return;
+	old = MemoryContextSwitchTo(rows->cxt);
+	for (i = 0; i < rows->n; i++)
+		tuplestore_putvalues(rows->ts, rows->desc,
+							 rows->values + (Size) i * rows->natts,
+							 rows->nulls + (Size) i * rows->natts);
+	MemoryContextSwitchTo(old);
+	rows->stored = true;
+}
+
+/* needs_whole_row: does the query read rel's rows as a whole (attribute 0)? */
+static bool
+needs_whole_row(RelOptInfo *rel)
+{
+	Bitmapset  *attrs = NULL;
+	ListCell   *lc;
+
+	pull_varattnos((Node *) rel->reltarget->exprs, rel->relid, &attrs);
+	foreach(lc, rel->baserestrictinfo)
+		pull_varattnos((Node *) ((RestrictInfo *) lfirst(lc))->clause, rel->relid, &attrs);
+	return bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs);
+}
+
+/*
+ * set_batch_pathlist: a scan of a published batch relation becomes an
+ * SspBatchScan, at the cost the planner gave the tuplestore's scan.
+ */
+static void
+set_batch_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
+{
+	SspRows    *rows;
+	Path	   *scan;
+	CustomPath *cpath;
+
+	if (prev_set_rel_pathlist_hook)
+		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+	if (npublished == 0 || rte->rtekind != RTE_NAMEDTUPLESTORE || rel->pathlist == NIL ||
+		(rows = published_rows(rte->enrname)) == NULL)
+		return;
+	rows->scans++;
+	if (needs_whole_row(rel))
+	{
+		store_rows(rows);
+		return;
+	}
+	scan = linitial(rel->pathlist);
+	cpath = makeNode(CustomPath);
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = rel;
+	cpath->path.pathtarget = rel->reltarget;
+	cpath->path.param_info = scan->param_info;
+	cpath->path.parallel_aware = false;
+	cpath->path.parallel_safe = false;
+	cpath->path.parallel_workers = 0;
+	cpath->path.rows = scan->rows;
+	cpath->path.startup_cost = scan->startup_cost;
+	cpath->path.total_cost = scan->total_cost;
+	cpath->path.pathkeys = NIL;
+	cpath->flags = 0;
+	cpath->custom_private = list_make1(makeString(pstrdup(rte->enrname)));
+	cpath->methods = &batch_path_methods;
+	rel->pathlist = NIL;
+	rel->partial_pathlist = NIL;
+	add_path(rel, &cpath->path);
+}
+
+/*
+ * no_row_passes: does a qual ask for a null in a column where no row of
+ * the batch has one?  Then the scan returns nothing without reading a row:
+ * an aggregating view's statement for the groups of a null key (viewsql.c)
+ * reads the batch for nothing when, as nearly always, it has none.
+ */
+static bool
+no_row_passes(SspRows *rows, RelOptInfo *rel, List *quals)
+{
+	ListCell   *lc;
+
+	foreach(lc, quals)
+	{
+		NullTest   *test = lfirst(lc);
+		Var		   *var;
+
+		if (!IsA(test, NullTest) || test->nulltesttype != IS_NULL || test->argisrow ||
+			!IsA(test->arg, Var))
+			continue;
+		var = (Var *) test->arg;
+		if (var->varno == rel->relid && var->varlevelsup == 0 &&
+			var->varattno >= 1 && var->varattno <= rows->natts &&
+			!rows->hasnull[var->varattno - 1])
+			return true;
+	}
+	return false;
+}
+
+/*
+ * plan_batch_scan: a CustomScan with no relation of its own (scanrelid 0):
+ * its scan tuple is every column of the batch relation, in order, which
+ * the planner's setrefs makes the targetlist and quals refer to.
+ */
+static Plan *
+plan_batch_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+				List *tlist, List *clauses, List *custom_plans)
+{
+	CustomScan *cscan = makeNode(CustomScan);
+	SspRows    *rows = published_rows(strVal(linitial(best_path->custom_private)));
+	List	   *scan_tlist = NIL;
+	int			i;
+
+	if (rows == NULL)
+		elog(ERROR, "ssp: batch relation \"%s\" is not there to plan",
+			 strVal(linitial(best_path->custom_private)));
+	for (i = 0; i < rows->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(rows->desc, i);
+		Expr	   *expr;
+
+		if (att->attisdropped)
+			expr = (Expr *) makeNullConst(INT4OID, -1, InvalidOid);
+		else
+			expr = (Expr *) makeVar(rel->relid, i + 1, att->atttypid, att->atttypmod,
+									att->attcollation, 0);
+		scan_tlist = lappend(scan_tlist, makeTargetEntry(expr, i + 1, NULL, false));
+	}
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = extract_actual_clauses(clauses, false);
+	cscan->scan.scanrelid = 0;
+	cscan->flags = best_path->flags;
+	cscan->custom_scan_tlist = scan_tlist;
+	cscan->custom_relids = bms_make_singleton(rel->relid);
+	cscan->custom_private = list_make2(linitial(best_path->custom_private),
+									   makeBoolean(no_row_passes(rows, rel, cscan->scan.plan.qual)));
+	cscan->methods = &batch_scan_methods;
+	return &cscan->scan.plan;
+}
+
+static Node *
+create_batch_scan_state(CustomScan *cscan)
+{
+	BatchScanState *state = palloc0(sizeof(BatchScanState));
+
+	NodeSetTag(state, T_CustomScanState);
+	state->css.methods = &batch_exec_methods;
+	return (Node *) state;
+}
+
+static void
+begin_batch_scan(CustomScanState *node, EState *estate, int eflags)
+{
+	BatchScanState *state = (BatchScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	const char *name = strVal(linitial(cscan->custom_private));
+
+	state->rows = published_rows(name);
+	if (state->rows == NULL)
+		elog(ERROR, "ssp: batch relation \"%s\" is not there to read", name);
+	if (node->ss.ss_ScanTupleSlot->tts_tupleDescriptor->natts != state->rows->natts)
+		elog(ERROR, "ssp: batch relation \"%s\" has %d columns, not %d", name,
+			 state->rows->natts, node->ss.ss_ScanTupleSlot->tts_tupleDescriptor->natts);
+	state->next = 0;
+	state->n = boolVal(lsecond(cscan->custom_private)) ? 0 : state->rows->n;
+}
+
+/* next_row: the next row into the scan slot, as it is */
+static TupleTableSlot *
+next_row(ScanState *ss)
+{
+	BatchScanState *state = (BatchScanState *) ss;
+	SspRows    *rows = state->rows;
+	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
+
+	ExecClearTuple(slot);
+	if (state->next >= state->n)
+		return slot;
+	memcpy(slot->tts_values, rows->values + (Size) state->next * rows->natts,
+		   sizeof(Datum) * rows->natts);
+	memcpy(slot->tts_isnull, rows->nulls + (Size) state->next * rows->natts,
+		   sizeof(bool) * rows->natts);
+	state->next++;
+	return ExecStoreVirtualTuple(slot);
+}
+
+static bool
+recheck_row(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+exec_batch_scan(CustomScanState *node)
+{
+	return ExecScan(&node->ss, next_row, recheck_row);
+}
+
+static void
+end_batch_scan(CustomScanState *node)
+{
+}
+
+static void
+rescan_batch_scan(CustomScanState *node)
+{
+	((BatchScanState *) node)->next = 0;
+	ExecScanReScan(&node->ss);
+}
+
+/* ssp_rows_init: the planner's hook and the scan's methods; from _PG_init */
+void
+ssp_rows_init(void)
+{
+	RegisterCustomScanMethods(&batch_scan_methods);
+	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = set_batch_pathlist;
+}

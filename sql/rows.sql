@@ -23,6 +23,18 @@ CREATE VIEW rows_wide WITH (ssp.continuous, ssp.batch_size = 500) AS
   WHERE order_id % 3 <> 0;
 COMMIT;
 
+-- a trigger on a view's table whose transition table is named like the
+-- batch: its statement reads its own rows, not the batch's
+CREATE TABLE rows_seen (n bigint);
+CREATE FUNCTION rows_count_new() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO rows_seen SELECT count(*) FROM ssp_batch;
+  RETURN NULL;
+END $$;
+SELECT format('CREATE TRIGGER rows_seen AFTER INSERT ON %s REFERENCING NEW TABLE AS ssp_batch '
+              'FOR EACH STATEMENT EXECUTE FUNCTION rows_count_new()', mrel::regclass)
+  FROM ssp.continuous_views WHERE view = 'rows_wide'::regclass \gexec
+
 -- no null region in the first batches; nulls (and nulls only) in the later
 INSERT INTO rows_orders
   SELECT g, 'r' || g % 5, g * 0.5, CASE WHEN g % 4 = 0 THEN NULL ELSE 'n' || g % 3 END, g % 7
@@ -63,6 +75,8 @@ SELECT count(*) AS differences FROM (
   (SELECT order_id, upper(region), amount * qty, note FROM rows_orders WHERE order_id % 3 <> 0
    EXCEPT SELECT order_id, region, value, note FROM rows_wide)) d;
 
+SELECT sum(n) AS seen_by_trigger FROM rows_seen;
+
 -- a column no view reads is dropped from the stream: the batch keeps its
 -- place, and the views go on (rows_wide reads it: it goes first)
 ALTER FOREIGN TABLE rows_orders DROP COLUMN qty;
@@ -82,3 +96,5 @@ SELECT view, status FROM ssp.views WHERE view::text LIKE 'rows_%' ORDER BY 1;
 SELECT count(*) AS dead_letters FROM ssp.dead_letters WHERE view::text LIKE 'rows_%';
 
 DROP SERVER rows_kafka CASCADE;
+DROP TABLE rows_seen;
+DROP FUNCTION rows_count_new();

@@ -34,6 +34,7 @@
 #include "optimizer/restrictinfo.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
+#include "utils/queryenvironment.h"
 
 #include "runtime/rows.h"
 
@@ -258,6 +259,29 @@ needs_whole_row(RelOptInfo *rel)
 }
 
 /*
+ * same_columns: has the ephemeral relation of rte the columns of rows?  A
+ * relation of another statement by the same name (a trigger's transition
+ * table named so, planned while a batch is published) is not the batch.
+ */
+static bool
+same_columns(RangeTblEntry *rte, SspRows *rows)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	if (list_length(rte->coltypes) != rows->natts)
+		return false;
+	foreach(lc, rte->coltypes)
+	{
+		Form_pg_attribute att = TupleDescAttr(rows->desc, i++);
+
+		if (lfirst_oid(lc) != (att->attisdropped ? InvalidOid : att->atttypid))
+			return false;
+	}
+	return true;
+}
+
+/*
  * set_batch_pathlist: a scan of a published batch relation becomes an
  * SspBatchScan, at the cost the planner gave the tuplestore's scan.
  */
@@ -271,7 +295,7 @@ set_batch_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry 
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
 	if (npublished == 0 || rte->rtekind != RTE_NAMEDTUPLESTORE || rel->pathlist == NIL ||
-		(rows = published_rows(rte->enrname)) == NULL)
+		(rows = published_rows(rte->enrname)) == NULL || !same_columns(rte, rows))
 		return;
 	rows->scans++;
 	if (needs_whole_row(rel))
@@ -385,9 +409,10 @@ begin_batch_scan(CustomScanState *node, EState *estate, int eflags)
 	BatchScanState *state = (BatchScanState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 	const char *name = strVal(linitial(cscan->custom_private));
+	EphemeralNamedRelation enr = estate->es_queryEnv ? get_ENR(estate->es_queryEnv, name) : NULL;
 
 	state->rows = published_rows(name);
-	if (state->rows == NULL)
+	if (state->rows == NULL || enr == NULL || enr->reldata != state->rows->ts)
 		elog(ERROR, "ssp: batch relation \"%s\" is not there to read", name);
 	if (node->ss.ss_ScanTupleSlot->tts_tupleDescriptor->natts != state->rows->natts)
 		elog(ERROR, "ssp: batch relation \"%s\" has %d columns, not %d", name,

@@ -319,6 +319,8 @@ store_start(Oid view, Oid stream, const char *topic, const char *start)
 	SspStream  *s;
 	SspKafka   *kafka;
 	int			nparts;
+	int64	   *low;
+	int64	   *high;
 	int			p;
 	int64		ts_ms = -1;
 	MemoryContext cxt;
@@ -337,22 +339,22 @@ store_start(Oid view, Oid stream, const char *topic, const char *start)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
+	low = palloc(sizeof(int64) * Max(nparts, 1));
+	high = palloc(sizeof(int64) * Max(nparts, 1));
+	ssp_kafka_watermarks_all(kafka, nparts, low, high);
 	for (p = 0; p < nparts; p++)
 	{
-		int64		low,
-					high,
-					offset;
+		int64		offset;
 		Oid			argtypes[4] = {OIDOID, TEXTOID, INT4OID, INT8OID};
 		Datum		args[4];
 
-		ssp_kafka_watermarks(kafka, p, &low, &high);
-		offset = high;
+		offset = high[p];
 		if (ts_ms >= 0)
 		{
 			int64		o = ssp_kafka_offset_for_time(kafka, p, ts_ms);
 
 			/* -1: no message that late, or a broker that does not say */
-			offset = o >= 0 ? Max(o, low) : high;
+			offset = o >= 0 ? Max(o, low[p]) : high[p];
 		}
 		args[0] = ObjectIdGetDatum(view);
 		args[1] = CStringGetTextDatum(topic);

@@ -212,21 +212,20 @@ check_log_holds(Oid shadow, const char *name)
 		SspStream  *s = ssp_stream_open(DatumGetObjectId(streams[i]));
 		SspKafka   *kafka = ssp_kafka_consumer(s->serverid, GetUserId(), s->topic, NULL);
 		int			nparts = ssp_kafka_partition_count(kafka);
+		int64	   *low = palloc(sizeof(int64) * Max(nparts, 1));
+		int64	   *high = palloc(sizeof(int64) * Max(nparts, 1));
 		int			p;
 
+		ssp_kafka_watermarks_all(kafka, nparts, low, high);
 		for (p = 0; p < nparts; p++)
 		{
-			int64		low,
-						high;
-
-			ssp_kafka_watermarks(kafka, p, &low, &high);
-			if (low > 0)
+			if (low[p] > 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("cannot replace continuous view \"%s\": topic \"%s\" no longer holds all its messages",
 								name, s->topic),
 						 errdetail("Partition %d starts at offset %lld: the broker has deleted the messages before it, which the old definition may have counted and the new one could not.",
-								   p, (long long) low),
+								   p, (long long) low[p]),
 						 errhint("Say where the new definition starts: ssp.start = 'earliest' takes what the log holds, or give a timestamp or 'latest'.")));
 		}
 		ssp_kafka_close(kafka);

@@ -233,6 +233,8 @@ start_scan(ForeignScanState *node)
 	MemoryContext old = MemoryContextSwitchTo(state->scancxt);
 	ScanBounds	b;
 	SspPartitionRange *ranges;
+	int64	   *low;
+	int64	   *high;
 	int			nparts;
 	int			n = 0;
 	int			p;
@@ -242,18 +244,19 @@ start_scan(ForeignScanState *node)
 									  state->stream->topic, NULL);
 	nparts = ssp_kafka_partition_count(state->kafka);
 	ranges = palloc0(sizeof(SspPartitionRange) * Max(nparts, 1));
+	low = palloc(sizeof(int64) * Max(nparts, 1));
+	high = palloc(sizeof(int64) * Max(nparts, 1));
+	if (!b.empty)
+		ssp_kafka_watermarks_all(state->kafka, nparts, low, high);
 	for (p = 0; p < nparts && !b.empty; p++)
 	{
-		int64		low,
-					high;
 		SspPartitionRange *r = &ranges[n];
 
 		if (!partition_wanted(&b, p))
 			continue;
-		ssp_kafka_watermarks(state->kafka, p, &low, &high);
 		r->partition = p;
-		r->start = Max(low, b.off_lo);
-		r->end = b.off_hi == PG_INT64_MAX ? high : Min(high, b.off_hi + 1);
+		r->start = Max(low[p], b.off_lo);
+		r->end = b.off_hi == PG_INT64_MAX ? high[p] : Min(high[p], b.off_hi + 1);
 		if (b.ts_lo >= 0 && r->start < r->end)
 		{
 			int64		o = ssp_kafka_offset_for_time(state->kafka, p, b.ts_lo);

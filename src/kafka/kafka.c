@@ -455,6 +455,48 @@ ssp_kafka_watermarks(SspKafka *kafka, int32 partition, int64 *low, int64 *high)
 }
 
 /*
+ * list_offsets: for partitions 0..nparts-1, the offset the broker gives for
+ * which (RD_KAFKA_OFFSET_BEGINNING: the oldest retained; _END: the next),
+ * in one request for them all (rd_kafka_query_watermark_offsets takes two
+ * round trips a partition).
+ */
+static void
+list_offsets(SspKafka *kafka, int nparts, int64 which, int64 *offsets)
+{
+	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(Max(nparts, 1));
+	rd_kafka_resp_err_t err;
+	int			p;
+
+	for (p = 0; p < nparts; p++)
+		rd_kafka_topic_partition_list_add(list, kafka->topic, p)->offset = which;
+	err = rd_kafka_offsets_for_times(kafka->rk, list, ssp_broker_timeout);
+	for (p = 0; p < nparts && !err; p++)
+	{
+		rd_kafka_topic_partition_t *tp = &list->elems[p];
+
+		err = tp->err;
+		if (tp->partition >= 0 && tp->partition < nparts)
+			offsets[tp->partition] = tp->offset;
+	}
+	rd_kafka_topic_partition_list_destroy(list);
+	if (err)
+		broker_error(kafka, "get the offsets", err);
+}
+
+/*
+ * ssp_kafka_watermarks_all: ssp_kafka_watermarks of partitions
+ * 0..nparts-1, in two requests.
+ */
+void
+ssp_kafka_watermarks_all(SspKafka *kafka, int nparts, int64 *low, int64 *high)
+{
+	if (nparts <= 0)
+		return;
+	list_offsets(kafka, nparts, RD_KAFKA_OFFSET_BEGINNING, low);
+	list_offsets(kafka, nparts, RD_KAFKA_OFFSET_END, high);
+}
+
+/*
  * ssp_kafka_offset_for_time: the first offset whose timestamp is at least
  * timestamp_ms, or -1 if the broker does not say.
  */

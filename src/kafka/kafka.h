@@ -44,6 +44,8 @@ extern int	ssp_kafka_partition_count(SspKafka *kafka);
 extern int	ssp_kafka_partition_count_try(SspKafka *kafka, int timeout_ms);
 extern void ssp_kafka_watermarks(SspKafka *kafka, int32 partition,
 								 int64 *low, int64 *high);
+extern void ssp_kafka_watermarks_all(SspKafka *kafka, int nparts,
+									 int64 *low, int64 *high);
 extern int64 ssp_kafka_offset_for_time(SspKafka *kafka, int32 partition,
 									   int64 timestamp_ms);
 extern void ssp_kafka_assign(SspKafka *kafka, SspPartitionRange *ranges,

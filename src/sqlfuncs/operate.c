@@ -335,22 +335,21 @@ ssp_wait(PG_FUNCTION_ARGS)
 		SspStream  *s = ssp_stream_open(v->streams[i]);
 		SspKafka   *kafka = ssp_kafka_consumer(s->serverid, GetUserId(), v->topics[i], NULL);
 		int			nparts = ssp_kafka_partition_count(kafka);
+		int64	   *low = palloc(sizeof(int64) * Max(nparts, 1));
+		int64	   *high = palloc(sizeof(int64) * Max(nparts, 1));
 		int			p;
 
+		ssp_kafka_watermarks_all(kafka, nparts, low, high);
 		for (p = 0; p < nparts; p++)
 		{
-			int64		low,
-						high;
-
 			/* a shard's server reads only the shard's partitions */
 			if (!ssp_reads_partition(p, v->shard_index, v->shard_count, 1, 0))
 				continue;
-			ssp_kafka_watermarks(kafka, p, &low, &high);
-			if (high > low)
+			if (high[p] > low[p])
 			{
 				accumArrayResult(topics, CStringGetTextDatum(v->topics[i]), false, TEXTOID, CurrentMemoryContext);
 				accumArrayResult(parts, Int32GetDatum(p), false, INT4OID, CurrentMemoryContext);
-				accumArrayResult(highs, Int64GetDatum(high), false, INT8OID, CurrentMemoryContext);
+				accumArrayResult(highs, Int64GetDatum(high[p]), false, INT8OID, CurrentMemoryContext);
 			}
 		}
 		ssp_kafka_close(kafka);

@@ -755,6 +755,13 @@ ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
 			ssp_check_stream_acl(view, stream);
 			bs.tupdescs[i] = batch_tupdesc(stream);
 			maxatts = Max(maxatts, stream->natts);
+			/*
+			 * The reader decoded the stream as it is now; a view that has
+			 * kept the stream's columns from before an ALTER FOREIGN TABLE
+			 * decodes the batch itself, as it knows the stream.
+			 */
+			if (shared && !ssp_rows_fit(shared->rows[i], bs.tupdescs[i]))
+				shared = NULL;
 		}
 		bs.view = view;
 		bs.src = src;

@@ -79,6 +79,8 @@ typedef struct BatchScanState
 	SspRows    *rows;
 	int			next;			/* the row to return next */
 	int			n;				/* rows to return: rows->n, or 0 */
+	int			ncols;			/* the scan tuple's columns */
+	int		   *cols;			/* for each, its column of the batch (0-based) */
 } BatchScanState;
 
 /*
@@ -259,6 +261,29 @@ needs_whole_row(RelOptInfo *rel)
 }
 
 /*
+ * ssp_rows_fit: are the rows of the columns of desc (their number, types
+ * and dropped columns)?
+ */
+bool
+ssp_rows_fit(SspRows *rows, TupleDesc desc)
+{
+	int			i;
+
+	if (rows->natts != desc->natts)
+		return false;
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute a = TupleDescAttr(rows->desc, i);
+		Form_pg_attribute b = TupleDescAttr(desc, i);
+
+		if (a->attisdropped != b->attisdropped ||
+			(!a->attisdropped && (a->atttypid != b->atttypid || a->atttypmod != b->atttypmod)))
+			return false;
+	}
+	return true;
+}
+
+/*
  * same_columns: has the ephemeral relation of rte the columns of rows?  A
  * relation of another statement by the same name (a trigger's transition
  * table named so, planned while a batch is published) is not the batch.
@@ -353,9 +378,41 @@ no_row_passes(SspRows *rows, RelOptInfo *rel, List *quals)
 }
 
 /*
+ * scan_columns: the columns of the batch relation (1-based) that the
+ * targetlist and the quals read, those of the targetlist first and in its
+ * order: as the scan tuple, a targetlist of plain columns then needs no
+ * projection, a row's columns are copied straight into the slot.  NIL
+ * with *all set if something reads more than plain columns of the
+ * relation (then the scan tuple is every column).
+ */
+static List *
+scan_columns(RelOptInfo *rel, List *tlist, List *quals, bool *all)
+{
+	List	   *vars = pull_var_clause((Node *) list_concat_copy(tlist, quals),
+									   PVC_RECURSE_PLACEHOLDERS);
+	List	   *cols = NIL;
+	ListCell   *lc;
+
+	*all = false;
+	foreach(lc, vars)
+	{
+		Var		   *var = lfirst(lc);
+
+		if (var->varno != rel->relid || var->varlevelsup != 0 || var->varattno <= 0)
+		{
+			*all = true;
+			return NIL;
+		}
+		cols = list_append_unique_int(cols, var->varattno);
+	}
+	return cols;
+}
+
+/*
  * plan_batch_scan: a CustomScan with no relation of its own (scanrelid 0):
- * its scan tuple is every column of the batch relation, in order, which
- * the planner's setrefs makes the targetlist and quals refer to.
+ * its scan tuple is the columns of the batch relation the targetlist and
+ * quals read (scan_columns), or every column in order, which the
+ * planner's setrefs makes the targetlist and quals refer to.
  */
 static Plan *
 plan_batch_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
@@ -363,32 +420,41 @@ plan_batch_scan(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 {
 	CustomScan *cscan = makeNode(CustomScan);
 	SspRows    *rows = published_rows(strVal(linitial(best_path->custom_private)));
+	List	   *quals = extract_actual_clauses(clauses, false);
 	List	   *scan_tlist = NIL;
+	List	   *cols;
+	bool		all;
+	ListCell   *lc;
 	int			i;
 
 	if (rows == NULL)
 		elog(ERROR, "ssp: batch relation \"%s\" is not there to plan",
 			 strVal(linitial(best_path->custom_private)));
-	for (i = 0; i < rows->natts; i++)
+	cols = scan_columns(rel, tlist, quals, &all);
+	if (all)
+		for (i = 0; i < rows->natts; i++)
+			cols = lappend_int(cols, i + 1);
+	foreach(lc, cols)
 	{
-		Form_pg_attribute att = TupleDescAttr(rows->desc, i);
+		Form_pg_attribute att = TupleDescAttr(rows->desc, lfirst_int(lc) - 1);
 		Expr	   *expr;
 
 		if (att->attisdropped)
 			expr = (Expr *) makeNullConst(INT4OID, -1, InvalidOid);
 		else
-			expr = (Expr *) makeVar(rel->relid, i + 1, att->atttypid, att->atttypmod,
+			expr = (Expr *) makeVar(rel->relid, lfirst_int(lc), att->atttypid, att->atttypmod,
 									att->attcollation, 0);
-		scan_tlist = lappend(scan_tlist, makeTargetEntry(expr, i + 1, NULL, false));
+		scan_tlist = lappend(scan_tlist, makeTargetEntry(expr, list_length(scan_tlist) + 1, NULL, false));
 	}
 	cscan->scan.plan.targetlist = tlist;
-	cscan->scan.plan.qual = extract_actual_clauses(clauses, false);
+	cscan->scan.plan.qual = quals;
 	cscan->scan.scanrelid = 0;
 	cscan->flags = best_path->flags;
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->custom_relids = bms_make_singleton(rel->relid);
-	cscan->custom_private = list_make2(linitial(best_path->custom_private),
-									   makeBoolean(no_row_passes(rows, rel, cscan->scan.plan.qual)));
+	cscan->custom_private = list_make3(linitial(best_path->custom_private),
+									   makeBoolean(no_row_passes(rows, rel, quals)),
+									   cols);
 	cscan->methods = &batch_scan_methods;
 	return &cscan->scan.plan;
 }
@@ -411,31 +477,50 @@ begin_batch_scan(CustomScanState *node, EState *estate, int eflags)
 	const char *name = strVal(linitial(cscan->custom_private));
 	EphemeralNamedRelation enr = estate->es_queryEnv ? get_ENR(estate->es_queryEnv, name) : NULL;
 
+	List	   *cols = lthird(cscan->custom_private);
+	ListCell   *lc;
+	int			i = 0;
+
 	state->rows = published_rows(name);
 	if (state->rows == NULL || enr == NULL || enr->reldata != state->rows->ts)
 		elog(ERROR, "ssp: batch relation \"%s\" is not there to read", name);
-	if (node->ss.ss_ScanTupleSlot->tts_tupleDescriptor->natts != state->rows->natts)
-		elog(ERROR, "ssp: batch relation \"%s\" has %d columns, not %d", name,
-			 state->rows->natts, node->ss.ss_ScanTupleSlot->tts_tupleDescriptor->natts);
+	state->ncols = list_length(cols);
+	state->cols = palloc(sizeof(int) * Max(state->ncols, 1));
+	if (node->ss.ss_ScanTupleSlot->tts_tupleDescriptor->natts != state->ncols)
+		elog(ERROR, "ssp: the scan of batch relation \"%s\" has %d columns, not %d", name,
+			 node->ss.ss_ScanTupleSlot->tts_tupleDescriptor->natts, state->ncols);
+	foreach(lc, cols)
+	{
+		if (lfirst_int(lc) < 1 || lfirst_int(lc) > state->rows->natts)
+			elog(ERROR, "ssp: batch relation \"%s\" has %d columns, not %d", name,
+				 state->rows->natts, lfirst_int(lc));
+		state->cols[i++] = lfirst_int(lc) - 1;
+	}
 	state->next = 0;
 	state->n = boolVal(lsecond(cscan->custom_private)) ? 0 : state->rows->n;
 }
 
-/* next_row: the next row into the scan slot, as it is */
+/* next_row: the scan's columns of the next row into the scan slot */
 static TupleTableSlot *
 next_row(ScanState *ss)
 {
 	BatchScanState *state = (BatchScanState *) ss;
 	SspRows    *rows = state->rows;
 	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
+	Datum	   *values;
+	bool	   *nulls;
+	int			i;
 
 	ExecClearTuple(slot);
 	if (state->next >= state->n)
 		return slot;
-	memcpy(slot->tts_values, rows->values + (Size) state->next * rows->natts,
-		   sizeof(Datum) * rows->natts);
-	memcpy(slot->tts_isnull, rows->nulls + (Size) state->next * rows->natts,
-		   sizeof(bool) * rows->natts);
+	values = rows->values + (Size) state->next * rows->natts;
+	nulls = rows->nulls + (Size) state->next * rows->natts;
+	for (i = 0; i < state->ncols; i++)
+	{
+		slot->tts_values[i] = values[state->cols[i]];
+		slot->tts_isnull[i] = nulls[state->cols[i]];
+	}
 	state->next++;
 	return ExecStoreVirtualTuple(slot);
 }

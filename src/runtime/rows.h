@@ -38,6 +38,7 @@ typedef struct SspRows
 extern SspRows *ssp_rows_create(const char *name, TupleDesc desc, MemoryContext parent);
 extern void ssp_rows_add(SspRows *rows, const Datum *values, const bool *nulls);
 extern void ssp_rows_free(SspRows *rows);
+extern bool ssp_rows_fit(SspRows *rows, TupleDesc desc);
 extern void ssp_rows_publish(SspRows **rows, int n);
 extern void ssp_rows_withdraw(void);
 extern void ssp_rows_init(void);

@@ -476,7 +476,6 @@ begin_batch_scan(CustomScanState *node, EState *estate, int eflags)
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
 	const char *name = strVal(linitial(cscan->custom_private));
 	EphemeralNamedRelation enr = estate->es_queryEnv ? get_ENR(estate->es_queryEnv, name) : NULL;
-
 	List	   *cols = lthird(cscan->custom_private);
 	ListCell   *lc;
 	int			i = 0;
@@ -492,8 +491,7 @@ begin_batch_scan(CustomScanState *node, EState *estate, int eflags)
 	foreach(lc, cols)
 	{
 		if (lfirst_int(lc) < 1 || lfirst_int(lc) > state->rows->natts)
-			elog(ERROR, "ssp: batch relation \"%s\" has %d columns, not %d", name,
-				 state->rows->natts, lfirst_int(lc));
+			elog(ERROR, "ssp: batch relation \"%s\" has no column %d", name, lfirst_int(lc));
 		state->cols[i++] = lfirst_int(lc) - 1;
 	}
 	state->next = 0;

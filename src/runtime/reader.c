@@ -128,6 +128,10 @@ ssp_served_load(Oid viewoid, int part, SspWorkerSlot *slot, SspReaderKey *key)
 		return NULL;
 	}
 	s->view->part = part;
+	/* ssp.views tells a process that has not seen an ssp.reset yet */
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	slot->generation = s->view->generation;
+	LWLockRelease(ssp_shared->lock);
 	ssp_view_repair_dependencies(s->view);
 	ssp_view_generate(s->view);
 	s->src.n = s->view->nsources;
@@ -471,6 +475,12 @@ ssp_served_leave(SspWorker *w, SspServed *s, ErrorData *failure)
 			s->slot->reader_failures++;
 			strlcpy(s->slot->status, "failed", SSP_STATUS_LEN);
 			strlcpy(s->slot->last_error, ssp_error_text(failure), SSP_ERROR_LEN);
+		}
+		else
+		{
+			/* the scheduler starts a worker for it */
+			strlcpy(s->slot->status, "starting", SSP_STATUS_LEN);
+			s->slot->lag = -1;
 		}
 	}
 	LWLockRelease(ssp_shared->lock);

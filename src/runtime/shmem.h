@@ -34,6 +34,7 @@ typedef struct SspWorkerSlot
 	bool		failed;			/* the last worker exited on an error */
 	bool		confirmed;		/* the last worker started was seen to run */
 	char		status[SSP_STATUS_LEN];
+	int			generation;		/* its process's ssp.reset generation, 0: not loaded */
 	int64		lag;			/* -1: unknown */
 	double		rate;			/* messages applied a second, lately, */
 	TimestampTz rate_at;		/* as of then (it decays while idle) */

@@ -106,6 +106,12 @@ worker_exit(int code, Datum arg)
 			s->pid = 0;
 			s->attached = false;
 			s->detach = false;
+			/* not failed: stopped (ssp.reset, new options), to be started again */
+			if (!s->failed)
+			{
+				strlcpy(s->status, "starting", SSP_STATUS_LEN);
+				s->lag = -1;
+			}
 		}
 		if (s->in_use && s->handover_to == MyProcPid)
 			s->handover_to = 0;
@@ -907,6 +913,7 @@ ssp_worker_main(Datum arg)
 	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 	w.slot->pid = MyProcPid;
 	w.slot->failed = false;
+	w.slot->generation = 0;
 	w.slot->confirmed = true;
 	w.slot->attached = false;
 	w.slot->detach = false;

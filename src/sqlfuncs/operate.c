@@ -26,6 +26,7 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -60,6 +61,43 @@ may_see_view(Oid view)
 		 !missing);
 }
 
+typedef struct ViewGeneration
+{
+	Oid			view;
+	int			generation;
+} ViewGeneration;
+
+/*
+ * view_generations: the ssp.reset generation of each continuous view of
+ * the database that the current user may read in ssp.continuous_views.
+ */
+static HTAB *
+view_generations(void)
+{
+	HASHCTL		ctl;
+	HTAB	   *result;
+	uint64		i;
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(ViewGeneration);
+	ctl.hcxt = CurrentMemoryContext;
+	result = hash_create("ssp view generations", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (SPI_execute("SELECT view::oid, generation FROM ssp.continuous_views", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.continuous_views");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Oid			view = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		ViewGeneration *g = hash_search(result, &view, HASH_ENTER, NULL);
+
+		g->generation = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	SPI_finish();
+	return result;
+}
+
 /*
  * ssp_worker_status: one row per worker slot of this database; the status,
  * lag, error and rate of the workers of a view that the current user may
@@ -70,6 +108,7 @@ ssp_worker_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int			i;
+	HTAB	   *generations = view_generations();
 
 	InitMaterializedSRF(fcinfo, 0);
 	for (i = 0; i < ssp_shared->nworkers; i++)
@@ -77,6 +116,7 @@ ssp_worker_status(PG_FUNCTION_ARGS)
 		SspWorkerSlot s;
 		Datum		values[7];
 		bool		nulls[7] = {false, false, false, false, false, false, false};
+		ViewGeneration *g;
 
 		LWLockAcquire(ssp_shared->lock, LW_SHARED);
 		s = ssp_shared->workers[i];
@@ -92,6 +132,14 @@ ssp_worker_status(PG_FUNCTION_ARGS)
 			nulls[2] = nulls[3] = nulls[4] = nulls[6] = true;
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 			continue;
+		}
+		/* reset since its process loaded it: that process stops, a new one starts */
+		g = hash_search(generations, &s.view, HASH_FIND, NULL);
+		if (g && s.generation != 0 && s.generation != g->generation)
+		{
+			strlcpy(s.status, "starting", SSP_STATUS_LEN);
+			s.lag = -1;
+			s.failed = false;
 		}
 		values[2] = CStringGetTextDatum(s.pid == 0 && s.failed ? "failed" :
 										s.status[0] ? s.status : "starting");

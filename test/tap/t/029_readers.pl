@@ -3,7 +3,8 @@
 # Ten views of every kind on one stream (aggregates, windows, keyed,
 # append-only, a join with a table, an output topic, parallel), through the
 # reader terminated, SIGKILLed and an immediate stop, each equal to its
-# query; a view created, paused, reset and dropped while the others run;
+# query; a view created, paused, reset (shown starting at once) and
+# dropped while the others run, a parallel view reset;
 # a view whose table stays locked leaves the reader while the others keep
 # up; a view created while orders flow joins the reader; every view of a
 # reader dropped with a change of their server.
@@ -203,7 +204,11 @@ attached('with a view paused', @shared);
 $node->safe_psql('postgres', "SELECT ssp.resume('extra')");
 produce(1000);
 attached('a view resumed', @shared, 'extra');
+# once a reset commits, the process that applied the view is not shown
+# running it (that process holds the offsets from before, and stops)
 $node->safe_psql('postgres', "SELECT ssp.reset('extra')");
+is($node->safe_psql('postgres', "SELECT status FROM ssp.views WHERE view = 'extra'::regclass"),
+	'starting', 'a view just reset is starting, not running in its reader');
 produce(1000);
 SspTest::wait_views($node, 'postgres', 'extra', 'agg');
 is(SspTest::differences($node, 'postgres', 'SELECT * FROM extra',
@@ -212,7 +217,13 @@ attached('a view reset', @shared, 'extra');
 $node->safe_psql('postgres', 'DROP VIEW extra');
 produce(1000);
 check_all('a view dropped');
-$faults += 4;
+# a view of workers of its own, reset: starting, then exact again
+$node->safe_psql('postgres', "SELECT ssp.reset('par')");
+is($node->safe_psql('postgres', "SELECT status FROM ssp.views WHERE view = 'par'::regclass"),
+	'starting', 'a view just reset is starting, not running in its workers');
+produce(1000);
+check_all('a view of its own workers reset');
+$faults += 5;
 
 # a view whose table stays locked leaves the reader; the others keep up
 my $locker = $node->background_psql('postgres');

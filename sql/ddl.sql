@@ -44,6 +44,10 @@ ALTER FOREIGN TABLE ddl_orders RENAME TO ddl_orders_renamed;
 INSERT INTO ddl_orders_renamed (id, region, value) SELECT g, 'r' || g % 3, g FROM generate_series(91, 120) g;
 SELECT ssp.wait('ddl_view');
 ALTER VIEW ddl_view RENAME TO ddl_view2;
+-- its ssp options are changed by CREATE OR REPLACE VIEW, not by ALTER
+ALTER VIEW ddl_view2 SET (ssp.batch_size = 500);
+ALTER TABLE ddl_view2 RESET (ssp.commit_interval);
+ALTER VIEW ddl_view2 SET (security_barrier = false, "ssp".batch_size = 500);
 ALTER TABLE ddl_view_mrel RENAME TO ddl_view_table;
 CREATE SCHEMA ddl_s;
 ALTER TABLE ddl_regions_renamed SET SCHEMA ddl_s;

@@ -25,6 +25,7 @@
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
+#include "utils/builtins.h"
 
 #include "ssp.h"
 #include "stream/stream.h"
@@ -129,6 +130,40 @@ check_column_rename(RenameStmt *stmt)
 			 errhint("Drop the view, rename the column, and create the view again.")));
 }
 
+/*
+ * check_ssp_reloptions: ALTER VIEW ... SET (ssp.x = ...) or RESET
+ * (ssp.x): a continuous view's options are its definition's, changed by
+ * CREATE OR REPLACE VIEW (which builds it again beside the old one); say
+ * so, rather than Postgres's "unrecognized parameter namespace".
+ */
+static void
+check_ssp_reloptions(AlterTableStmt *stmt)
+{
+	ListCell   *lc;
+
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst(lc);
+		ListCell   *o;
+
+		if (cmd->subtype != AT_SetRelOptions && cmd->subtype != AT_ResetRelOptions)
+			continue;
+		foreach(o, (List *) cmd->def)
+		{
+			DefElem    *def = lfirst(o);
+
+			if (def->defnamespace && strcmp(def->defnamespace, "ssp") == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot %s option \"ssp.%s\" with ALTER", cmd->subtype == AT_SetRelOptions ? "set" : "reset",
+								def->defname),
+						 errdetail("The ssp options of a continuous view are part of its definition."),
+						 errhint("Change them with CREATE OR REPLACE VIEW %s WITH (ssp.continuous, ...) AS ..., which builds the view again beside the old one.",
+								 quote_identifier(stmt->relation->relname))));
+		}
+	}
+}
+
 static void
 ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 					bool readOnlyTree, ProcessUtilityContext context,
@@ -178,6 +213,8 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 
 	if (IsA(parsetree, RenameStmt))
 		check_column_rename((RenameStmt *) parsetree);
+	if (IsA(parsetree, AlterTableStmt))
+		check_ssp_reloptions((AlterTableStmt *) parsetree);
 
 	if (prev_utility_hook)
 		prev_utility_hook(pstmt, queryString, readOnlyTree, context, params,

@@ -104,6 +104,8 @@ typedef struct SspStream
 								 * its key (a Debezium delete) */
 	AttrNumber	timestamp_attnum;	/* event time column, or 0 */
 	int			natts;			/* attributes of the relation (incl. dropped) */
+	TupleDesc	desc;			/* the relation's, as it was opened: decoding
+								 * follows it, not a later ALTER */
 	int			ncolumns;
 	SspColumn  *columns;		/* live columns, in attnum order */
 	int			nvalue;			/* columns decoded from the value */

@@ -84,27 +84,20 @@ static TupleDesc
 batch_tupdesc(SspStream *stream)
 {
 	MemoryContext old;
-	Relation	rel;
 	TupleDesc	desc;
-	TupleDesc	sdesc;
+	TupleDesc	sdesc = stream->desc;
 	int			i;
 
 	if (stream->batch_desc)
 		return stream->batch_desc;	/* made once per stream */
-	rel = RelationIdGetRelation(stream->relid);
-	if (!RelationIsValid(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("stream \"%s\" was dropped", stream->relname)));
+	/* the stream as it was opened, as decode_row fills it (not as now) */
 	old = MemoryContextSwitchTo(stream->cxt);
-	sdesc = RelationGetDescr(rel);
 	desc = CreateTemplateTupleDesc(sdesc->natts + SSP_BATCH_EXTRA);
 	for (i = 0; i < sdesc->natts; i++)
 		TupleDescCopyEntry(desc, i + 1, sdesc, i + 1);
 	TupleDescInitEntry(desc, sdesc->natts + 1, "_ssp_partition", INT4OID, -1, 0);
 	TupleDescInitEntry(desc, sdesc->natts + 2, "_ssp_offset", INT8OID, -1, 0);
 	TupleDescInitEntry(desc, sdesc->natts + 3, "_ssp_tombstone", BOOLOID, -1, 0);
-	RelationClose(rel);
 	MemoryContextSwitchTo(old);
 	stream->batch_desc = desc;
 	return desc;

@@ -366,6 +366,7 @@ ssp_stream_open(Oid relid)
 	stream->serverid = ft->serverid;
 
 	tupdesc = RelationGetDescr(rel);
+	stream->desc = CreateTupleDescCopy(tupdesc);
 	stream->natts = tupdesc->natts;
 	stream->columns = palloc0(sizeof(SspColumn) * Max(tupdesc->natts, 1));
 	for (i = 0; i < tupdesc->natts; i++)

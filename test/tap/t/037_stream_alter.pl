@@ -1,0 +1,88 @@
+# A stream altered while views of every kind apply it: columns added and
+# dropped (none that a view reads) while orders flow, with a view reset
+# and the readers terminated between.  A view's worker decodes as the
+# stream was when it opened it; a worker that opened it just before an ALTER
+# once built its batch's columns from the altered relation and crashed on
+# its first batch (a SIGSEGV reading a partition number as text).  Each
+# view must equal its query over every order, and no process may end by a
+# signal.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SspTest;
+
+my $broker = SspTest::start_any_broker(topics => ['orders:4']);
+my $node = SspTest::new_node('stream_alter');
+$node->safe_psql('postgres', qq{
+	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$broker->{bootstrap}');
+	CREATE FOREIGN TABLE orders (order_id bigint, region text, amount numeric, ts timestamptz)
+	  SERVER kafka OPTIONS (topic 'orders', timestamp 'ts');
+	CREATE TABLE t (order_id bigint, region text, amount numeric, ts timestamptz);
+});
+
+my $with = "ssp.continuous, ssp.batch_size = 300, ssp.commit_interval = '20ms'";
+my %query = (
+	agg => "SELECT region, count(*) AS n, sum(amount) AS total FROM %s GROUP BY region",
+	win => "SELECT region, ssp.tumble(ts, '1 minute') AS w, count(*) AS n FROM %s GROUP BY region, w",
+	keyed => "SELECT order_id %% 100 AS k, count(*) AS n, max(amount) AS top FROM %s GROUP BY k",
+	append => "SELECT order_id, amount FROM %s WHERE amount > 50",
+	par => "SELECT region, count(*) AS n FROM %s GROUP BY region",
+);
+my %options = (win => ", ssp.grace = '1000 days'", par => ", ssp.parallelism = 2");
+my @views = sort keys %query;
+for my $v (@views)
+{
+	$node->safe_psql('postgres',
+		sprintf("CREATE VIEW $v WITH ($with%s) AS $query{$v}", $options{$v} // '', 'orders'));
+}
+
+# 20,000 orders, 50 every 30 ms, in the stream and in the table t
+my $producer = $node->background_psql('postgres');
+$producer->query_until(qr/started/, q{\echo started
+DO $$ BEGIN FOR i IN 0..399 LOOP
+  INSERT INTO orders (order_id, region, amount, ts)
+    SELECT g, 'r' || g % 7, (g * 37) % 100, '2026-01-01'::timestamptz + g * interval '1 second'
+    FROM generate_series(i * 50 + 1, i * 50 + 50) g;
+  INSERT INTO t SELECT g, 'r' || g % 7, (g * 37) % 100, '2026-01-01'::timestamptz + g * interval '1 second'
+    FROM generate_series(i * 50 + 1, i * 50 + 50) g;
+  COMMIT; PERFORM pg_sleep(0.03); END LOOP; END $$;
+\echo done
+});
+
+my $faults = 0;
+for my $i (1 .. 24)
+{
+	$node->safe_psql('postgres', "ALTER FOREIGN TABLE orders ADD COLUMN extra$i text");
+	$node->safe_psql('postgres', 'ALTER FOREIGN TABLE orders DROP COLUMN extra' . ($i - 1)) if $i > 1;
+	$faults++;
+	# new workers, which open the stream again
+	$node->safe_psql('postgres', "SELECT ssp.reset('win')") if $i % 5 == 0;
+	$node->safe_psql('postgres', 'SELECT pg_terminate_backend(pid) FROM ssp.readers') if $i % 7 == 0;
+	select(undef, undef, undef, 0.3);
+}
+$producer->query_until(qr/done/, '');
+$producer->quit;
+is($node->safe_psql('postgres', 'SELECT count(*) FROM t'), '20000', 'every order produced');
+
+SspTest::wait_views($node, 'postgres', @views);
+my ($lost, $twice) = (0, 0);
+for my $v (@views)
+{
+	my ($l, $t) = SspTest::lost_and_twice($node, 'postgres', "SELECT * FROM $v", sprintf($query{$v}, 't'));
+	is("$l $t", '0 0', "$v equals its query over every order");
+	$lost += $l;
+	$twice += $t;
+}
+is($node->safe_psql('postgres',
+		"SELECT string_agg(view || ': ' || status || ' ' || coalesce(last_error, ''), ', ') FROM ssp.views "
+		  . "WHERE last_error IS NOT NULL"), '', 'no view shows an error');
+my @signals = slurp_file($node->logfile) =~ /(terminated by signal \d+[^\n]*)/g;
+is(scalar(@signals), 0, 'no process ended by a signal') or diag(join("\n", @signals));
+
+SspTest::report(faults => $faults, produced => 20000,
+	applied => $node->safe_psql('postgres', "SELECT processed FROM ssp.views WHERE view = 'agg'::regclass"),
+	lost => $lost, twice => $twice);
+$node->stop;
+done_testing();

@@ -24,6 +24,12 @@ ALTER FOREIGN TABLE ddl_orders DROP COLUMN region;
 ALTER TABLE ddl_regions DROP COLUMN name;
 ALTER TABLE ddl_regions ALTER COLUMN region TYPE varchar;
 DROP TABLE ddl_regions;
+-- the topic: a view keeps the one it was made with, so another is refused
+-- while views read the stream (the same one, or other options, are fine)
+ALTER FOREIGN TABLE ddl_orders OPTIONS (SET topic 'ddl_other');
+ALTER FOREIGN TABLE ddl_orders OPTIONS (SET topic 'ddl_orders');
+ALTER FOREIGN TABLE ddl_orders OPTIONS (ADD format 'json');
+ALTER FOREIGN TABLE ddl_orders OPTIONS (DROP format);
 -- what it does not read: fine, and the view runs on
 ALTER FOREIGN TABLE ddl_orders DROP COLUMN note;
 ALTER TABLE ddl_regions DROP COLUMN unused;
@@ -95,6 +101,8 @@ DROP SCHEMA ddl_w;
 SELECT sum(n) AS n, sum(total) AS total FROM ddl_view2;
 -- the dependencies go with the view
 DROP VIEW ddl_view2;
+-- no view reads it any more: its topic may change
+ALTER FOREIGN TABLE ddl_orders_renamed OPTIONS (SET topic 'ddl_other');
 ALTER FOREIGN TABLE ddl_orders_renamed DROP COLUMN value;
 DROP TABLE ddl_s.ddl_regions_renamed;
 DROP SCHEMA ddl_s;

@@ -20,6 +20,7 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "executor/spi.h"
 #include "foreign/foreign.h"
 #include "nodes/parsenodes.h"
@@ -164,6 +165,74 @@ check_ssp_reloptions(AlterTableStmt *stmt)
 	}
 }
 
+/*
+ * check_topic_change: ALTER FOREIGN TABLE stream OPTIONS (SET topic ...)
+ * while continuous views read the stream.  A view keeps the topic it was
+ * made with (its offsets are that topic's), so it would go on counting the
+ * old topic while inserts and scans of the stream use the new one:
+ * refused, naming a view.
+ */
+static void
+check_topic_change(AlterTableStmt *stmt)
+{
+	Oid			relid;
+	ListCell   *lc;
+	const char *topic = NULL;
+
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst(lc);
+		ListCell   *o;
+
+		if (cmd->subtype != AT_GenericOptions)
+			continue;
+		foreach(o, (List *) cmd->def)
+		{
+			DefElem    *def = lfirst(o);
+
+			if (strcmp(def->defname, "topic") == 0 && def->defaction != DEFELEM_DROP && def->arg)
+				topic = defGetString(def);
+		}
+	}
+	if (topic == NULL)
+		return;
+	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (!OidIsValid(relid) || !ssp_is_stream(relid))
+		return;
+	foreach(lc, GetForeignTable(relid)->options)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (strcmp(def->defname, "topic") == 0 && strcmp(defGetString(def), topic) == 0)
+			return;				/* the same topic */
+	}
+	{
+		Oid			argtype = OIDOID;
+		Datum		arg = ObjectIdGetDatum(relid);
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "ssp: SPI_connect failed");
+		/* ssp records a continuous view's dependency on its streams itself */
+		if (SPI_execute_with_args("SELECT v.oid::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_depend d "
+								  "JOIN pg_catalog.pg_class v ON v.oid = d.objid "
+								  "WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+								  "AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+								  "AND d.refobjid = $1 AND d.deptype = 'n' AND v.relkind = 'v' "
+								  "ORDER BY 1 LIMIT 1",
+								  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "ssp: could not read pg_depend");
+		if (SPI_processed > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+					 errmsg("cannot change the topic of stream \"%s\" while continuous views read it",
+							stmt->relation->relname),
+					 errdetail("Continuous view %s reads it, and would go on reading the topic it was made with.",
+							   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+					 errhint("Create a stream for the other topic, and views over it.")));
+		SPI_finish();
+	}
+}
+
 static void
 ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 					bool readOnlyTree, ProcessUtilityContext context,
@@ -214,7 +283,11 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 	if (IsA(parsetree, RenameStmt))
 		check_column_rename((RenameStmt *) parsetree);
 	if (IsA(parsetree, AlterTableStmt))
+	{
 		check_ssp_reloptions((AlterTableStmt *) parsetree);
+		if (((AlterTableStmt *) parsetree)->objtype == OBJECT_FOREIGN_TABLE)
+			check_topic_change((AlterTableStmt *) parsetree);
+	}
 
 	if (prev_utility_hook)
 		prev_utility_hook(pstmt, queryString, readOnlyTree, context, params,

@@ -83,6 +83,6 @@ is(scalar(@signals), 0, 'no process ended by a signal') or diag(join("\n", @sign
 
 SspTest::report(faults => $faults, produced => 20000,
 	applied => $node->safe_psql('postgres', "SELECT processed FROM ssp.views WHERE view = 'agg'::regclass"),
-	lost => $lost, twice => $twice);
+	lost => $lost, twice => $twice, broker => $broker->{kind});
 $node->stop;
 done_testing();

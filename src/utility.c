@@ -176,6 +176,8 @@ static void
 check_topic_change(AlterTableStmt *stmt)
 {
 	Oid			relid;
+	Oid			argtype = OIDOID;
+	Datum		arg;
 	ListCell   *lc;
 	const char *topic = NULL;
 
@@ -206,31 +208,27 @@ check_topic_change(AlterTableStmt *stmt)
 		if (strcmp(def->defname, "topic") == 0 && strcmp(defGetString(def), topic) == 0)
 			return;				/* the same topic */
 	}
-	{
-		Oid			argtype = OIDOID;
-		Datum		arg = ObjectIdGetDatum(relid);
-
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "ssp: SPI_connect failed");
-		/* ssp records a continuous view's dependency on its streams itself */
-		if (SPI_execute_with_args("SELECT v.oid::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_depend d "
-								  "JOIN pg_catalog.pg_class v ON v.oid = d.objid "
-								  "WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
-								  "AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass "
-								  "AND d.refobjid = $1 AND d.deptype = 'n' AND v.relkind = 'v' "
-								  "ORDER BY 1 LIMIT 1",
-								  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
-			elog(ERROR, "ssp: could not read pg_depend");
-		if (SPI_processed > 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-					 errmsg("cannot change the topic of stream \"%s\" while continuous views read it",
-							stmt->relation->relname),
-					 errdetail("Continuous view %s reads it, and would go on reading the topic it was made with.",
-							   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
-					 errhint("Create a stream for the other topic, and views over it.")));
-		SPI_finish();
-	}
+	arg = ObjectIdGetDatum(relid);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	/* ssp records a continuous view's dependency on its streams itself */
+	if (SPI_execute_with_args("SELECT v.oid::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_depend d "
+							  "JOIN pg_catalog.pg_class v ON v.oid = d.objid "
+							  "WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+							  "AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+							  "AND d.refobjid = $1 AND d.deptype = 'n' AND v.relkind = 'v' "
+							  "ORDER BY 1 LIMIT 1",
+							  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read pg_depend");
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot change the topic of stream \"%s\" while continuous views read it",
+						stmt->relation->relname),
+				 errdetail("Continuous view %s reads it, and would go on reading the topic it was made with.",
+						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+				 errhint("Create a stream for the other topic, and views over it.")));
+	SPI_finish();
 }
 
 static void

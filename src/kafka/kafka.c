@@ -14,11 +14,18 @@
  * memory context it was created in (a reset callback), producers are
  * cached per server and user for the backend's life and destroyed at exit.
  *
+ * A worker's applied messages are destroyed on a thread of ours, the
+ * releaser, while the backend's thread goes on to the next batch: it calls
+ * nothing but rd_kafka_message_destroy, which librdkafka allows on any
+ * thread, and a consumer waits for it before it is destroyed.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <librdkafka/rdkafka.h>
@@ -38,6 +45,9 @@
 #include "kafka/kafka.h"
 
 #define SSP_POLL_MS 50
+/* fewer applied messages than this are destroyed at once, not on the releaser */
+#define SSP_RELEASE_AHEAD 4096
+
 /* how many messages ssp_kafka_poll_batch takes from librdkafka per call */
 #define SSP_TAKE_CHUNK 1024
 
@@ -96,6 +106,8 @@ struct SspKafka
 	char		delivery_error[512];
 	rd_kafka_resp_err_t delivery_code;	/* that error's code */
 };
+
+static void release_wait(void);
 
 /* cached producers, in TopMemoryContext */
 static List *producers = NIL;
@@ -341,6 +353,8 @@ consumer_cleanup(void *arg)
 	kafka->current = NULL;
 	ssp_kafka_release(kafka);
 	drop_held(kafka);
+	/* no message of the consumer may outlive it */
+	release_wait();
 	if (kafka->queue)
 	{
 		rd_kafka_queue_io_event_enable(kafka->queue, -1, NULL, 0);
@@ -1226,14 +1240,108 @@ ssp_kafka_poll_batch(SspKafka *kafka, SspMessage *out, int max, int64 *eof,
 	return hand_out(kafka, out, max, eof, lost);
 }
 
-/* ssp_kafka_release: free the messages ssp_kafka_poll_batch returned. */
+/*
+ * The releaser's state: the messages it is given (malloc'd, as the thread
+ * may not palloc), under release_lock; "busy" while it has some.
+ */
+static pthread_mutex_t release_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t release_cond = PTHREAD_COND_INITIALIZER;
+static rd_kafka_message_t **release_msgs;
+static int	release_n;
+static int	release_cap;
+static bool release_busy;
+static bool releaser_running;
+static bool releaser_failed;
+
+/* releaser_main: destroy what it is given, then wait for more. */
+static void *
+releaser_main(void *arg)
+{
+	pthread_mutex_lock(&release_lock);
+	for (;;)
+	{
+		int			i;
+
+		while (!release_busy)
+			pthread_cond_wait(&release_cond, &release_lock);
+		pthread_mutex_unlock(&release_lock);
+		for (i = 0; i < release_n; i++)
+			rd_kafka_message_destroy(release_msgs[i]);
+		pthread_mutex_lock(&release_lock);
+		release_n = 0;
+		release_busy = false;
+		pthread_cond_broadcast(&release_cond);
+	}
+	return NULL;
+}
+
+/* release_wait: until the releaser has destroyed what it was given. */
+static void
+release_wait(void)
+{
+	if (!releaser_running)
+		return;
+	pthread_mutex_lock(&release_lock);
+	while (release_busy)
+		pthread_cond_wait(&release_cond, &release_lock);
+	pthread_mutex_unlock(&release_lock);
+}
+
+/*
+ * release_ahead: hand n messages to the releaser, started if need be with
+ * every signal blocked (signals are the backend thread's); false if there
+ * is no releaser, nor room for them.
+ */
+static bool
+release_ahead(rd_kafka_message_t **msgs, int n)
+{
+	if (!releaser_running && !releaser_failed)
+	{
+		pthread_t	thread;
+		sigset_t	all,
+					old;
+
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		releaser_running = pthread_create(&thread, NULL, releaser_main, NULL) == 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		releaser_failed = !releaser_running;
+		if (releaser_running)
+			pthread_detach(thread);
+	}
+	if (!releaser_running)
+		return false;
+	release_wait();
+	if (n > release_cap)
+	{
+		rd_kafka_message_t **more = realloc(release_msgs, sizeof(rd_kafka_message_t *) * n);
+
+		if (more == NULL)
+			return false;
+		release_msgs = more;
+		release_cap = n;
+	}
+	memcpy(release_msgs, msgs, sizeof(rd_kafka_message_t *) * n);
+	pthread_mutex_lock(&release_lock);
+	release_n = n;
+	release_busy = true;
+	pthread_cond_broadcast(&release_cond);
+	pthread_mutex_unlock(&release_lock);
+	return true;
+}
+
+/*
+ * ssp_kafka_release: free the messages ssp_kafka_poll_batch returned; a
+ * batch's worth on the releaser.
+ */
 void
 ssp_kafka_release(SspKafka *kafka)
 {
 	int			i;
 
-	for (i = 0; i < kafka->npending; i++)
-		rd_kafka_message_destroy(kafka->pending[i]);
+	if (kafka->npending < SSP_RELEASE_AHEAD || !release_ahead(kafka->pending, kafka->npending))
+		for (i = 0; i < kafka->npending; i++)
+			rd_kafka_message_destroy(kafka->pending[i]);
 	kafka->npending = 0;
 }
 

@@ -699,7 +699,7 @@ store_progress(BatchState *bs, const int64 *from, const int64 *next,
  * offset to read, or -1 to leave it) in one transaction, if ssp.offsets
  * still holds from (per slot: the offsets the batch began from, -1: none
  * stored), else fail.  shared, if not NULL, is msgs[0, n) decoded by
- * ssp_decode_batch with every column the view reads.  nested: inside the
+ * ssp_decode_more with every column the view reads.  nested: inside the
  * caller's transaction (a subtransaction of a reader's group), which
  * commits or rolls back; else in a transaction of its own.  Returns false,
  * committing nothing, if the view was dropped, paused or reset since the
@@ -877,29 +877,30 @@ ssp_record_lost(SspView *view, int source, int32 partition, int64 stored,
 }
 
 /*
- * ssp_decode_batch: msgs[0, n) decoded once into the rows of each source,
- * for every view of a reader (src's streams decode the columns any of them
- * reads), with each slot's latest event time if event_times.  In a
- * transaction of its own; the result lives in cxt, across the views'
- * transactions.  NULL if a message cannot be decoded: each view then
- * decodes the batch itself, and sends that message to its dead letters.
+ * ssp_decode_more: msgs[from, to) decoded once into the rows of each
+ * source, for every view of the process (src's streams decode the columns
+ * any of them reads), with each slot's latest event time if event_times.
+ * The first call (*dp NULL) makes *dp in cxt; later calls add the messages
+ * that came since, so that a worker decodes a batch while it waits for the
+ * rest of it.  In a transaction of its own; the rows live in cxt, across
+ * the views' transactions.  A message that cannot be decoded marks it
+ * failed, and no more is decoded: each view then decodes the batch itself,
+ * and sends that message to its dead letters.
  */
-SspDecoded *
-ssp_decode_batch(SspSources *src, SspMessage *msgs, int n, bool event_times,
-				 MemoryContext cxt)
+static SspDecoded *
+decoded_create(SspSources *src, bool event_times, MemoryContext cxt)
 {
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	SspDecoded *d = palloc0(sizeof(SspDecoded));
-	MemoryContext rowcxt = AllocSetContextCreate(cxt, "ssp decode", ALLOCSET_DEFAULT_SIZES);
 	int			maxatts = 0;
-	Datum	   *values;
-	bool	   *nulls;
-	volatile bool ok = true;
 	int			i;
 
-	d->n = n;
 	d->nsources = src->n;
 	d->rows = palloc0(sizeof(SspRows *) * src->n);
+	for (i = 0; i < src->n; i++)
+		maxatts = Max(maxatts, src->streams[i]->natts);
+	d->values = palloc(sizeof(Datum) * (maxatts + SSP_BATCH_EXTRA));
+	d->nulls = palloc(sizeof(bool) * (maxatts + SSP_BATCH_EXTRA));
 	if (event_times)
 	{
 		d->maxev = palloc(sizeof(TimestampTz) * Max(src->nslots, 1));
@@ -907,29 +908,41 @@ ssp_decode_batch(SspSources *src, SspMessage *msgs, int n, bool event_times,
 			d->maxev[i] = DT_NOBEGIN;
 	}
 	MemoryContextSwitchTo(old);
+	return d;
+}
+
+void
+ssp_decode_more(SspDecoded **dp, SspSources *src, SspMessage *msgs, int from, int to,
+				bool event_times, MemoryContext cxt)
+{
+	SspDecoded *volatile d = *dp ? *dp : (*dp = decoded_create(src, event_times, cxt));
+	MemoryContext old = CurrentMemoryContext;
+	MemoryContext rowcxt;
+	int			i;
+
+	Assert(from == d->n);
+	if (d->failed || from >= to)
+		return;
+	rowcxt = AllocSetContextCreate(cxt, "ssp decode", ALLOCSET_DEFAULT_SIZES);
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PG_TRY();
 	{
-		/* kept across the views' transactions */
 		for (i = 0; i < src->n; i++)
-		{
-			d->rows[i] = ssp_rows_create(SSP_BATCH_RELATION(i), batch_tupdesc(src->streams[i]), cxt);
-			maxatts = Max(maxatts, src->streams[i]->natts);
-		}
-		values = MemoryContextAlloc(cxt, sizeof(Datum) * (maxatts + SSP_BATCH_EXTRA));
-		nulls = MemoryContextAlloc(cxt, sizeof(bool) * (maxatts + SSP_BATCH_EXTRA));
-		for (i = 0; i < n; i++)
+			if (d->rows[i] == NULL)
+				d->rows[i] = ssp_rows_create(SSP_BATCH_RELATION(i), batch_tupdesc(src->streams[i]), cxt);
+		for (i = from; i < to; i++)
 		{
 			SspMessage *msg = &msgs[i];
+			MemoryContext prev = MemoryContextSwitchTo(rowcxt);
 
-			old = MemoryContextSwitchTo(rowcxt);
-			decode_row(src, msg, values, nulls, d->maxev);
-			MemoryContextSwitchTo(old);
-			ssp_rows_add(d->rows[msg->source], values, nulls);
+			decode_row(src, msg, d->values, d->nulls, d->maxev);
+			MemoryContextSwitchTo(prev);
+			ssp_rows_add(d->rows[msg->source], d->values, d->nulls);
 			MemoryContextReset(rowcxt);
 		}
+		d->n = to;
 		CommitTransactionCommand();
 	}
 	PG_CATCH();
@@ -937,19 +950,14 @@ ssp_decode_batch(SspSources *src, SspMessage *msgs, int n, bool event_times,
 		MemoryContextSwitchTo(cxt);
 		FlushErrorState();
 		AbortCurrentTransaction();
-		ok = false;
+		d->failed = true;
 	}
 	PG_END_TRY();
+	MemoryContextSwitchTo(old);
 	MemoryContextDelete(rowcxt);
-	if (!ok)
-	{
-		ssp_decoded_free(d);
-		return NULL;
-	}
-	return d;
 }
 
-/* ssp_decoded_free: what ssp_decode_batch made. */
+/* ssp_decoded_free: what ssp_decode_more made. */
 void
 ssp_decoded_free(SspDecoded *d)
 {
@@ -959,5 +967,10 @@ ssp_decoded_free(SspDecoded *d)
 		return;
 	for (i = 0; i < d->nsources; i++)
 		ssp_rows_free(d->rows[i]);
+	if (d->maxev)
+		pfree(d->maxev);
+	pfree(d->values);
+	pfree(d->nulls);
+	pfree(d->rows);
 	pfree(d);
 }

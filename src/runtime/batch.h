@@ -39,21 +39,24 @@ typedef struct SspSources
 
 #define SSP_SLOT(src, msg) ((src)->base[(msg)->source] + (msg)->partition)
 
-/* A batch decoded once for the views of a reader (ssp_decode_batch). */
+/* A batch decoded once for the views of a process (ssp_decode_more). */
 typedef struct SspDecoded
 {
-	int			n;				/* messages */
+	int			n;				/* messages decoded */
+	bool		failed;			/* one could not be: the views decode */
 	int			nsources;
 	struct SspRows **rows;		/* per source: the rows of ssp_batch ... */
 	TimestampTz *maxev;			/* per slot: latest event time, or NULL */
+	Datum	   *values;			/* a message's, as it is decoded */
+	bool	   *nulls;
 } SspDecoded;
 
 extern bool ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs,
 							int n, const int64 *from, const int64 *next,
 							SspEventTime *et, SspDecoded *shared, bool nested);
 extern bool ssp_batch_due(SspView *view, SspEventTime *et, const bool *lagging, int nslots);
-extern SspDecoded *ssp_decode_batch(SspSources *src, SspMessage *msgs, int n,
-									bool event_times, MemoryContext cxt);
+extern void ssp_decode_more(SspDecoded **dp, SspSources *src, SspMessage *msgs,
+							int from, int to, bool event_times, MemoryContext cxt);
 extern void ssp_decoded_free(SspDecoded *d);
 extern void ssp_check_stream_acl(SspView *view, SspStream *stream);
 extern void ssp_wait_for_batches(Oid view);

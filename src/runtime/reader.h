@@ -52,6 +52,11 @@ typedef struct SspWorker
 	bool	   *lost;			/* per slot: next offset deleted */
 	bool	   *lagging;		/* per slot: messages wait there */
 	SspMessage *msgs;
+	SspDecoded *decoded;		/* msgs[0, decoded->n) decoded for every view */
+	MemoryContext batch_cxt;	/* decoded's, reset after each batch */
+	int			fetched;		/* msgs[0, fetched): their schemas fetched */
+	int64	   *upto;			/* per slot: past the batch's messages, while collected */
+	bool		catching_up;	/* the last batch left many messages waiting */
 	SspMessage *vmsgs;			/* the messages of a view not at the reader's offsets */
 	int			batch_size;
 	int			commit_interval_ms;

@@ -60,6 +60,12 @@
 #include "runtime/supervisor.h"
 #include "compile/view.h"
 
+/*
+ * While a batch fills, collect decodes what it has in chunks of at least
+ * this many messages (each chunk a transaction) rather than wait.
+ */
+#define SSP_DECODE_AHEAD 4096
+
 PGDLLEXPORT void ssp_worker_main(Datum arg);
 
 
@@ -313,18 +319,18 @@ fetch_schema(SspWorker *w, SspRegistry *reg, const char *data, size_t len)
 }
 
 /*
- * fetch_schemas: every schema the batch's messages name, before the
- * batch's transactions, so that decoding never waits on the registry: a
+ * fetch_schemas: every schema msgs[from, to) name, before they are
+ * decoded, so that decoding never waits on the registry: a
  * registry down holds the views up, and never turns a message into a dead
  * letter.  An id the registry does not know is cached as such; its
  * messages go to the dead letters when decoded.
  */
 static void
-fetch_schemas(SspWorker *w, int n)
+fetch_schemas(SspWorker *w, int from, int to)
 {
 	int			i;
 
-	for (i = 0; i < n; i++)
+	for (i = from; i < to; i++)
 	{
 		SspMessage *msg = &w->msgs[i];
 		SspStream  *stream = w->src.streams[msg->source];
@@ -374,6 +380,7 @@ connect_topics(SspWorker *w, SspServed *s, MemoryContext cxt)
 	w->eof = MemoryContextAlloc(cxt, sizeof(int64) * n);
 	w->lost = MemoryContextAllocZero(cxt, sizeof(bool) * n);
 	w->lagging = MemoryContextAlloc(cxt, sizeof(bool) * n);
+	w->upto = MemoryContextAlloc(cxt, sizeof(int64) * n);
 	(void) ssp_served_set_offsets(w, s);
 	for (p = 0; p < src->nslots; p++)
 	{
@@ -496,9 +503,78 @@ batch_due(SspWorker *w)
 }
 
 /*
+ * event_times: does a view of the process read its batches' event times?
+ */
+static bool
+event_times(SspWorker *w)
+{
+	ListCell   *lc;
+
+	foreach(lc, w->served)
+		if (((SspServed *) lfirst(lc))->view->late_sql != NULL)
+			return true;
+	return false;
+}
+
+/*
+ * to_decode: how many of the batch's first n messages are still to be
+ * decoded for every view; none once one of them could not be.
+ */
+static int
+to_decode(SspWorker *w, int n)
+{
+	if (w->decoded == NULL)
+		return n;
+	return w->decoded->failed ? 0 : n - w->decoded->n;
+}
+
+/*
+ * decode_ahead: the batch's messages up to msgs[upto] decoded for every
+ * view (ssp_decode_more), the schemas they name fetched first.
+ */
+static void
+decode_ahead(SspWorker *w, int upto)
+{
+	int			from = upto - to_decode(w, upto);
+
+	if (from >= upto)
+		return;
+	fetch_schemas(w, w->fetched, upto);
+	w->fetched = upto;
+	ssp_decode_more(&w->decoded, &w->src, w->msgs, from, upto, event_times(w), w->batch_cxt);
+}
+
+/* forget_decoded: the batch's decoded rows, applied or not. */
+static void
+forget_decoded(SspWorker *w)
+{
+	ssp_decoded_free(w->decoded);
+	w->decoded = NULL;
+	w->fetched = 0;
+	MemoryContextReset(w->batch_cxt);
+}
+
+/*
+ * all_at_end: has every partition the worker reads reported its end past
+ * the messages of the batch?
+ */
+static bool
+all_at_end(SspWorker *w)
+{
+	int			p;
+
+	for (p = 0; p < w->src.nslots; p++)
+		if (ssp_worker_reads(w, p) && (w->eof[p] < 0 || w->eof[p] < w->upto[p]))
+			return false;
+	return true;
+}
+
+/*
  * collect: poll messages from every topic until the batch is full or its
  * time is up; returns how many, and sets *dirty if a partition's end moved
- * past its offset.  Returns early when a view asks to join or leave.
+ * past its offset.  Returns early when a view asks to join or leave, and
+ * when a catch-up reaches the end of every partition.  While it waits for
+ * more, it decodes what it has.
  */
 static int
 collect(SspWorker *w, WaitEventSet *wait, bool *dirty)
@@ -511,6 +587,8 @@ collect(SspWorker *w, WaitEventSet *wait, bool *dirty)
 	int			i;
 
 	*dirty = false;
+	for (p = 0; p < src->nslots; p++)
+		w->upto[p] = w->next[p];
 	for (;;)
 	{
 		TimestampTz now;
@@ -531,7 +609,16 @@ collect(SspWorker *w, WaitEventSet *wait, bool *dirty)
 			int			m;
 
 			for (m = n; m < n + got; m++)
-				w->msgs[m].source = i;
+			{
+				SspMessage *msg = &w->msgs[m];
+
+				msg->source = i;
+				if (msg->partition < src->nparts[i])
+				{
+					p = SSP_SLOT(src, msg);
+					w->upto[p] = Max(w->upto[p], msg->offset + 1);
+				}
+			}
 			n += got;
 		}
 		for (p = 0; p < src->nslots; p++)
@@ -546,6 +633,9 @@ collect(SspWorker *w, WaitEventSet *wait, bool *dirty)
 		if ((n > 0 || *dirty) && deadline == 0)
 			deadline = TimestampTzPlusMilliseconds(now, w->commit_interval_ms);
 		if (n >= w->batch_size || (deadline != 0 && now >= deadline))
+			return n;
+		/* the rest of a catch-up: nothing more to wait for */
+		if (n > 0 && w->catching_up && all_at_end(w))
 			return n;
 		if (ssp_reader_requests_waiting(w))
 		{
@@ -576,6 +666,12 @@ collect(SspWorker *w, WaitEventSet *wait, bool *dirty)
 			/* a solo worker looks for its streams' reader now and then */
 			if (w->reader == NULL)
 				return n;
+		}
+		/* rather than wait, decode what there is; then look again */
+		if (to_decode(w, n) >= SSP_DECODE_AHEAD)
+		{
+			decode_ahead(w, n);
+			continue;
 		}
 		timeout = deadline ? TimestampDifferenceMilliseconds(now, deadline) : 1000;
 		(void) WaitEventSetWait(wait, Max(timeout, 1), &event, 1, PG_WAIT_EXTENSION);
@@ -701,23 +797,24 @@ batch_offsets(SspWorker *w, int n, int64 *batch_lag)
 }
 
 /*
- * apply_batch: the batch, decoded once if several views read it, applied
- * to every view of the process (reader.c); cxt holds the decoded batch.
+ * apply_batch: the batch applied to every view of the process (reader.c),
+ * decoded once for them all if several views read it or collect began to
+ * decode it; else a single view decodes it in its own transaction.
  */
 static void
-apply_batch(SspWorker *w, int n, const int64 *next, MemoryContext cxt)
+apply_batch(SspWorker *w, int n, const int64 *next)
 {
 	SspDecoded *decoded = NULL;
-	bool		event_times = false;
-	ListCell   *lc;
 
-	foreach(lc, w->served)
-		event_times |= ((SspServed *) lfirst(lc))->view->late_sql != NULL;
-	if (n > 0 && list_length(w->served) > 1)
-		decoded = ssp_decode_batch(&w->src, w->msgs, n, event_times, cxt);
+	if (n > 0 && (w->decoded != NULL || list_length(w->served) > 1))
+		decode_ahead(w, n);
+	/* the schemas of what was not decoded ahead: the views decode it */
+	fetch_schemas(w, w->fetched, n);
+	w->fetched = n;
+	if (w->decoded && !w->decoded->failed)
+		decoded = w->decoded;
 	ssp_reader_apply(w, n, next, decoded);
-	ssp_decoded_free(decoded);
-	MemoryContextReset(cxt);
+	forget_decoded(w);
 }
 
 /*
@@ -749,13 +846,12 @@ run(SspWorker *w, Oid viewoid, int part)
 {
 	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "ssp worker",
 											  ALLOCSET_DEFAULT_SIZES);
-	MemoryContext batch_cxt = AllocSetContextCreate(TopMemoryContext, "ssp batch",
-													ALLOCSET_DEFAULT_SIZES);
 	WaitEventSet *wait;
 	SspServed  *first;
 	int			nslots;
 	int			i;
 
+	w->batch_cxt = AllocSetContextCreate(TopMemoryContext, "ssp batch", ALLOCSET_DEFAULT_SIZES);
 	first = ssp_served_load(viewoid, part, w->slot, &w->key);
 	if (first == NULL)
 		return;
@@ -807,13 +903,13 @@ run(SspWorker *w, Oid viewoid, int part)
 		n = collect(w, wait, &dirty);
 		if (w->restart)
 		{
+			forget_decoded(w);
 			release_messages(w);
 			return;				/* nothing applied: a fresh worker reads it */
 		}
 		next = batch_offsets(w, n, &batch_lag);
 		pgstat_report_activity(STATE_RUNNING, "applying a batch");
-		fetch_schemas(w, n);
-		apply_batch(w, n, next, batch_cxt);
+		apply_batch(w, n, next);
 		pgstat_report_activity(STATE_IDLE, NULL);
 		/* the batch's writes, for autovacuum and autoanalyze of the view's tables */
 		pgstat_report_stat(false);
@@ -831,6 +927,7 @@ run(SspWorker *w, Oid viewoid, int part)
 			ssp_kafka_commit(w->kafka[i], w->src.nparts[i], next + w->src.base[i]);
 		pfree(next);
 		recover_lost(w);
+		w->catching_up = batch_lag > Min(w->batch_size, SSP_CATCHING_UP);
 		after_batch(w, n, batch_lag);
 		if (config_changed(w, false))
 			return;

@@ -35,6 +35,7 @@
 #include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
@@ -66,6 +67,20 @@ open_view_stream(SspView *view, int i)
 {
 	SspStream  *stream = ssp_stream_open(view->streams[i]);
 
+	/*
+	 * A view reads the topic it was made with, and its offsets are that
+	 * topic's.  ALTER FOREIGN TABLE refuses a new topic while views read
+	 * the stream, but a view restored paused has no dependency on its
+	 * stream until a worker loads it: a topic changed meanwhile stops the
+	 * view here, rather than have it count a topic the stream no longer
+	 * names.
+	 */
+	if (strcmp(stream->topic, view->topics[i]) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("continuous view \"%s\" reads topic \"%s\", but its stream \"%s\" now names topic \"%s\"",
+						view->name, view->topics[i], get_rel_name(view->streams[i]), stream->topic),
+				 errhint("Set the stream's topic back, or drop the view and create it again.")));
 	if (view->some_columns)
 	{
 		int			c;

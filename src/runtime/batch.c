@@ -876,17 +876,7 @@ ssp_record_lost(SspView *view, int source, int32 partition, int64 stored,
 	return ok;
 }
 
-/*
- * ssp_decode_more: msgs[from, to) decoded once into the rows of each
- * source, for every view of the process (src's streams decode the columns
- * any of them reads), with each slot's latest event time if event_times.
- * The first call (*dp NULL) makes *dp in cxt; later calls add the messages
- * that came since, so that a worker decodes a batch while it waits for the
- * rest of it.  In a transaction of its own; the rows live in cxt, across
- * the views' transactions.  A message that cannot be decoded marks it
- * failed, and no more is decoded: each view then decodes the batch itself,
- * and sends that message to its dead letters.
- */
+/* decoded_create: a batch decoded for every view, with no message yet. */
 static SspDecoded *
 decoded_create(SspSources *src, bool event_times, MemoryContext cxt)
 {
@@ -911,6 +901,17 @@ decoded_create(SspSources *src, bool event_times, MemoryContext cxt)
 	return d;
 }
 
+/*
+ * ssp_decode_more: msgs[from, to) decoded once into the rows of each
+ * source, for every view of the process (src's streams decode the columns
+ * any of them reads), with each slot's latest event time if event_times.
+ * The first call (*dp NULL) makes *dp in cxt; later calls add the messages
+ * that came since, so that a worker decodes a batch while it waits for the
+ * rest of it.  In a transaction of its own; the rows live in cxt, across
+ * the views' transactions.  A message that cannot be decoded marks it
+ * failed, and no more is decoded: each view then decodes the batch itself,
+ * and sends that message to its dead letters.
+ */
 void
 ssp_decode_more(SspDecoded **dp, SspSources *src, SspMessage *msgs, int from, int to,
 				bool event_times, MemoryContext cxt)

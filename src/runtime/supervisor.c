@@ -369,6 +369,25 @@ stop_view_worker(SchedView *sv)
 		(void) kill(pid, SIGTERM);
 }
 
+/*
+ * loaded_generation: the ssp.reset generation of the view that the process
+ * applying its part loaded; 0 if none has.
+ */
+static int
+loaded_generation(Oid view, int part)
+{
+	SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, view, part, false);
+	int			generation = 0;
+
+	if (slot)
+	{
+		LWLockAcquire(ssp_shared->lock, LW_SHARED);
+		generation = slot->generation;
+		LWLockRelease(ssp_shared->lock);
+	}
+	return generation;
+}
+
 /* backoff: a view's worker failed: start it again after 1 s, 2 s, 4 s ... */
 static void
 backoff(SchedView *sv, TimestampTz now)
@@ -628,8 +647,13 @@ read_views(List **views)
 				}
 			}
 			generation = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
-			/* a reset: the running worker holds stale offsets */
-			if (sv->generation != 0 && sv->generation != generation)
+			/*
+			 * A reset: a process that loaded the view before it holds stale
+			 * offsets, and is stopped (its batches are fenced meanwhile).
+			 * One that has loaded the view since runs on.
+			 */
+			if (sv->generation != 0 && sv->generation != generation &&
+				loaded_generation(view, part) != generation)
 				stop_view_worker(sv);
 			sv->generation = generation;
 		}

@@ -39,10 +39,23 @@ bool		ssp_shared_readers = true;
 /* ssp.reader_buffer: messages a reader's consumer prefetches, in kB */
 int			ssp_reader_buffer = 65536;
 
+/* ssp.work_mem: work_mem of the workers, in kB; -1 for the server's */
+int			ssp_work_mem = 32768;
+
 /* ssp.library_version: read only, for the install and upgrade scripts */
 static char *ssp_library_version = NULL;
 
 void		_PG_init(void);
+
+/* ssp.work_mem is -1 or at least work_mem's least, 64 kB */
+static bool
+check_work_mem(int *newval, void **extra, GucSource source)
+{
+	if (*newval == -1 || *newval >= 64)
+		return true;
+	GUC_check_errdetail("ssp.work_mem must be -1 (work_mem) or at least 64kB.");
+	return false;
+}
 
 /*
  * _PG_init: define GUCs and install hooks; only at postmaster start.
@@ -108,6 +121,17 @@ _PG_init(void)
 							PGC_SIGHUP,
 							GUC_UNIT_KB,
 							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("ssp.work_mem",
+							"Memory for each sort and hash of the statements that apply a batch.",
+							"The work_mem of the workers of continuous views (-1: work_mem). "
+							"A batch of up to ssp.batch_size messages is aggregated and "
+							"joined at once; with less memory, its hash tables spill to disk.",
+							&ssp_work_mem,
+							32768, -1, MAX_KILOBYTES,
+							PGC_SIGHUP,
+							GUC_UNIT_KB,
+							check_work_mem, NULL, NULL);
 
 	DefineCustomBoolVariable("ssp.allow_kinit_cmd",
 							 "Lets superusers set the Kafka property sasl.kerberos.kinit.cmd.",

@@ -36,6 +36,7 @@ extern bool ssp_aggregate_fast_path;
 extern int	ssp_attached_lock_timeout;
 extern int	ssp_reader_buffer;
 extern bool ssp_shared_readers;
+extern int	ssp_work_mem;
 extern bool ssp_allow_kinit_cmd;	/* property.c */
 
 /* Formats of a message's value. */
@@ -155,5 +156,6 @@ typedef struct SspHeader
 
 /* utility.c */
 extern void ssp_utility_init(void);
+extern void ssp_wake_scheduler_at_commit(void);
 
 #endif							/* SSP_H */

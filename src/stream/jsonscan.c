@@ -115,29 +115,40 @@ scan_literal(Scan *s, const char *word, int n)
 	return !(s->p < s->end && word_char(*s->p));
 }
 
+/*
+ * child_named: the child of node so named, or NULL.  Producers write their
+ * fields in the same order message after message, so the search starts
+ * after the child found last in this object (*next), and a child is
+ * compared by its first byte before the rest.
+ */
 static PathNode *
-child_named(PathNode *node, const char *name, int len)
+child_named(PathNode *node, const char *name, int len, int *next)
 {
-	ListCell   *lc;
+	int			n = node ? list_length(node->children) : 0;
+	int			k = *next < n ? *next : 0;
+	int			i;
 
-	if (node == NULL)
-		return NULL;
-	foreach(lc, node->children)
+	for (i = 0; i < n; i++, k = k + 1 < n ? k + 1 : 0)
 	{
-		PathNode   *c = lfirst(lc);
+		PathNode   *c = list_nth(node->children, k);
 
-		if (c->namelen == len && memcmp(c->name, name, len) == 0)
+		if (c->namelen == len && (len == 0 || c->name[0] == name[0]) &&
+			memcmp(c->name, name, len) == 0)
+		{
+			*next = k + 1;
 			return c;
+		}
 	}
 	return NULL;
 }
 
 /*
  * scan_member: one member of an object (a name, ':' and a value, whose
- * path node is the child of node so named) or of an array (a value).
+ * path node is the child of node so named; next as child_named's) or of an
+ * array (a value).
  */
 static bool
-scan_member(Scan *s, PathNode *node, bool object)
+scan_member(Scan *s, PathNode *node, bool object, int *next)
 {
 	const char *name;
 	int			len;
@@ -151,7 +162,7 @@ scan_member(Scan *s, PathNode *node, bool object)
 		return false;
 	s->p++;
 	skip_ws(s);
-	return scan_value(s, child_named(node, name, len));
+	return scan_value(s, child_named(node, name, len, next));
 }
 
 /*
@@ -163,6 +174,7 @@ scan_container(Scan *s, PathNode *node)
 {
 	bool		object = *s->p == '{';
 	char		close = object ? '}' : ']';
+	int			next = 0;
 
 	if (++s->depth > MAX_DEPTH)
 		return false;
@@ -177,7 +189,7 @@ scan_container(Scan *s, PathNode *node)
 	for (;;)
 	{
 		skip_ws(s);
-		if (!scan_member(s, node, object))
+		if (!scan_member(s, node, object, &next))
 			return false;
 		skip_ws(s);
 		if (s->p >= s->end)

@@ -23,6 +23,7 @@
 #include "commands/defrem.h"
 #include "executor/spi.h"
 #include "foreign/foreign.h"
+#include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
@@ -36,6 +37,7 @@
 
 static ProcessUtility_hook_type prev_utility_hook = NULL;
 static bool wake_launcher_at_commit = false;
+static bool wake_scheduler_at_commit = false;
 
 /*
  * check_server: after DDL on a server of ours or on one of its user
@@ -342,14 +344,28 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 	}
 }
 
-/* After CREATE EXTENSION ssp commits, the launcher starts a scheduler. */
+/*
+ * After CREATE EXTENSION ssp commits, the launcher starts a scheduler;
+ * after a transaction that made, replaced, paused, resumed or reset a
+ * continuous view commits, the database's scheduler looks at once (it
+ * would at its next round, up to SCHEDULER_NAPTIME_MS later).
+ */
 static void
 xact_callback(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_COMMIT && wake_launcher_at_commit)
 		ssp_wake_launcher();
+	if (event == XACT_EVENT_COMMIT && wake_scheduler_at_commit)
+		ssp_wake_scheduler(MyDatabaseId);
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
-		wake_launcher_at_commit = false;
+		wake_launcher_at_commit = wake_scheduler_at_commit = false;
+}
+
+/* ssp_wake_scheduler_at_commit: the scheduler has work once this commits */
+void
+ssp_wake_scheduler_at_commit(void)
+{
+	wake_scheduler_at_commit = true;
 }
 
 /* ssp_utility_init: install the hook (from _PG_init). */

@@ -523,6 +523,7 @@ ssp_replace_swap(Oid shadow, Oid view)
 		SPI_execute_with_args("UPDATE ssp.dead_letters SET view = $1::regclass WHERE view = $2::regclass",
 							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not move the catalog rows of continuous view \"%s\"", name);
+	ssp_wake_scheduler_at_commit();
 
 	/* the old definition goes, with its parts */
 	ssp_spi_exec(psprintf("DROP VIEW %s", quote_qualified_identifier(nspname, shadowname)));

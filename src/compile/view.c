@@ -582,6 +582,7 @@ record_view(Oid viewoid, Oid mreloid, Oid queryoid, Oid nspid, List *names,
 							  "$15::smallint[], $16::regclass[], $17, $18, $19, $20, $21, $22, $23::regclass, $24, $25, $26, $27)",
 							  27, argtypes, args, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "ssp: could not record the continuous view");
+	ssp_wake_scheduler_at_commit();
 }
 
 static bool

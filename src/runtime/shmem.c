@@ -187,6 +187,24 @@ ssp_wake_launcher(void)
 }
 
 /*
+ * ssp_wake_scheduler: set the latch of the database's scheduler, if it
+ * runs, so that it looks at the views now rather than at its next round.
+ */
+void
+ssp_wake_scheduler(Oid dboid)
+{
+	SspDbSlot  *slot = ssp_db_slot(dboid, false);
+	Latch	   *latch = NULL;
+
+	LWLockAcquire(ssp_shared->lock, LW_SHARED);
+	if (slot && slot->dboid == dboid)
+		latch = slot->latch;
+	LWLockRelease(ssp_shared->lock);
+	if (latch)
+		SetLatch(latch);
+}
+
+/*
  * ssp_shmem_forget_databases: free the slots of databases not in live
  * (dropped ones, or ones that no longer take connections) once nothing
  * runs there: no scheduler would ever free them.

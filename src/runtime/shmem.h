@@ -112,6 +112,7 @@ extern void ssp_slot_set_error(SspWorkerSlot *slot, const char *error);
 extern void ssp_slot_set_rate(SspWorkerSlot *slot, double rate, TimestampTz at);
 extern SspDbSlot *ssp_db_slot(Oid dboid, bool create);
 extern void ssp_wake_launcher(void);
+extern void ssp_wake_scheduler(Oid dboid);
 extern void ssp_shmem_forget_databases(List *live);
 extern SspReaderSlot *ssp_reader_register(const SspReaderKey *key);
 extern SspReaderSlot *ssp_reader_find(const SspReaderKey *key);

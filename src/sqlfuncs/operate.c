@@ -260,6 +260,7 @@ set_paused(Oid view, bool paused)
 							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not update ssp.continuous_views");
 	SPI_finish();
+	ssp_wake_scheduler_at_commit();
 }
 
 /* ssp.pause(view): stop applying; the worker stops after its batch. */
@@ -326,6 +327,7 @@ ssp_reset(PG_FUNCTION_ARGS)
 		elog(ERROR, "ssp: could not rewind the offsets");
 	SPI_finish();
 	ssp_store_start_offsets(view, v->nsources, v->streams, v->topics, start);
+	ssp_wake_scheduler_at_commit();
 	PG_RETURN_VOID();
 }
 

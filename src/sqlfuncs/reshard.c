@@ -275,6 +275,7 @@ ssp_reshard(PG_FUNCTION_ARGS)
 							  "watermark = LEAST(watermark, $5 - grace) WHERE view = $1::regclass",
 							  6, argtypes, args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not update ssp.continuous_views");
+	ssp_wake_scheduler_at_commit();
 	ssp_spi_exec(psprintf("ALTER TABLE %s ALTER COLUMN _shard SET DEFAULT %d",
 						  quote_qualified_identifier(get_namespace_name(get_rel_namespace(v->mrel)),
 													 get_rel_name(v->mrel)), k));

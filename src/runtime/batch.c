@@ -157,6 +157,29 @@ decode_row(SspSources *src, SspMessage *msg, Datum *values, bool *nulls, Timesta
 }
 
 /*
+ * reserve_rows: room in the rows of each source for its messages among
+ * msgs[lo, hi), so that decoding them moves no row; at least twice the
+ * room there was when it must grow, where more are to come.
+ */
+static void
+reserve_rows(SspRows **rows, int nsrc, const SspMessage *msgs, int lo, int hi, bool more)
+{
+	int		   *count = palloc0(sizeof(int) * nsrc);
+	int			i;
+
+	for (i = lo; i < hi; i++)
+		count[msgs[i].source]++;
+	for (i = 0; i < nsrc; i++)
+	{
+		int			need = rows[i]->n + count[i];
+
+		if (need > rows[i]->cap)
+			ssp_rows_reserve(rows[i], more ? Max(need, rows[i]->cap * 2) : need);
+	}
+	pfree(count);
+}
+
+/*
  * run_apply: decode msgs[lo, hi) into the batch relations of their
  * sources, and run the apply statement over them, with the watermark as
  * $1, the run as $2 (a number new in the transaction, by which a join
@@ -191,6 +214,7 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 	{
 		for (i = 0; i < nsrc; i++)
 			rows[i] = ssp_rows_create(SSP_BATCH_RELATION(i), bs->tupdescs[i], CurrentMemoryContext);
+		reserve_rows(rows, nsrc, bs->msgs, lo, hi, false);
 	}
 	for (i = lo; i < hi; i++)
 	{
@@ -933,6 +957,7 @@ ssp_decode_more(SspDecoded **dp, SspSources *src, SspMessage *msgs, int from, in
 		for (i = 0; i < src->n; i++)
 			if (d->rows[i] == NULL)
 				d->rows[i] = ssp_rows_create(SSP_BATCH_RELATION(i), batch_tupdesc(src->streams[i]), cxt);
+		reserve_rows(d->rows, src->n, msgs, from, to, true);
 		for (i = from; i < to; i++)
 		{
 			SspMessage *msg = &msgs[i];

@@ -140,6 +140,28 @@ copy_value(SspRows *rows, Datum value, Form_pg_attribute att)
 	return PointerGetDatum(to);
 }
 
+/*
+ * ssp_rows_reserve: room for at least n rows in all, so that adding that
+ * many moves none of them.
+ */
+void
+ssp_rows_reserve(SspRows *rows, int n)
+{
+	if (n <= rows->cap)
+		return;
+	if (rows->values == NULL)
+	{
+		rows->values = MemoryContextAllocHuge(rows->cxt, sizeof(Datum) * rows->natts * (Size) n);
+		rows->nulls = MemoryContextAllocHuge(rows->cxt, sizeof(bool) * rows->natts * (Size) n);
+	}
+	else
+	{
+		rows->values = repalloc_huge(rows->values, sizeof(Datum) * rows->natts * (Size) n);
+		rows->nulls = repalloc_huge(rows->nulls, sizeof(bool) * rows->natts * (Size) n);
+	}
+	rows->cap = n;
+}
+
 /* ssp_rows_add: one more row; its values by reference are copied */
 void
 ssp_rows_add(SspRows *rows, const Datum *values, const bool *nulls)
@@ -149,21 +171,7 @@ ssp_rows_add(SspRows *rows, const Datum *values, const bool *nulls)
 	int			i;
 
 	if (rows->n == rows->cap)
-	{
-		int			cap = Max(1024, rows->cap * 2);
-
-		if (rows->values == NULL)
-		{
-			rows->values = MemoryContextAllocHuge(rows->cxt, sizeof(Datum) * rows->natts * (Size) cap);
-			rows->nulls = MemoryContextAllocHuge(rows->cxt, sizeof(bool) * rows->natts * (Size) cap);
-		}
-		else
-		{
-			rows->values = repalloc_huge(rows->values, sizeof(Datum) * rows->natts * (Size) cap);
-			rows->nulls = repalloc_huge(rows->nulls, sizeof(bool) * rows->natts * (Size) cap);
-		}
-		rows->cap = cap;
-	}
+		ssp_rows_reserve(rows, Max(1024, rows->cap * 2));
 	v = rows->values + (Size) rows->n * rows->natts;
 	isnull = rows->nulls + (Size) rows->n * rows->natts;
 	for (i = 0; i < rows->natts; i++)

@@ -36,6 +36,7 @@ typedef struct SspRows
 } SspRows;
 
 extern SspRows *ssp_rows_create(const char *name, TupleDesc desc, MemoryContext parent);
+extern void ssp_rows_reserve(SspRows *rows, int n);
 extern void ssp_rows_add(SspRows *rows, const Datum *values, const bool *nulls);
 extern void ssp_rows_free(SspRows *rows);
 extern bool ssp_rows_fit(SspRows *rows, TupleDesc desc);

@@ -526,7 +526,9 @@ event_times(SspWorker *w)
  * batch, and the page faults, mprotect and madvise calls that took cost
  * the worker about a tenth of its time in a catch-up.  Up to 64 MB free at
  * the top of an arena stay; blocks under 32 MB (glibc's own upper bound
- * for its sliding threshold) come from the arenas, not from mmap.
+ * for its sliding threshold) come from the arenas, not from mmap.  (With
+ * 16 MB kept, the catch-up was as slow as with the defaults.)  What is
+ * kept goes back once the worker waits (give_back_memory).
  */
 static void
 keep_freed_memory(void)
@@ -535,6 +537,26 @@ keep_freed_memory(void)
 	mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
 	mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
 #endif
+}
+
+/* messages applied since the worker last gave memory back */
+static int64 untrimmed = 0;
+
+/*
+ * give_back_memory: once the worker finds nothing to apply after batches
+ * of SSP_DECODE_AHEAD messages or more, the memory it kept for them goes
+ * back to the system (malloc_trim, every arena): kept while it is busy,
+ * not while it waits.
+ */
+static void
+give_back_memory(void)
+{
+	if (untrimmed < SSP_DECODE_AHEAD)
+		return;
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+	untrimmed = 0;
 }
 
 /*
@@ -711,6 +733,8 @@ collect(SspWorker *w, WaitEventSet *wait, bool *dirty)
 			decode_ahead(w, n);
 			continue;
 		}
+		if (n == 0 && !*dirty)
+			give_back_memory();
 		timeout = deadline ? TimestampDifferenceMilliseconds(now, deadline) : 1000;
 		(void) WaitEventSetWait(wait, Max(timeout, 1), &event, 1, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -948,6 +972,7 @@ run(SspWorker *w, Oid viewoid, int part)
 		next = batch_offsets(w, n, &batch_lag);
 		pgstat_report_activity(STATE_RUNNING, "applying a batch");
 		apply_batch(w, n, next);
+		untrimmed += n;
 		pgstat_report_activity(STATE_IDLE, NULL);
 		/* the batch's writes, for autovacuum and autoanalyze of the view's tables */
 		pgstat_report_stat(false);

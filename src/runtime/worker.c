@@ -543,10 +543,12 @@ keep_freed_memory(void)
 static int64 untrimmed = 0;
 
 /*
- * give_back_memory: once the worker finds nothing to apply after batches
- * of SSP_DECODE_AHEAD messages or more, the memory it kept for them goes
- * back to the system (malloc_trim, every arena): kept while it is busy,
- * not while it waits.
+ * give_back_memory: once the worker has found nothing to apply for a
+ * second, after batches of SSP_DECODE_AHEAD messages or more, the memory
+ * it kept for them goes back to the system (malloc_trim, every arena):
+ * kept while it is busy, not while it waits.  Not between the batches of
+ * a live stream: trimming there, every few batches, coincided with
+ * latencies of a second in make bench freshness.
  */
 static void
 give_back_memory(void)
@@ -717,6 +719,9 @@ collect(SspWorker *w, WaitEventSet *wait, bool *dirty)
 				*dirty = true;
 				return 0;
 			}
+			/* a second with nothing to apply: what it kept goes back */
+			if (n == 0 && !*dirty)
+				give_back_memory();
 			foreach(lc, w->served)
 				report_status(w, lfirst(lc), view_lag(w, lfirst(lc)));
 			ssp_reader_report(w, lag(w, w->next, NULL));
@@ -733,8 +738,6 @@ collect(SspWorker *w, WaitEventSet *wait, bool *dirty)
 			decode_ahead(w, n);
 			continue;
 		}
-		if (n == 0 && !*dirty)
-			give_back_memory();
 		timeout = deadline ? TimestampDifferenceMilliseconds(now, deadline) : 1000;
 		(void) WaitEventSetWait(wait, Max(timeout, 1), &event, 1, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

@@ -193,12 +193,16 @@ ssp_wake_launcher(void)
 void
 ssp_wake_scheduler(Oid dboid)
 {
-	SspDbSlot  *slot = ssp_db_slot(dboid, false);
 	Latch	   *latch = NULL;
+	int			i;
 
 	LWLockAcquire(ssp_shared->lock, LW_SHARED);
-	if (slot && slot->dboid == dboid)
-		latch = slot->latch;
+	for (i = 0; i < ssp_shared->ndbs; i++)
+		if (ssp_shared->dbs[i].dboid == dboid)
+		{
+			latch = ssp_shared->dbs[i].latch;
+			break;
+		}
 	LWLockRelease(ssp_shared->lock);
 	if (latch)
 		SetLatch(latch);

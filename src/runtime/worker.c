@@ -539,9 +539,6 @@ keep_freed_memory(void)
 #endif
 }
 
-/* messages applied since the worker last gave memory back */
-static int64 untrimmed = 0;
-
 /*
  * give_back_memory: once the worker has found nothing to apply for a
  * second, after batches of SSP_DECODE_AHEAD messages or more, the memory
@@ -551,14 +548,14 @@ static int64 untrimmed = 0;
  * latencies of a second in make bench freshness.
  */
 static void
-give_back_memory(void)
+give_back_memory(SspWorker *w)
 {
-	if (untrimmed < SSP_DECODE_AHEAD)
+	if (w->untrimmed < SSP_DECODE_AHEAD)
 		return;
 #ifdef __GLIBC__
 	malloc_trim(0);
 #endif
-	untrimmed = 0;
+	w->untrimmed = 0;
 }
 
 /*
@@ -721,7 +718,7 @@ collect(SspWorker *w, WaitEventSet *wait, bool *dirty)
 			}
 			/* a second with nothing to apply: what it kept goes back */
 			if (n == 0 && !*dirty)
-				give_back_memory();
+				give_back_memory(w);
 			foreach(lc, w->served)
 				report_status(w, lfirst(lc), view_lag(w, lfirst(lc)));
 			ssp_reader_report(w, lag(w, w->next, NULL));
@@ -975,7 +972,7 @@ run(SspWorker *w, Oid viewoid, int part)
 		next = batch_offsets(w, n, &batch_lag);
 		pgstat_report_activity(STATE_RUNNING, "applying a batch");
 		apply_batch(w, n, next);
-		untrimmed += n;
+		w->untrimmed += n;
 		pgstat_report_activity(STATE_IDLE, NULL);
 		/* the batch's writes, for autovacuum and autoanalyze of the view's tables */
 		pgstat_report_stat(false);

@@ -33,6 +33,8 @@
 #include "pgstat.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -565,10 +567,40 @@ try_load(SspWorkerSlot *slot, SspReaderKey *key)
 }
 
 /*
- * adopt: take over a view whose worker asked this reader to (its slot's
- * handover_to is this process).  The slot names this process at once, so
- * the scheduler starts nothing; the worker exits on seeing it, and this
- * process takes its lock, loads it, and reads from the smaller of its
+ * claim: the first step of taking over a view whose worker asked this
+ * reader to (its slot's handover_to is this process): the slot names this
+ * process at once, so the scheduler starts nothing, and the worker is
+ * woken to see it and exit.  False if it no longer asks.  The views that
+ * asked are all claimed before any is adopted, so that their workers exit
+ * together rather than one after the other.
+ */
+static bool
+claim(SspWorkerSlot *slot)
+{
+	int			worker;
+	PGPROC	   *proc;
+
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	if (slot->handover_to != MyProcPid)
+	{
+		LWLockRelease(ssp_shared->lock);
+		return false;
+	}
+	worker = slot->pid;
+	slot->handover_to = 0;
+	slot->pid = MyProcPid;
+	slot->attached = true;
+	LWLockRelease(ssp_shared->lock);
+	/* a process gone meanwhile, or another in its place, wakes for nothing */
+	proc = worker != 0 ? BackendPidGetProc(worker) : NULL;
+	if (proc)
+		SetLatch(&proc->procLatch);
+	return true;
+}
+
+/*
+ * adopt: take over a view this process claimed: once its worker has
+ * exited, take its lock, load it, and read from the smaller of its
  * offsets and the view's on each partition (the views already there skip
  * what they have applied).  Refused (the slot free again) when the view
  * is not one this reader may apply.
@@ -582,17 +614,6 @@ adopt(SspWorker *w, SspWorkerSlot *slot)
 	bool		locked = false;
 	bool		moved = false;
 	int			p;
-
-	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
-	if (slot->handover_to != MyProcPid)
-	{
-		LWLockRelease(ssp_shared->lock);
-		return;
-	}
-	slot->handover_to = 0;
-	slot->pid = MyProcPid;
-	slot->attached = true;
-	LWLockRelease(ssp_shared->lock);
 
 	/* its worker leaves as soon as it sees the slot is ours */
 	for (tries = 0; tries < 1000 && !locked; tries++)
@@ -655,6 +676,8 @@ adopt(SspWorker *w, SspWorkerSlot *slot)
 void
 ssp_reader_answer_requests(SspWorker *w)
 {
+	List	   *claimed = NIL;
+	ListCell   *lc;
 	int			i;
 
 	w->requests = false;
@@ -666,12 +689,14 @@ ssp_reader_answer_requests(SspWorker *w)
 		LWLockAcquire(ssp_shared->lock, LW_SHARED);
 		join = slot->in_use && slot->dboid == MyDatabaseId && slot->handover_to == MyProcPid;
 		LWLockRelease(ssp_shared->lock);
-		if (join)
-			adopt(w, slot);
+		if (join && claim(slot))
+			claimed = lappend(claimed, slot);
 	}
+	foreach(lc, claimed)
+		adopt(w, lfirst(lc));
+	list_free(claimed);
 	for (;;)
 	{
-		ListCell   *lc;
 		SspServed  *gone = NULL;
 
 		foreach(lc, w->served)

@@ -109,6 +109,87 @@ view_owner(Oid relid)
 	return owner;
 }
 
+/* reader_key: the views a reader of view's part may apply with it */
+static void
+reader_key(SspView *view, int part, SspReaderKey *key)
+{
+	int			i;
+
+	memset(key, 0, sizeof(SspReaderKey));
+	key->dboid = MyDatabaseId;
+	key->owner = view_owner(view->view);
+	key->nsources = Min(view->nsources, SSP_READER_MAX_SOURCES);
+	for (i = 0; i < key->nsources; i++)
+		key->streams[i] = view->streams[i];
+	key->shard_index = view->shard_index;
+	key->shard_count = view->shard_count;
+	key->parallelism = view->parallelism;
+	key->part = part;
+	key->batch_size = view->batch_size;
+	key->commit_interval_ms = view->commit_interval_ms;
+}
+
+/*
+ * ssp_view_reader_key: for the scheduler, before it starts a worker for a
+ * view's part: the key of the reader that may apply it, and the view's
+ * position (the sum of its stored next offsets on the partitions of its
+ * part, as a reader counts its own).  In a transaction of its own; false
+ * if the view cannot be loaded now (dropped, paused, or an error, which a
+ * worker of its own then reports).
+ */
+bool
+ssp_view_reader_key(Oid viewoid, int part, SspReaderKey *key, int64 *position)
+{
+	MemoryContext old = CurrentMemoryContext;
+	volatile bool ok = false;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	PG_TRY();
+	{
+		SspView    *view = ssp_view_load(viewoid, true);
+		Datum		arg = ObjectIdGetDatum(viewoid);
+		Oid			argtype = OIDOID;
+		uint64		r;
+
+		if (view != NULL && !view->paused && part < view->parallelism)
+		{
+			reader_key(view, part, key);
+			*position = 0;
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "ssp: SPI_connect failed");
+			if (SPI_execute_with_args("SELECT partition, next_offset FROM ssp.offsets WHERE view = $1::regclass",
+									  1, &argtype, &arg, NULL, true, 0) != SPI_OK_SELECT)
+				elog(ERROR, "ssp: could not read ssp.offsets");
+			for (r = 0; r < SPI_processed; r++)
+			{
+				bool		isnull;
+				int32		p = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull));
+				int64		next = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2, &isnull));
+
+				if (ssp_reads_partition(p, key->shard_index, key->shard_count, key->parallelism, part) &&
+					next > 0)
+					*position += next;
+			}
+			SPI_finish();
+			ok = true;
+		}
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(old);
+		FlushErrorState();
+		AbortCurrentTransaction();
+		ok = false;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	return ok;
+}
+
 /*
  * ssp_served_load: a view, its streams and its stored offsets, in a transaction,
  * into memory of its own; NULL if the view no longer wants this part's
@@ -156,18 +237,7 @@ ssp_served_load(Oid viewoid, int part, SspWorkerSlot *slot, SspReaderKey *key)
 	for (i = 0; i < s->src.n; i++)
 		s->src.streams[i] = open_view_stream(s->view, i);
 
-	memset(key, 0, sizeof(SspReaderKey));
-	key->dboid = MyDatabaseId;
-	key->owner = view_owner(viewoid);
-	key->nsources = Min(s->view->nsources, SSP_READER_MAX_SOURCES);
-	for (i = 0; i < key->nsources; i++)
-		key->streams[i] = s->view->streams[i];
-	key->shard_index = s->view->shard_index;
-	key->shard_count = s->view->shard_count;
-	key->parallelism = s->view->parallelism;
-	key->part = part;
-	key->batch_size = s->view->batch_size;
-	key->commit_interval_ms = s->view->commit_interval_ms;
+	reader_key(s->view, part, key);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
@@ -408,7 +478,9 @@ ssp_reader_report(SspWorker *w, int64 lag)
 	{
 		w->reader->nviews = list_length(w->served);
 		w->reader->npartitions = nparts;
-		w->reader->position = position(w, w->next);
+		/* before it has a consumer: where its first view stands */
+		w->reader->position = w->src.nslots > 0 || w->served == NIL ? position(w, w->next) :
+			stored_position(w, linitial(w->served));
 		w->reader->lag = lag;
 		w->reader->rate = Max(w->rate, 0);
 		w->reader->rate_at = w->rate_at;
@@ -733,6 +805,9 @@ ssp_reader_hand_over(SspWorker *w)
 	{
 		w->reader = ssp_reader_register(&w->key);
 		ssp_reader_report(w, -1);
+		/* the scheduler may have views waiting to be handed to it */
+		if (w->reader)
+			ssp_wake_scheduler(MyDatabaseId);
 		return false;
 	}
 	/*

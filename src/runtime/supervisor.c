@@ -89,6 +89,12 @@ typedef struct SchedView
 	TimestampTz next_start;
 	int			failures;
 	uint32		reader_failures;	/* its slot's, as last seen */
+	/* handed to its streams' reader rather than started (to_reader) */
+	bool		key_known;
+	SspReaderKey key;			/* the reader that may apply it */
+	int64		position;		/* its stored offsets, summed */
+	int			handed_to;		/* the reader asked to take it, or 0 */
+	TimestampTz wait_until;		/* until when it waits for a reader */
 } SchedView;
 
 static void
@@ -346,8 +352,13 @@ stop_view_worker(SchedView *sv)
 		attached = slot->attached && alive(pid);
 		if (attached)
 			slot->detach = true;
+		/* handed to a reader that has not taken it: no longer */
+		if (sv->handed_to != 0 && slot->handover_to == sv->handed_to && slot->pid == 0)
+			slot->handover_to = 0;
 		LWLockRelease(ssp_shared->lock);
 	}
+	sv->handed_to = 0;
+	sv->wait_until = 0;
 	if (attached)
 	{
 		PGPROC	   *proc = BackendPidGetProc(pid);
@@ -684,6 +695,8 @@ start_view_worker(SchedView *sv)
 		slot->confirmed = false;
 		LWLockRelease(ssp_shared->lock);
 	}
+	sv->handed_to = 0;
+	sv->wait_until = 0;
 	init_worker(&w, "ssp_worker_main", "ssp worker");
 	if (sv->part == 0)
 		snprintf(w.bgw_name, BGW_MAXLEN, "ssp worker for view %u", sv->view);
@@ -703,6 +716,135 @@ start_view_worker(SchedView *sv)
 			ssp_slot_set_error(slot, "could not start a worker: no background worker slot free; raise max_worker_processes");
 		}
 	}
+}
+
+/*
+ * How long a view waits for its streams' reader to take it over (it
+ * answers between two batches), or for the worker started for another
+ * view of its key to become that reader, before it gets a worker of its
+ * own.
+ */
+#define HAND_OVER_WAIT_MS 5000
+#define READER_START_WAIT_MS 2000
+
+/*
+ * near: are two positions (sums of next offsets) within what a reader
+ * reads again for a view that joins it behind (hand_over in reader.c)?
+ */
+static bool
+near(const SspReaderKey *key, int64 a, int64 b)
+{
+	return Abs(a - b) <= Max(key->batch_size, SSP_CATCHING_UP);
+}
+
+/*
+ * to_reader: instead of starting a worker for a view, hand it to the live
+ * reader of its streams (One reader per stream, in doc/internals.md), as
+ * a worker would once started, without the process: true while the view
+ * is handed or waits for a reader, false to start a worker.  Views
+ * created together, or left by a reader that ended, then cost one process
+ * start per reader, not one per view: the first view's worker becomes the
+ * reader and the others wait for it (READER_START_WAIT_MS).  A view that
+ * failed, or waits for a lock, or is far from the reader's position,
+ * gets a worker of its own, as does one the reader does not take in
+ * time; the reader's adopt() fences the view as for any hand-over.
+ */
+static bool
+to_reader(SchedView *sv, List *views, TimestampTz now)
+{
+	SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, sv->part, true);
+	SspReaderSlot *reader;
+	ListCell   *lc;
+	int			pid = 0;
+	Latch	   *latch = NULL;
+	int64		theirs = 0;
+	bool		asked;
+
+	if (!ssp_shared_readers || slot == NULL)
+		return false;
+	if (sv->handed_to != 0)
+	{
+		bool		pending;
+
+		/* asked, and not answered yet: wait, up to a point */
+		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+		pending = slot->handover_to == sv->handed_to && slot->pid == 0 && alive(sv->handed_to);
+		if (pending && now < sv->wait_until)
+		{
+			LWLockRelease(ssp_shared->lock);
+			return true;
+		}
+		/* no answer in time, or refused: a worker of its own */
+		if (slot->handover_to == sv->handed_to)
+			slot->handover_to = 0;
+		LWLockRelease(ssp_shared->lock);
+		sv->handed_to = 0;
+		sv->wait_until = 0;
+		return false;
+	}
+	LWLockAcquire(ssp_shared->lock, LW_SHARED);
+	asked = slot->failed || slot->lock_wait || slot->handover_to != 0 || slot->pid != 0;
+	LWLockRelease(ssp_shared->lock);
+	if (asked)
+		return false;
+	/* a new decision: where the view stands now */
+	if (sv->wait_until == 0)
+		sv->key_known = ssp_view_reader_key(sv->view, sv->part, &sv->key, &sv->position);
+	if (!sv->key_known)
+		return false;
+
+	reader = ssp_reader_find(&sv->key);
+	if (reader)
+	{
+		LWLockAcquire(ssp_shared->lock, LW_SHARED);
+		pid = reader->pid;
+		latch = reader->latch;
+		theirs = reader->position;
+		LWLockRelease(ssp_shared->lock);
+	}
+	if (pid != 0 && latch != NULL)
+	{
+		if (!near(&sv->key, theirs, sv->position))
+			return false;
+		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+		asked = slot->pid == 0 && slot->handover_to == 0;
+		if (asked)
+		{
+			slot->handover_to = pid;
+			slot->attached = false;
+			slot->detach = false;
+			slot->generation = 0;
+		}
+		LWLockRelease(ssp_shared->lock);
+		if (!asked)
+			return false;
+		ssp_slot_set_status(slot, "starting", -1);
+		SetLatch(latch);
+		sv->handed_to = pid;
+		sv->wait_until = TimestampTzPlusMilliseconds(now, HAND_OVER_WAIT_MS);
+		ereport(DEBUG1,
+				(errmsg("ssp: continuous view %u (part %d) handed to the reader of its streams (pid %d)",
+						sv->view, sv->part, pid)));
+		return true;
+	}
+	if (sv->wait_until != 0)
+		return now < sv->wait_until;
+	/* no reader yet: the worker just started for a view of its key becomes it */
+	foreach(lc, views)
+	{
+		SchedView  *other = lfirst(lc);
+
+		if (other != sv && other->handle != NULL && other->key_known &&
+			memcmp(&other->key, &sv->key, sizeof(SspReaderKey)) == 0 &&
+			near(&sv->key, other->position, sv->position) &&
+			!TimestampDifferenceExceeds(other->started, now, READER_START_WAIT_MS))
+		{
+			sv->wait_until = TimestampTzPlusMilliseconds(other->started, READER_START_WAIT_MS);
+			ssp_slot_set_status(slot, "starting", -1);
+			return true;
+		}
+	}
+	return false;
 }
 
 /* reconcile: start, restart and stop workers to match the catalog. */
@@ -755,7 +897,14 @@ reconcile(List **views)
 			stop_view_worker(sv);
 			continue;
 		}
-		if (sv->handle == NULL && now >= sv->next_start && adopted_pid(sv) == 0)
+		/* its streams' reader took it: that hand-over is done */
+		if (sv->handed_to != 0 && adopted_pid(sv) != 0)
+		{
+			sv->handed_to = 0;
+			sv->wait_until = 0;
+		}
+		if (sv->handle == NULL && now >= sv->next_start && adopted_pid(sv) == 0 &&
+			!to_reader(sv, *views, now))
 			start_view_worker(sv);
 	}
 

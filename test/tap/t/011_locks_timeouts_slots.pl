@@ -3,7 +3,8 @@
 # by default in postgresql.conf (meant for users' sessions) do not stop the
 # workers; a user holding a lock on a view's table makes its worker wait,
 # shown as "waiting for a lock", and it goes on when the lock goes; with no
-# background worker slot free, a view says so and starts when one frees;
+# background worker slot free, a view that can share a reader joins it,
+# another says so and starts when one frees;
 # databases dropped with their views leave no slot of ssp's behind;
 # ssp.wait refuses to wait where its snapshot could never see the view
 # move.  Every view ends exactly equal to its query.
@@ -80,10 +81,23 @@ is(equal_to_query('by_region', $query{by_region}), '0',
 	'once the lock goes, the view catches up exactly');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM copy'), '25000', 'all 25,000 orders copied');
 
-# no slot free for a third worker: the view says why, and starts when a
-# slot frees
-$node->safe_psql('postgres', 'CREATE VIEW totals WITH (ssp.continuous) AS
+# no slot free for a third worker: a view that can share by_region's
+# reader needs none (the scheduler hands it to the reader); one that
+# cannot says why, and starts when a slot frees
+$node->safe_psql('postgres', 'CREATE VIEW shared_totals WITH (ssp.continuous) AS
 	SELECT count(*) AS n, sum(amount) AS total FROM orders');
+SspTest::wait_views($node, 'postgres', 'shared_totals');
+is(equal_to_query('shared_totals', $query{totals}), '0',
+	'with no worker slot free, a view that can share a reader joins it, and is exact');
+is($node->safe_psql('postgres', q{
+		SELECT v.attached AND v.worker_pid = b.worker_pid
+		FROM ssp.views v, ssp.views b
+		WHERE v.view = 'shared_totals'::regclass AND b.view = 'by_region'::regclass}),
+	't', 'it is applied by by_region\'s reader');
+$node->safe_psql('postgres', 'DROP VIEW shared_totals');
+# its own batch size: a reader of its own
+$node->safe_psql('postgres', q{CREATE VIEW totals WITH (ssp.continuous, ssp.batch_size = 50000) AS
+	SELECT count(*) AS n, sum(amount) AS total FROM orders});
 ok($node->poll_query_until('postgres',
 		"SELECT status = 'failed' AND last_error LIKE '%no background worker slot free%max_worker_processes%'
 		   FROM ssp.views WHERE view = 'totals'::regclass"),

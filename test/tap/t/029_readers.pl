@@ -162,6 +162,7 @@ check_all('running');
 
 # the reader's process ended in three ways while orders come
 my $faults = 0;
+my $restart_log;
 for my $how ('pg_terminate_backend', 'SIGKILL', 'immediate stop')
 {
 	produce(2000);
@@ -177,13 +178,31 @@ for my $how ('pg_terminate_backend', 'SIGKILL', 'immediate stop')
 	}
 	else
 	{
+		# the postmaster says which workers it starts
+		$node->append_conf('postgresql.conf', "log_min_messages = debug1\n");
 		$node->stop('immediate');
+		$restart_log = -s $node->logfile;
 		$node->start;
 	}
 	$faults++;
 	produce(2000);
 	attached("after $how of the reader", @shared);
 	check_all("after $how of the reader");
+}
+
+# After the immediate stop, the scheduler started one worker per reader
+# (the nine views' one, and the two parts of par), not one per view: the
+# first view's worker became the reader and the scheduler handed it the
+# others (a worker for each would take one process start per view).
+{
+	my @log = split /\n/, substr(slurp_file($node->logfile), $restart_log);
+	my $started = grep { /starting background worker process "ssp worker for view/ } @log;
+	my $handed = grep { /handed to the reader of its streams/ } @log;
+	ok($started >= 3 && $started <= 5 && $handed >= 6,
+		'after the restart, the views were handed to their reader rather than each started')
+	  or diag("worker processes started: $started, views handed: $handed");
+	$node->append_conf('postgresql.conf', "log_min_messages = warning\n");
+	$node->reload;
 }
 
 # a view created, paused, reset and dropped while the others run

@@ -159,7 +159,7 @@ ssp_view_reader_key(Oid viewoid, int part, SspReaderKey *key, int64 *position)
 			*position = 0;
 			if (SPI_connect() != SPI_OK_CONNECT)
 				elog(ERROR, "ssp: SPI_connect failed");
-			if (SPI_execute_with_args("SELECT partition, next_offset FROM ssp.offsets WHERE view = $1::regclass",
+			if (SPI_execute_with_args("SELECT partition, next_offset, topic FROM ssp.offsets WHERE view = $1::regclass",
 									  1, &argtype, &arg, NULL, true, 0) != SPI_OK_SELECT)
 				elog(ERROR, "ssp: could not read ssp.offsets");
 			for (r = 0; r < SPI_processed; r++)
@@ -167,9 +167,15 @@ ssp_view_reader_key(Oid viewoid, int part, SspReaderKey *key, int64 *position)
 				bool		isnull;
 				int32		p = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull));
 				int64		next = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2, &isnull));
+				char	   *topic = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 3);
+				bool		reads = false;
+				int			i;
 
-				if (ssp_reads_partition(p, key->shard_index, key->shard_count, key->parallelism, part) &&
-					next > 0)
+				/* as stored_position counts: the topics the view still reads */
+				for (i = 0; i < view->nsources; i++)
+					reads |= strcmp(topic, view->topics[i]) == 0;
+				if (reads && next > 0 &&
+					ssp_reads_partition(p, key->shard_index, key->shard_count, key->parallelism, part))
 					*position += next;
 			}
 			SPI_finish();
@@ -180,9 +186,17 @@ ssp_view_reader_key(Oid viewoid, int part, SspReaderKey *key, int64 *position)
 	}
 	PG_CATCH();
 	{
+		ErrorData  *edata;
+
 		MemoryContextSwitchTo(old);
+		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
+		/* a worker of its own says it where users look */
+		ereport(DEBUG1,
+				(errmsg("ssp: the scheduler could not load continuous view %u: %s",
+						viewoid, edata->message)));
+		FreeErrorData(edata);
 		ok = false;
 	}
 	PG_END_TRY();
@@ -685,19 +699,33 @@ adopt(SspWorker *w, SspWorkerSlot *slot)
 	int			tries;
 	bool		locked = false;
 	bool		moved = false;
+	bool		ours = true;
+	ListCell   *lc;
 	int			p;
 
-	/* its worker leaves as soon as it sees the slot is ours */
-	for (tries = 0; tries < 1000 && !locked; tries++)
+	/* already one of its views (its process lock would seem free to take) */
+	foreach(lc, w->served)
+		if (((SspServed *) lfirst(lc))->view->view == slot->view &&
+			((SspServed *) lfirst(lc))->part == slot->part)
+			return;
+	/*
+	 * Its worker, if it had one, leaves as soon as it sees the slot is
+	 * ours; a worker that took the slot back meanwhile (one the scheduler
+	 * started) keeps it.
+	 */
+	for (tries = 0; tries < 1000 && !locked && ours; tries++)
 	{
 		locked = ssp_lock_process(SSP_LOCK_WORKER, slot->view, slot->part);
-		if (!locked)
+		LWLockAcquire(ssp_shared->lock, LW_SHARED);
+		ours = slot->pid == MyProcPid;
+		LWLockRelease(ssp_shared->lock);
+		if (!locked && ours)
 		{
 			(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
 			CHECK_FOR_INTERRUPTS();
 		}
 	}
-	if (locked)
+	if (locked && ours)
 		s = try_load(slot, &key);
 	if (s == NULL || memcmp(&key, &w->key, sizeof(key)) != 0 || !ssp_served_set_offsets(w, s))
 	{
@@ -708,15 +736,21 @@ adopt(SspWorker *w, SspWorkerSlot *slot)
 			ssp_view_unwatch(s->view);
 			MemoryContextDelete(s->cxt);
 		}
+		/* the scheduler gives it a worker of its own, not this reader again */
 		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 		if (slot->pid == MyProcPid)
 		{
 			slot->pid = 0;
 			slot->attached = false;
+			slot->refused = true;
 		}
 		LWLockRelease(ssp_shared->lock);
 		return;
 	}
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	slot->refused = false;
+	slot->lock_wait = false;	/* it has joined again */
+	LWLockRelease(ssp_shared->lock);
 	/* read again what the view has not applied yet */
 	for (p = 0; p < w->src.nslots; p++)
 		if (ssp_worker_reads(w, p) && s->committed[p] < w->next[p])

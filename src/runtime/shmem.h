@@ -44,6 +44,7 @@ typedef struct SspWorkerSlot
 	int			handover_to;	/* a reader asked to take the view over, or 0 */
 	bool		detach;			/* the scheduler asks the reader to let it go */
 	bool		lock_wait;		/* it left a reader to wait for a lock alone */
+	bool		refused;		/* a reader claimed it and did not take it */
 	uint32		reader_failures;	/* failures of the view inside a reader */
 } SspWorkerSlot;
 

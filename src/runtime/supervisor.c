@@ -691,9 +691,18 @@ start_view_worker(SchedView *sv)
 	/* a worker that dies before it says it runs has failed */
 	if (slot)
 	{
+		int			pid;
+
 		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+		pid = slot->pid;
+		/* asked of a reader that did not take it (or a predecessor's ask) */
+		if (pid == 0)
+			slot->handover_to = 0;
 		slot->confirmed = false;
 		LWLockRelease(ssp_shared->lock);
+		/* a reader claimed it since the scheduler looked */
+		if (pid != 0 && alive(pid))
+			return;
 	}
 	sv->handed_to = 0;
 	sv->wait_until = 0;
@@ -759,37 +768,52 @@ to_reader(SchedView *sv, List *views, TimestampTz now)
 	Latch	   *latch = NULL;
 	int64		theirs = 0;
 	bool		asked;
+	bool		waiting;
 
-	if (!ssp_shared_readers || slot == NULL)
+	if (slot == NULL)
 		return false;
 	if (sv->handed_to != 0)
 	{
 		bool		pending;
+		int			holder;
 
 		/* asked, and not answered yet: wait, up to a point */
 		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
-		pending = slot->handover_to == sv->handed_to && slot->pid == 0 && alive(sv->handed_to);
-		if (pending && now < sv->wait_until)
-		{
-			LWLockRelease(ssp_shared->lock);
-			return true;
-		}
-		/* no answer in time, or refused: a worker of its own */
-		if (slot->handover_to == sv->handed_to)
-			slot->handover_to = 0;
+		holder = slot->pid;
+		pending = slot->handover_to == sv->handed_to && holder == 0;
+		if (pending && now >= sv->wait_until)
+			slot->handover_to = 0;	/* no answer in time: withdrawn */
 		LWLockRelease(ssp_shared->lock);
+		/* claimed (the next round sees it served), or still asked */
+		if ((holder != 0 && alive(holder)) || (pending && now < sv->wait_until && alive(sv->handed_to)))
+			return true;
+		/* no answer, or refused: a worker of its own */
 		sv->handed_to = 0;
 		sv->wait_until = 0;
+		sv->key_known = false;
 		return false;
 	}
 	LWLockAcquire(ssp_shared->lock, LW_SHARED);
-	asked = slot->failed || slot->lock_wait || slot->handover_to != 0 || slot->pid != 0;
+	asked = slot->failed || slot->lock_wait || slot->refused || slot->handover_to != 0;
+	pid = slot->pid;
 	LWLockRelease(ssp_shared->lock);
-	if (asked)
+	/* a process took it since the caller looked (a reader's claim) */
+	if (pid != 0 && alive(pid))
+		return true;
+	pid = 0;
+	if (asked || !ssp_shared_readers)
+	{
+		sv->wait_until = 0;
+		sv->key_known = false;
 		return false;
-	/* a new decision: where the view stands now */
-	if (sv->wait_until == 0)
+	}
+	/* a new decision, unless it waits for a reader: where the view stands now */
+	waiting = sv->wait_until != 0 && now < sv->wait_until;
+	if (!waiting)
+	{
+		sv->wait_until = 0;
 		sv->key_known = ssp_view_reader_key(sv->view, sv->part, &sv->key, &sv->position);
+	}
 	if (!sv->key_known)
 		return false;
 
@@ -827,8 +851,8 @@ to_reader(SchedView *sv, List *views, TimestampTz now)
 						sv->view, sv->part, pid)));
 		return true;
 	}
-	if (sv->wait_until != 0)
-		return now < sv->wait_until;
+	if (waiting)
+		return true;
 	/* no reader yet: the worker just started for a view of its key becomes it */
 	foreach(lc, views)
 	{

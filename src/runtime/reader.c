@@ -109,6 +109,22 @@ view_owner(Oid relid)
 	return owner;
 }
 
+/*
+ * caught_error: in a PG_CATCH, the error (in old, the context before the
+ * PG_TRY), with the transaction it broke rolled back.
+ */
+static ErrorData *
+caught_error(MemoryContext old)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(old);
+	edata = CopyErrorData();
+	FlushErrorState();
+	AbortCurrentTransaction();
+	return edata;
+}
+
 /* reader_key: the views a reader of view's part may apply with it */
 static void
 reader_key(SspView *view, int part, SspReaderKey *key)
@@ -186,12 +202,8 @@ ssp_view_reader_key(Oid viewoid, int part, SspReaderKey *key, int64 *position)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		ErrorData  *edata = caught_error(old);
 
-		MemoryContextSwitchTo(old);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
 		/* a worker of its own says it where users look */
 		ereport(DEBUG1,
 				(errmsg("ssp: the scheduler could not load continuous view %u: %s",
@@ -634,12 +646,8 @@ try_load(SspWorkerSlot *slot, SspReaderKey *key)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		ErrorData  *edata = caught_error(old);
 
-		MemoryContextSwitchTo(old);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
 		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 		slot->failed = true;
 		slot->reader_failures++;

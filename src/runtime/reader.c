@@ -33,6 +33,7 @@
 #include "pgstat.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "utils/builtins.h"
@@ -242,6 +243,12 @@ ssp_served_load(Oid viewoid, int part, SspWorkerSlot *slot, SspReaderKey *key)
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	old = MemoryContextSwitchTo(cxt);
+	/*
+	 * The view before its catalog row (which ssp_view_repair_dependencies
+	 * locks), as a batch and DROP VIEW take them: the other order deadlocks
+	 * with a DROP VIEW that holds the view and waits for the row.
+	 */
+	LockRelationOid(viewoid, AccessShareLock);
 	s->view = ssp_view_load(viewoid, true);
 	if (s->view == NULL || s->view->paused || part >= s->view->parallelism)
 	{

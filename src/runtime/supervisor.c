@@ -43,6 +43,7 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
@@ -579,8 +580,11 @@ repair_views_over_shards(void)
 	}
 	foreach(lc, views)
 	{
-		SspView    *v = ssp_view_load(lfirst_oid(lc), true);
+		SspView    *v;
 
+		/* the view before its catalog row, as DROP VIEW takes them */
+		LockRelationOid(lfirst_oid(lc), AccessShareLock);
+		v = ssp_view_load(lfirst_oid(lc), true);
 		if (v)
 			ssp_view_repair_dependencies(v);
 	}

@@ -831,6 +831,17 @@ ssp_reader_answer_requests(SspWorker *w)
 }
 
 /*
+ * ssp_reader_near: are two positions (sums of next offsets) within what a
+ * reader reads again for a view that joins it behind, with batches of
+ * batch_size?  Farther apart, the one behind would hold the other up.
+ */
+bool
+ssp_reader_near(int batch_size, int64 a, int64 b)
+{
+	return Abs(a - b) <= Max(batch_size, SSP_CATCHING_UP);
+}
+
+/*
  * ssp_reader_hand_over: a worker applying its one view alone, near enough to its
  * streams' reader, asks the reader to take the view over; true if it
  * did (this worker then exits).  With no reader there, this worker
@@ -871,7 +882,7 @@ ssp_reader_hand_over(SspWorker *w)
 	theirs = reader->position;
 	LWLockRelease(ssp_shared->lock);
 	/* far apart: the one behind would hold the other up */
-	if (pid == 0 || latch == NULL || Abs(theirs - mine) > Max(w->batch_size, SSP_CATCHING_UP))
+	if (pid == 0 || latch == NULL || !ssp_reader_near(w->batch_size, theirs, mine))
 		return false;
 
 	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);

@@ -94,6 +94,7 @@ extern void ssp_reader_report(SspWorker *w, int64 lag);
 extern bool ssp_reader_requests_waiting(SspWorker *w);
 extern void ssp_reader_answer_requests(SspWorker *w);
 extern bool ssp_reader_hand_over(SspWorker *w);
+extern bool ssp_reader_near(int batch_size, int64 a, int64 b);
 extern bool ssp_view_reader_key(Oid viewoid, int part, SspReaderKey *key, int64 *position);
 extern void ssp_reader_apply(SspWorker *w, int n, const int64 *next, SspDecoded *decoded);
 extern void ssp_smooth_rate(double *rate, TimestampTz *at, int n, TimestampTz now);

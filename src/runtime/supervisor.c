@@ -741,16 +741,6 @@ start_view_worker(SchedView *sv)
 #define READER_START_WAIT_MS 2000
 
 /*
- * near: are two positions (sums of next offsets) within what a reader
- * reads again for a view that joins it behind (hand_over in reader.c)?
- */
-static bool
-near(const SspReaderKey *key, int64 a, int64 b)
-{
-	return Abs(a - b) <= Max(key->batch_size, SSP_CATCHING_UP);
-}
-
-/*
  * to_reader: instead of starting a worker for a view, hand it to the live
  * reader of its streams (One reader per stream, in doc/internals.md), as
  * a worker would once started, without the process: true while the view
@@ -832,7 +822,7 @@ to_reader(SchedView *sv, List *views, TimestampTz now)
 	}
 	if (pid != 0 && latch != NULL)
 	{
-		if (!near(&sv->key, theirs, sv->position))
+		if (!ssp_reader_near(sv->key.batch_size, theirs, sv->position))
 			return false;
 		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 		asked = slot->pid == 0 && slot->handover_to == 0;
@@ -864,7 +854,7 @@ to_reader(SchedView *sv, List *views, TimestampTz now)
 
 		if (other != sv && other->handle != NULL && other->key_known &&
 			memcmp(&other->key, &sv->key, sizeof(SspReaderKey)) == 0 &&
-			near(&sv->key, other->position, sv->position) &&
+			ssp_reader_near(sv->key.batch_size, other->position, sv->position) &&
 			!TimestampDifferenceExceeds(other->started, now, READER_START_WAIT_MS))
 		{
 			sv->wait_until = TimestampTzPlusMilliseconds(other->started, READER_START_WAIT_MS);

@@ -358,10 +358,30 @@ set_batch_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry 
 }
 
 /*
+ * no_null_there: is node an IS NULL test of a column of rel that no row
+ * of the batch has a null in?  Then no row passes it.
+ */
+static bool
+no_null_there(SspRows *rows, RelOptInfo *rel, Node *node)
+{
+	NullTest   *test = (NullTest *) node;
+	Var		   *var;
+
+	if (!IsA(test, NullTest) || test->nulltesttype != IS_NULL || test->argisrow ||
+		!IsA(test->arg, Var))
+		return false;
+	var = (Var *) test->arg;
+	return var->varno == rel->relid && var->varlevelsup == 0 &&
+		var->varattno >= 1 && var->varattno <= rows->natts &&
+		!rows->hasnull[var->varattno - 1];
+}
+
+/*
  * no_row_passes: does a qual ask for a null in a column where no row of
- * the batch has one?  Then the scan returns nothing without reading a row:
- * an aggregating view's statement for the groups of a null key (viewsql.c)
- * reads the batch for nothing when, as nearly always, it has none.
+ * the batch has one, or in any of several such columns?  Then the scan
+ * returns nothing without reading a row: an aggregating view's statement
+ * for the groups of a null key (viewsql.c: one key, or an OR over its
+ * keys) reads the batch for nothing when, as nearly always, it has none.
  */
 static bool
 no_row_passes(SspRows *rows, RelOptInfo *rel, List *quals)
@@ -370,16 +390,17 @@ no_row_passes(SspRows *rows, RelOptInfo *rel, List *quals)
 
 	foreach(lc, quals)
 	{
-		NullTest   *test = lfirst(lc);
-		Var		   *var;
+		Node	   *qual = lfirst(lc);
+		ListCell   *arm;
+		bool		none = true;
 
-		if (!IsA(test, NullTest) || test->nulltesttype != IS_NULL || test->argisrow ||
-			!IsA(test->arg, Var))
+		if (no_null_there(rows, rel, qual))
+			return true;
+		if (!is_orclause(qual))
 			continue;
-		var = (Var *) test->arg;
-		if (var->varno == rel->relid && var->varlevelsup == 0 &&
-			var->varattno >= 1 && var->varattno <= rows->natts &&
-			!rows->hasnull[var->varattno - 1])
+		foreach(arm, ((BoolExpr *) qual)->args)
+			none = none && no_null_there(rows, rel, lfirst(arm));
+		if (none)
 			return true;
 	}
 	return false;

@@ -14,6 +14,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use Time::HiRes qw(usleep);
 use SspTest;
 
 my $broker = SspTest::start_any_broker(topics => ['orders:4', 'pub_changes:1']);
@@ -277,6 +278,36 @@ SspTest::wait_views($node, 'postgres', 'live');
 is(SspTest::differences($node, 'postgres', 'SELECT * FROM live',
 		'SELECT region, count(*), sum(amount) FROM t GROUP BY region'), '0',
 	'the view that joined while orders flowed equals its query');
+# the scheduler terminated again and again while it hands new views to the
+# live reader, and the reader once, as orders flow: whichever of a hand-off
+# the new scheduler finds (asked, adopted, withdrawn), a view is applied
+# by one process at a time, and each ends equal to its query
+flow(20);
+$node->safe_psql('postgres', 'BEGIN; '
+	  . join('', map { "CREATE VIEW handed$_ WITH ($with) AS SELECT region, count(*) AS n, sum(amount) AS total FROM orders GROUP BY region; " } 1 .. 4)
+	  . 'COMMIT');
+for my $round (1 .. 6)
+{
+	my $victim = $round == 4
+	  ? reader_pid()
+	  : $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'ssp scheduler' AND datname = 'postgres'");
+	$node->safe_psql('postgres', "SELECT pg_terminate_backend($victim)") if $victim;
+	usleep(150_000 * $round);
+}
+finish_flow();
+my @handed = map { "handed$_" } 1 .. 4;
+attached('after the scheduler was terminated while it handed views over', @shared, @handed);
+SspTest::wait_views($node, 'postgres', @handed);
+for my $v (@handed)
+{
+	my ($l, $t) = SspTest::lost_and_twice($node, 'postgres', "SELECT * FROM $v",
+		'SELECT region, count(*), sum(amount) FROM t GROUP BY region');
+	is("$l $t", '0 0', "handed over through terminations: $v equals its query");
+}
+$node->safe_psql('postgres', 'DROP VIEW ' . join(', ', @handed));
+$faults += 6;
+
 # every view of a reader dropped in the transaction that changes their
 # server: the reader answers the drops and is left with no view just as it
 # sees the change (it once read its first view then, and crashed)

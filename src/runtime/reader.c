@@ -841,11 +841,20 @@ ssp_reader_near(int batch_size, int64 a, int64 b)
 	return Abs(a - b) <= Max(batch_size, SSP_CATCHING_UP);
 }
 
+/* how long a worker waits for the reader to take its view */
+#define HAND_OVER_ANSWER_MS 5000
+/* after a reader did not answer a hand-over, the worker asks again this much later */
+#define HAND_OVER_BACKOFF_MS 10000
+
 /*
  * ssp_reader_hand_over: a worker applying its one view alone, near enough to its
  * streams' reader, asks the reader to take the view over; true if it
  * did (this worker then exits).  With no reader there, this worker
  * becomes it.  Between batches only: nothing of the view is in flight.
+ * Waits up to HAND_OVER_ANSWER_MS for the answer, and sets when the
+ * worker may ask again: in a second, or after a reader that did not
+ * answer (busy, or a process stopped) in HAND_OVER_BACKOFF_MS, so that the
+ * view is not held up before each of its batches waiting on it.
  */
 bool
 ssp_reader_hand_over(SspWorker *w)
@@ -856,10 +865,12 @@ ssp_reader_hand_over(SspWorker *w)
 	Latch	   *latch;
 	int64		theirs;
 	int64		mine = w->src.nslots > 0 ? position(w, s->committed) : stored_position(w, s);
-	int			i;
+	TimestampTz deadline;
+	bool		taken;
 
 	if (w->reader || list_length(w->served) != 1 || !ssp_shared_readers)
 		return false;
+	w->handover_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000);
 	reader = ssp_reader_find(&w->key);
 	if (reader == NULL)
 	{
@@ -889,9 +900,9 @@ ssp_reader_hand_over(SspWorker *w)
 	w->slot->handover_to = pid;
 	LWLockRelease(ssp_shared->lock);
 	SetLatch(latch);
-	for (i = 0; i < 500; i++)
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HAND_OVER_ANSWER_MS);
+	while (GetCurrentTimestamp() < deadline)
 	{
-		bool		taken;
 		bool		refused;
 
 		LWLockAcquire(ssp_shared->lock, LW_SHARED);
@@ -910,9 +921,10 @@ ssp_reader_hand_over(SspWorker *w)
 	/* no answer: go on alone, unless it took the view meanwhile */
 	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 	w->slot->handover_to = 0;
-	i = w->slot->pid != MyProcPid;
+	taken = w->slot->pid != MyProcPid;
 	LWLockRelease(ssp_shared->lock);
-	return i;
+	w->handover_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HAND_OVER_BACKOFF_MS);
+	return taken;
 }
 
 /*

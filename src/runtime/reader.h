@@ -65,7 +65,7 @@ typedef struct SspWorker
 	bool		own_left;		/* the view it was started for left it */
 	int64		applied_batches;	/* batches with messages that went through */
 	int64		untrimmed;		/* messages applied since memory last went back */
-	TimestampTz handover_at;	/* when it last looked for a reader */
+	TimestampTz handover_at;	/* when it may next look for a reader */
 	double		rate;			/* messages read a second, lately; -1: none yet */
 	TimestampTz rate_at;
 } SspWorker;

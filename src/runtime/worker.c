@@ -923,7 +923,6 @@ run(SspWorker *w, Oid viewoid, int part)
 	w->batch_size = first->view->batch_size;
 	w->commit_interval_ms = first->view->commit_interval_ms;
 	/* a reader near the view's offsets takes it at once: no consumer of its own */
-	w->handover_at = GetCurrentTimestamp();
 	if (ssp_reader_hand_over(w))
 		return;
 	open_sources(w, first, cxt);
@@ -953,10 +952,8 @@ run(SspWorker *w, Oid viewoid, int part)
 		int			p;
 
 		/* alone, near its streams' reader: the reader takes the view over */
-		if (w->reader == NULL &&
-			TimestampDifferenceExceeds(w->handover_at, GetCurrentTimestamp(), 1000))
+		if (w->reader == NULL && GetCurrentTimestamp() >= w->handover_at)
 		{
-			w->handover_at = GetCurrentTimestamp();
 			if (ssp_reader_hand_over(w))
 				return;
 		}

@@ -308,6 +308,50 @@ for my $v (@handed)
 $node->safe_psql('postgres', 'DROP VIEW ' . join(', ', @handed));
 $faults += 6;
 
+# a reader stopped (SIGSTOP), alive but not answering: a view created
+# meanwhile from the end of the topic is handed to it, and after 5 s the
+# scheduler withdraws the hand-off and starts a worker; that worker, and
+# the worker of a view catching up from the earliest message, ask the
+# reader once, wait 5 s for an answer, then apply alone and ask again only
+# 10 s later (they once asked after each batch, 5 s a batch); continued,
+# the reader takes both back, and every view is exact
+produce(500);
+SspTest::wait_views($node, 'postgres', @shared);
+ok($node->poll_query_until('postgres', q{
+		SELECT lag = 0 FROM ssp.readers WHERE views > 1 AND parallelism = 1}),
+	'the reader is idle before it is stopped');
+my $stopped = reader_pid();
+kill('STOP', $stopped) or die "kill -STOP $stopped: $!";
+my $before_lone = $produced;
+$node->safe_psql('postgres', "CREATE VIEW lone WITH ($with) AS SELECT region, count(*) AS n FROM orders GROUP BY region;"
+	  . "CREATE VIEW lone_end WITH ($with, ssp.start = 'latest') AS SELECT region, count(*) AS n FROM orders GROUP BY region");
+produce(500);
+my %lone_truth = (
+	lone => 'SELECT region, count(*) FROM t GROUP BY region',
+	lone_end => "SELECT region, count(*) FROM t WHERE order_id > $before_lone GROUP BY region",
+);
+SspTest::wait_views($node, 'postgres', 'lone', 'lone_end');
+for my $v (sort keys %lone_truth)
+{
+	is(SspTest::differences($node, 'postgres', "SELECT * FROM $v", $lone_truth{$v}), '0',
+		"with the reader stopped, $v caught up on a worker of its own");
+	isnt($node->safe_psql('postgres', "SELECT worker_pid FROM ssp.views WHERE view = '$v'::regclass"),
+		$stopped, "$v: not in the stopped reader");
+}
+is($node->safe_psql('postgres', "SELECT sum(n) FROM agg"), $before_lone,
+	'the stopped reader applied nothing meanwhile');
+kill('CONT', $stopped) or die "kill -CONT $stopped: $!";
+produce(500);
+attached('the reader continued', @shared, 'lone', 'lone_end');
+check_all('after the reader was stopped and continued');
+for my $v (sort keys %lone_truth)
+{
+	is(SspTest::differences($node, 'postgres', "SELECT * FROM $v", $lone_truth{$v}), '0',
+		"$v, created while the reader was stopped, is exact in it");
+}
+$node->safe_psql('postgres', 'DROP VIEW lone, lone_end');
+$faults++;
+
 # every view of a reader dropped in the transaction that changes their
 # server: the reader answers the drops and is left with no view just as it
 # sees the change (it once read its first view then, and crashed)

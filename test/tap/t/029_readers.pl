@@ -313,13 +313,17 @@ $faults += 6;
 # scheduler withdraws the hand-off and starts a worker; that worker, and
 # the worker of a view catching up from the earliest message, ask the
 # reader once, wait 5 s for an answer, then apply alone and ask again only
-# 10 s later (they once asked after each batch, 5 s a batch); continued,
-# the reader takes both back, and every view is exact
+# 10 s later (they once asked before each batch); continued, the reader
+# takes both back, and every view is exact
 produce(500);
 SspTest::wait_views($node, 'postgres', @shared);
 ok($node->poll_query_until('postgres', q{
 		SELECT lag = 0 FROM ssp.readers WHERE views > 1 AND parallelism = 1}),
 	'the reader is idle before it is stopped');
+# the scheduler says (at DEBUG1) which views it hands to a reader
+$node->append_conf('postgresql.conf', "log_min_messages = debug1\n");
+$node->reload;
+my $stop_log = -s $node->logfile;
 my $stopped = reader_pid();
 kill('STOP', $stopped) or die "kill -STOP $stopped: $!";
 my $before_lone = $produced;
@@ -331,6 +335,12 @@ my %lone_truth = (
 	lone_end => "SELECT region, count(*) FROM t WHERE order_id > $before_lone GROUP BY region",
 );
 SspTest::wait_views($node, 'postgres', 'lone', 'lone_end');
+my $lone_end = $node->safe_psql('postgres', "SELECT 'lone_end'::regclass::oid");
+like(slurp_file($node->logfile, $stop_log),
+	qr/continuous view $lone_end \(part 0\) handed to the reader of its streams \(pid $stopped\)/,
+	'the scheduler handed the view from the end of the topic to the stopped reader first');
+$node->append_conf('postgresql.conf', "log_min_messages = warning\n");
+$node->reload;
 for my $v (sort keys %lone_truth)
 {
 	is(SspTest::differences($node, 'postgres', "SELECT * FROM $v", $lone_truth{$v}), '0',

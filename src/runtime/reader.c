@@ -841,8 +841,8 @@ ssp_reader_near(int batch_size, int64 a, int64 b)
 	return Abs(a - b) <= Max(batch_size, SSP_CATCHING_UP);
 }
 
-/* how long a worker waits for the reader to take its view */
-#define HAND_OVER_ANSWER_MS 5000
+/* how often a worker alone looks for a reader near it */
+#define HAND_OVER_INTERVAL_MS 1000
 /* after a reader did not answer a hand-over, the worker asks again this much later */
 #define HAND_OVER_BACKOFF_MS 10000
 
@@ -851,10 +851,10 @@ ssp_reader_near(int batch_size, int64 a, int64 b)
  * streams' reader, asks the reader to take the view over; true if it
  * did (this worker then exits).  With no reader there, this worker
  * becomes it.  Between batches only: nothing of the view is in flight.
- * Waits up to HAND_OVER_ANSWER_MS for the answer, and sets when the
- * worker may ask again: in a second, or after a reader that did not
- * answer (busy, or a process stopped) in HAND_OVER_BACKOFF_MS, so that the
- * view is not held up before each of its batches waiting on it.
+ * Waits up to SSP_HAND_OVER_ANSWER_MS for the answer, and sets when the
+ * worker may ask again: in HAND_OVER_INTERVAL_MS, or after a reader that
+ * did not answer (busy, or a process stopped) in HAND_OVER_BACKOFF_MS, so
+ * that the view is not held up before each of its batches waiting on it.
  */
 bool
 ssp_reader_hand_over(SspWorker *w)
@@ -870,7 +870,7 @@ ssp_reader_hand_over(SspWorker *w)
 
 	if (w->reader || list_length(w->served) != 1 || !ssp_shared_readers)
 		return false;
-	w->handover_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 1000);
+	w->handover_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HAND_OVER_INTERVAL_MS);
 	reader = ssp_reader_find(&w->key);
 	if (reader == NULL)
 	{
@@ -900,7 +900,7 @@ ssp_reader_hand_over(SspWorker *w)
 	w->slot->handover_to = pid;
 	LWLockRelease(ssp_shared->lock);
 	SetLatch(latch);
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HAND_OVER_ANSWER_MS);
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), SSP_HAND_OVER_ANSWER_MS);
 	while (GetCurrentTimestamp() < deadline)
 	{
 		bool		refused;

@@ -82,6 +82,8 @@ typedef struct StoredOffset
 
 /* more messages than this waiting (or a batch's worth) is "catching up" */
 #define SSP_CATCHING_UP 20000
+/* how long a reader has to take a view it was asked to, by a worker or the scheduler */
+#define SSP_HAND_OVER_ANSWER_MS 5000
 
 extern const char *ssp_error_text(ErrorData *edata);
 extern SspServed *ssp_served_load(Oid viewoid, int part, SspWorkerSlot *slot,

@@ -737,7 +737,6 @@ start_view_worker(SchedView *sv)
  * view of its key to become that reader, before it gets a worker of its
  * own.
  */
-#define HAND_OVER_WAIT_MS 5000
 #define READER_START_WAIT_MS 2000
 
 /*
@@ -839,7 +838,7 @@ to_reader(SchedView *sv, List *views, TimestampTz now)
 		ssp_slot_set_status(slot, "starting", -1);
 		SetLatch(latch);
 		sv->handed_to = pid;
-		sv->wait_until = TimestampTzPlusMilliseconds(now, HAND_OVER_WAIT_MS);
+		sv->wait_until = TimestampTzPlusMilliseconds(now, SSP_HAND_OVER_ANSWER_MS);
 		ereport(DEBUG1,
 				(errmsg("ssp: continuous view %u (part %d) handed to the reader of its streams (pid %d)",
 						sv->view, sv->part, pid)));

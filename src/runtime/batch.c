@@ -366,9 +366,11 @@ apply_range(BatchState *bs, int lo, int hi)
 		bs->late += late;
 		for (p = 0; p < nparts; p++)
 			bs->maxev[p] = Max(bs->maxev[p], maxev[p]);
-		for (i = lo; i < hi; i++)
-			if (bs->msgs[i].partition < bs->src->nparts[bs->msgs[i].source])
-				bs->touched[SSP_SLOT(bs->src, &bs->msgs[i])] = true;
+		/* only the watermark reads which partitions had messages */
+		if (bs->et)
+			for (i = lo; i < hi; i++)
+				if (bs->msgs[i].partition < bs->src->nparts[bs->msgs[i].source])
+					bs->touched[SSP_SLOT(bs->src, &bs->msgs[i])] = true;
 		return;
 	}
 	if (!is_data_error(edata->sqlerrcode))

@@ -867,6 +867,7 @@ ssp_reader_hand_over(SspWorker *w)
 	int64		mine = w->src.nslots > 0 ? position(w, s->committed) : stored_position(w, s);
 	TimestampTz deadline;
 	bool		taken;
+	bool		refused;
 
 	if (w->reader || list_length(w->served) != 1 || !ssp_shared_readers)
 		return false;
@@ -887,6 +888,20 @@ ssp_reader_hand_over(SspWorker *w)
 	 */
 	if (w->slot->lock_wait && w->applied_batches == 0)
 		return false;
+	/*
+	 * A reader claimed the view from its last worker and did not take it:
+	 * this worker, started for it, asks again only after the backoff, not
+	 * every second (each ask that is refused costs a worker).
+	 */
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	refused = w->slot->refused;
+	w->slot->refused = false;
+	LWLockRelease(ssp_shared->lock);
+	if (refused)
+	{
+		w->handover_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HAND_OVER_BACKOFF_MS);
+		return false;
+	}
 	LWLockAcquire(ssp_shared->lock, LW_SHARED);
 	pid = reader->pid;
 	latch = reader->latch;
@@ -903,8 +918,6 @@ ssp_reader_hand_over(SspWorker *w)
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), SSP_HAND_OVER_ANSWER_MS);
 	while (GetCurrentTimestamp() < deadline)
 	{
-		bool		refused;
-
 		LWLockAcquire(ssp_shared->lock, LW_SHARED);
 		taken = w->slot->pid != MyProcPid;
 		refused = w->slot->handover_to == 0;

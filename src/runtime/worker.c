@@ -1077,7 +1077,7 @@ ssp_worker_main(Datum arg)
 	w.slot->attached = false;
 	w.slot->detach = false;
 	w.slot->handover_to = 0;
-	w.slot->refused = false;
+	/* slot->refused stays: ssp_reader_hand_over backs off on it */
 	LWLockRelease(ssp_shared->lock);
 	ssp_slot_set_status(w.slot, "starting", -1);
 	before_shmem_exit(worker_exit, (Datum) 0);

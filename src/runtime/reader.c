@@ -872,6 +872,11 @@ ssp_reader_hand_over(SspWorker *w)
 	if (w->reader || list_length(w->served) != 1 || !ssp_shared_readers)
 		return false;
 	w->handover_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HAND_OVER_INTERVAL_MS);
+	/* read once: the view's last reader refused it (adopt) */
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	refused = w->slot->refused;
+	w->slot->refused = false;
+	LWLockRelease(ssp_shared->lock);
 	reader = ssp_reader_find(&w->key);
 	if (reader == NULL)
 	{
@@ -883,25 +888,21 @@ ssp_reader_hand_over(SspWorker *w)
 		return false;
 	}
 	/*
-	 * A view that left a reader to wait for a lock joins again only once a
-	 * batch of its own went through, instead of holding the reader up again.
-	 */
-	if (w->slot->lock_wait && w->applied_batches == 0)
-		return false;
-	/*
 	 * A reader claimed the view from its last worker and did not take it:
 	 * this worker, started for it, asks again only after the backoff, not
 	 * every second (each ask that is refused costs a worker).
 	 */
-	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
-	refused = w->slot->refused;
-	w->slot->refused = false;
-	LWLockRelease(ssp_shared->lock);
 	if (refused)
 	{
 		w->handover_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HAND_OVER_BACKOFF_MS);
 		return false;
 	}
+	/*
+	 * A view that left a reader to wait for a lock joins again only once a
+	 * batch of its own went through, instead of holding the reader up again.
+	 */
+	if (w->slot->lock_wait && w->applied_batches == 0)
+		return false;
 	LWLockAcquire(ssp_shared->lock, LW_SHARED);
 	pid = reader->pid;
 	latch = reader->latch;

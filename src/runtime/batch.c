@@ -721,10 +721,36 @@ store_progress(BatchState *bs, const int64 *from, const int64 *next,
 }
 
 /*
+ * ssp_batch_span: per slot of src, the lowest and highest offset among
+ * msgs[0, n) into span's arrays (src->nslots each), -1 for none.
+ */
+void
+ssp_batch_span(SspSources *src, SspMessage *msgs, int n, SspSpan *span)
+{
+	int			p;
+	int			i;
+
+	for (p = 0; p < src->nslots; p++)
+		span->lowest[p] = span->highest[p] = -1;
+	for (i = 0; i < n; i++)
+	{
+		if (msgs[i].partition >= src->nparts[msgs[i].source])
+			continue;
+		p = SSP_SLOT(src, &msgs[i]);
+		if (span->lowest[p] < 0 || msgs[i].offset < span->lowest[p])
+			span->lowest[p] = msgs[i].offset;
+		if (msgs[i].offset > span->highest[p])
+			span->highest[p] = msgs[i].offset;
+	}
+}
+
+/*
  * ssp_apply_batch: apply msgs[0, n) and store next (per slot: the next
  * offset to read, or -1 to leave it) in one transaction, if ssp.offsets
  * still holds from (per slot: the offsets the batch began from, -1: none
- * stored), else fail.  shared, if not NULL, is msgs[0, n) decoded by
+ * stored), else fail.  span, if not NULL, is ssp_batch_span of msgs[0, n)
+ * (a reader's, once for the views it gives the same batch); else it is
+ * found here.  shared, if not NULL, is msgs[0, n) decoded by
  * ssp_decode_more with every column the view reads.  nested: inside the
  * caller's transaction (a subtransaction of a reader's group), which
  * commits or rolls back; else in a transaction of its own.  Returns false,
@@ -733,8 +759,8 @@ store_progress(BatchState *bs, const int64 *from, const int64 *next,
  */
 bool
 ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
-				const int64 *from, const int64 *next, SspEventTime *et,
-				SspDecoded *shared, bool nested)
+				const SspSpan *span, const int64 *from, const int64 *next,
+				SspEventTime *et, SspDecoded *shared, bool nested)
 {
 	BatchState	bs;
 	bool		ok;
@@ -749,16 +775,27 @@ ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
 	 * one it moves to: the compare-and-set fences other processes, this
 	 * fences the caller (a reader giving a view what it already has).
 	 */
-	for (i = 0; i < n; i++)
+	if (span == NULL)
 	{
-		if (msgs[i].partition >= src->nparts[msgs[i].source])
+		SspSpan    *own = palloc(sizeof(SspSpan));
+
+		own->lowest = palloc(sizeof(int64) * Max(nparts, 1));
+		own->highest = palloc(sizeof(int64) * Max(nparts, 1));
+		ssp_batch_span(src, msgs, n, own);
+		span = own;
+	}
+	for (p = 0; p < nparts; p++)
+	{
+		if (span->lowest[p] < 0)
 			continue;
-		p = SSP_SLOT(src, &msgs[i]);
-		if ((from[p] >= 0 && msgs[i].offset < from[p]) || (next[p] >= 0 && msgs[i].offset >= next[p]) ||
-			next[p] < 0)
-			elog(ERROR, "ssp: a batch of continuous view \"%s\" holds offset %lld of partition %d of topic \"%s\", outside what it moves (%lld to %lld)",
-				 view->name, (long long) msgs[i].offset, msgs[i].partition,
-				 view->topics[msgs[i].source], (long long) from[p], (long long) next[p]);
+		if ((from[p] >= 0 && span->lowest[p] < from[p]) || next[p] < 0 || span->highest[p] >= next[p])
+		{
+			for (i = 0; i + 1 < src->n && p >= src->base[i + 1]; i++)
+				;
+			elog(ERROR, "ssp: a batch of continuous view \"%s\" holds offsets %lld to %lld of partition %d of topic \"%s\", outside what it moves (%lld to %lld)",
+				 view->name, (long long) span->lowest[p], (long long) span->highest[p],
+				 p - src->base[i], view->topics[i], (long long) from[p], (long long) next[p]);
+		}
 	}
 
 	ok = begin_view_xact(view, nested);

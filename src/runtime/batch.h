@@ -51,9 +51,18 @@ typedef struct SspDecoded
 	bool	   *nulls;
 } SspDecoded;
 
+/* Per slot, the lowest and highest offset of a batch's messages (-1: none). */
+typedef struct SspSpan
+{
+	int64	   *lowest;
+	int64	   *highest;
+} SspSpan;
+
+extern void ssp_batch_span(SspSources *src, SspMessage *msgs, int n, SspSpan *span);
 extern bool ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs,
-							int n, const int64 *from, const int64 *next,
-							SspEventTime *et, SspDecoded *shared, bool nested);
+							int n, const SspSpan *span, const int64 *from,
+							const int64 *next, SspEventTime *et,
+							SspDecoded *shared, bool nested);
 extern bool ssp_batch_due(SspView *view, SspEventTime *et, const bool *lagging, int nslots);
 extern void ssp_decode_more(SspDecoded **dp, SspSources *src, SspMessage *msgs,
 							int from, int to, bool event_times, MemoryContext cxt);

@@ -968,7 +968,7 @@ ssp_smooth_rate(double *rate, TimestampTz *at, int n, TimestampTz now)
  * rolled back, and *failure says why.
  */
 static bool
-try_apply(SspServed *s, SspMessage *msgs, int n, const int64 *next,
+try_apply(SspServed *s, SspMessage *msgs, int n, const SspSpan *span, const int64 *next,
 		  SspDecoded *decoded, bool grouped, ErrorData **failure, MemoryContext keep)
 {
 	MemoryContext old = CurrentMemoryContext;
@@ -977,13 +977,13 @@ try_apply(SspServed *s, SspMessage *msgs, int n, const int64 *next,
 
 	*failure = NULL;
 	if (!grouped)
-		return ssp_apply_batch(s->view, &s->src, msgs, n, s->committed, next, &s->et,
+		return ssp_apply_batch(s->view, &s->src, msgs, n, span, s->committed, next, &s->et,
 							   decoded, false);
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(old);
 	PG_TRY();
 	{
-		ok = ssp_apply_batch(s->view, &s->src, msgs, n, s->committed, next, &s->et,
+		ok = ssp_apply_batch(s->view, &s->src, msgs, n, span, s->committed, next, &s->et,
 							 decoded, true);
 		if (ok)
 			ReleaseCurrentSubTransaction();
@@ -1021,8 +1021,8 @@ typedef struct Applied
  * move once the transaction has committed (done_view).
  */
 static void
-apply_view(SspWorker *w, Applied *a, int n, const int64 *next, SspDecoded *decoded,
-		   bool grouped, MemoryContext keep)
+apply_view(SspWorker *w, Applied *a, int n, const SspSpan *span, const int64 *next,
+		   SspDecoded *decoded, bool grouped, MemoryContext keep)
 {
 	SspServed  *s = a->s;
 	SspMessage *msgs = w->msgs;
@@ -1058,6 +1058,7 @@ apply_view(SspWorker *w, Applied *a, int n, const int64 *next, SspDecoded *decod
 		}
 		msgs = w->vmsgs;
 		decoded = NULL;
+		span = NULL;
 	}
 	if (vn == 0 && !any && !ssp_batch_due(s->view, &s->et, w->lagging, w->src.nslots))
 	{
@@ -1065,7 +1066,7 @@ apply_view(SspWorker *w, Applied *a, int n, const int64 *next, SspDecoded *decod
 			a->next[p] = -1;
 		return;					/* nothing for it */
 	}
-	a->left = !try_apply(s, msgs, vn, a->next, decoded, grouped, &a->failure, keep);
+	a->left = !try_apply(s, msgs, vn, span, a->next, decoded, grouped, &a->failure, keep);
 	if (!a->left)
 		a->n = vn;
 }
@@ -1133,9 +1134,14 @@ ssp_reader_apply(SspWorker *w, int n, const int64 *next, SspDecoded *decoded)
 	int			nviews = list_length(w->served);
 	Applied    *applied = palloc0(sizeof(Applied) * Max(nviews, 1));
 	bool		grouped = nviews > 1;
+	SspSpan		span;
 	int			first;
 	int			i;
 
+	/* where the batch's messages lie, once for the views that take it whole */
+	span.lowest = palloc(sizeof(int64) * Max(w->src.nslots, 1));
+	span.highest = palloc(sizeof(int64) * Max(w->src.nslots, 1));
+	ssp_batch_span(&w->src, w->msgs, n, &span);
 	for (i = 0; i < nviews; i++)
 		applied[i].s = list_nth(w->served, i);
 	if (nviews > 1)
@@ -1150,7 +1156,7 @@ ssp_reader_apply(SspWorker *w, int n, const int64 *next, SspDecoded *decoded)
 			StartTransactionCommand();
 		}
 		for (i = first; i < last; i++)
-			apply_view(w, &applied[i], n, next, decoded, grouped, keep);
+			apply_view(w, &applied[i], n, &span, next, decoded, grouped, keep);
 		if (grouped)
 			CommitTransactionCommand();
 	}
@@ -1160,4 +1166,6 @@ ssp_reader_apply(SspWorker *w, int n, const int64 *next, SspDecoded *decoded)
 		pfree(applied[i].next);
 	}
 	pfree(applied);
+	pfree(span.lowest);
+	pfree(span.highest);
 }

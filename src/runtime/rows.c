@@ -538,6 +538,7 @@ next_row(ScanState *ss)
 	bool	   *nulls;
 	int			i;
 
+	CHECK_FOR_INTERRUPTS();
 	ExecClearTuple(slot);
 	if (state->next >= state->n)
 		return slot;
@@ -558,9 +559,18 @@ recheck_row(ScanState *ss, TupleTableSlot *slot)
 	return true;
 }
 
+/*
+ * exec_batch_scan: with nothing to test or compute per row (the common
+ * case: the statement's aggregate reads the columns as they are), the row
+ * itself, without ExecScan's per-row reset of an expression context that
+ * nothing uses; else, or under EvalPlanQual, through ExecScan.
+ */
 static TupleTableSlot *
 exec_batch_scan(CustomScanState *node)
 {
+	if (node->ss.ps.qual == NULL && node->ss.ps.ps_ProjInfo == NULL &&
+		node->ss.ps.state->es_epq_active == NULL)
+		return next_row(&node->ss);
 	return ExecScan(&node->ss, next_row, recheck_row);
 }
 

@@ -763,6 +763,7 @@ ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
 				SspEventTime *et, SspDecoded *shared, bool nested)
 {
 	BatchState	bs;
+	SspSpan		own;
 	bool		ok;
 	TimestampTz watermark = DT_NOBEGIN;
 	int			nparts = src->nslots;
@@ -777,25 +778,21 @@ ssp_apply_batch(SspView *view, SspSources *src, SspMessage *msgs, int n,
 	 */
 	if (span == NULL)
 	{
-		SspSpan    *own = palloc(sizeof(SspSpan));
-
-		own->lowest = palloc(sizeof(int64) * Max(nparts, 1));
-		own->highest = palloc(sizeof(int64) * Max(nparts, 1));
-		ssp_batch_span(src, msgs, n, own);
-		span = own;
+		own.lowest = palloc(sizeof(int64) * Max(nparts, 1));
+		own.highest = palloc(sizeof(int64) * Max(nparts, 1));
+		ssp_batch_span(src, msgs, n, &own);
+		span = &own;
 	}
-	for (p = 0; p < nparts; p++)
+	for (p = 0, i = 0; p < nparts; p++)
 	{
+		while (p >= src->base[i] + src->nparts[i])
+			i++;
 		if (span->lowest[p] < 0)
 			continue;
 		if ((from[p] >= 0 && span->lowest[p] < from[p]) || next[p] < 0 || span->highest[p] >= next[p])
-		{
-			for (i = 0; i + 1 < src->n && p >= src->base[i + 1]; i++)
-				;
 			elog(ERROR, "ssp: a batch of continuous view \"%s\" holds offsets %lld to %lld of partition %d of topic \"%s\", outside what it moves (%lld to %lld)",
 				 view->name, (long long) span->lowest[p], (long long) span->highest[p],
 				 p - src->base[i], view->topics[i], (long long) from[p], (long long) next[p]);
-		}
 	}
 
 	ok = begin_view_xact(view, nested);

@@ -841,6 +841,99 @@ ssp_reader_near(int batch_size, int64 a, int64 b)
 	return Abs(a - b) <= Max(batch_size, SSP_CATCHING_UP);
 }
 
+/* live: a reader slot of a key, in use by a live process other than this one */
+static bool
+live(SspReaderSlot *r, const SspReaderKey *key)
+{
+	return r->in_use && r->pid != 0 && r->pid != MyProcPid && r->latch != NULL &&
+		memcmp(&r->key, key, sizeof(SspReaderKey)) == 0 &&
+		BackendPidGetProc(r->pid) != NULL;
+}
+
+/*
+ * nearest: under the lock, the live reader of a key nearest to a position,
+ * within ssp_reader_near of it and not handing its views away; or NULL.
+ */
+static SspReaderSlot *
+nearest(const SspReaderKey *key, int64 position)
+{
+	SspReaderSlot *best = NULL;
+	int			i;
+
+	for (i = 0; i < ssp_shared->nreaders; i++)
+	{
+		SspReaderSlot *r = &ssp_shared->readers[i];
+
+		if (live(r, key) && !r->leaving &&
+			ssp_reader_near(key->batch_size, r->position, position) &&
+			(best == NULL || Abs(r->position - position) < Abs(best->position - position)))
+			best = r;
+	}
+	return best;
+}
+
+/*
+ * ssp_reader_find: the live reader of a key near a position (the sum of a
+ * view's next offsets), the nearest if several; NULL if none is near.
+ * *pid and *latch are its, read under the lock, and *theirs its position.
+ */
+bool
+ssp_reader_find(const SspReaderKey *key, int64 position, int *pid, Latch **latch, int64 *theirs)
+{
+	SspReaderSlot *r;
+
+	LWLockAcquire(ssp_shared->lock, LW_SHARED);
+	r = nearest(key, position);
+	if (r)
+	{
+		*pid = r->pid;
+		*latch = r->latch;
+		*theirs = r->position;
+	}
+	LWLockRelease(ssp_shared->lock);
+	return r != NULL;
+}
+
+/*
+ * register_reader: make this process a reader of its key's views, at a
+ * position, unless a live reader of the key is near it (under the lock: of
+ * two workers near each other, one registers); NULL then, or when there is
+ * no room.  Readers of one key far apart (a reader at the end of its
+ * topic, another catching up views made since from the start of it) each
+ * take the views near them, and the one behind hands its views to the
+ * other once near it (ssp_reader_merge).
+ */
+static SspReaderSlot *
+register_reader(const SspReaderKey *key, int64 position)
+{
+	SspReaderSlot *result = NULL;
+	int			i;
+
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	if (nearest(key, position) == NULL)
+	{
+		for (i = 0; i < ssp_shared->nreaders && result == NULL; i++)
+		{
+			SspReaderSlot *r = &ssp_shared->readers[i];
+
+			if (!r->in_use || r->pid == 0 || BackendPidGetProc(r->pid) == NULL)
+				result = r;
+		}
+		if (result)
+		{
+			memset(result, 0, sizeof(SspReaderSlot));
+			result->in_use = true;
+			result->key = *key;
+			result->pid = MyProcPid;
+			result->latch = MyLatch;
+			result->position = position;
+			result->lag = -1;
+		}
+	}
+	LWLockRelease(ssp_shared->lock);
+	return result;
+}
+
 /* how often a worker alone looks for a reader near it */
 #define HAND_OVER_INTERVAL_MS 1000
 /* after a reader did not answer a hand-over, the worker asks again this much later */
@@ -849,8 +942,8 @@ ssp_reader_near(int batch_size, int64 a, int64 b)
 /*
  * ssp_reader_hand_over: a worker applying its one view alone, near enough to its
  * streams' reader, asks the reader to take the view over; true if it
- * did (this worker then exits).  With no reader there, this worker
- * becomes it.  Between batches only: nothing of the view is in flight.
+ * did (this worker then exits).  With no reader near, this worker
+ * becomes one.  Between batches only: nothing of the view is in flight.
  * Waits up to SSP_HAND_OVER_ANSWER_MS for the answer, and sets when the
  * worker may ask again: in HAND_OVER_INTERVAL_MS, or after a reader that
  * did not answer (busy, or a process stopped) in HAND_OVER_BACKOFF_MS, so
@@ -859,7 +952,6 @@ ssp_reader_near(int batch_size, int64 a, int64 b)
 bool
 ssp_reader_hand_over(SspWorker *w)
 {
-	SspReaderSlot *reader;
 	SspServed  *s = linitial(w->served);
 	int			pid;
 	Latch	   *latch;
@@ -877,10 +969,14 @@ ssp_reader_hand_over(SspWorker *w)
 	refused = w->slot->refused;
 	w->slot->refused = false;
 	LWLockRelease(ssp_shared->lock);
-	reader = ssp_reader_find(&w->key);
-	if (reader == NULL)
+	if (!ssp_reader_find(&w->key, mine, &pid, &latch, &theirs))
 	{
-		w->reader = ssp_reader_register(&w->key);
+		/*
+		 * No reader near: this worker becomes one, for the views near it,
+		 * unless its view waits for a lock (a reader's views would wait too).
+		 */
+		if (!(w->slot->lock_wait && w->applied_batches == 0))
+			w->reader = register_reader(&w->key, mine);
 		ssp_reader_report(w, -1);
 		/* the scheduler may have views waiting to be handed to it */
 		if (w->reader)
@@ -902,14 +998,6 @@ ssp_reader_hand_over(SspWorker *w)
 	 * batch of its own went through, instead of holding the reader up again.
 	 */
 	if (w->slot->lock_wait && w->applied_batches == 0)
-		return false;
-	LWLockAcquire(ssp_shared->lock, LW_SHARED);
-	pid = reader->pid;
-	latch = reader->latch;
-	theirs = reader->position;
-	LWLockRelease(ssp_shared->lock);
-	/* far apart: the one behind would hold the other up */
-	if (pid == 0 || latch == NULL || !ssp_reader_near(w->batch_size, theirs, mine))
 		return false;
 
 	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
@@ -939,6 +1027,153 @@ ssp_reader_hand_over(SspWorker *w)
 	LWLockRelease(ssp_shared->lock);
 	w->handover_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HAND_OVER_BACKOFF_MS);
 	return taken;
+}
+
+/*
+ * merge_target: under the lock, another reader of this reader's key near
+ * its position and ahead of it (or level with it and in an earlier slot),
+ * not itself handing its views away; or NULL.  Of two readers near each
+ * other, only the one behind finds the other.
+ */
+static SspReaderSlot *
+merge_target(SspWorker *w, int64 mine)
+{
+	int			i;
+
+	for (i = 0; i < ssp_shared->nreaders; i++)
+	{
+		SspReaderSlot *r = &ssp_shared->readers[i];
+
+		if (r != w->reader && live(r, &w->key) && !r->leaving &&
+			ssp_reader_near(w->key.batch_size, r->position, mine) &&
+			(r->position > mine || (r->position == mine && r < w->reader)))
+			return r;
+	}
+	return NULL;
+}
+
+/* ssp_reader_merge_due: is this reader to look for another to hand its views to? */
+bool
+ssp_reader_merge_due(SspWorker *w)
+{
+	bool		due;
+
+	if (w->reader == NULL || w->served == NIL || !ssp_shared_readers ||
+		GetCurrentTimestamp() < w->handover_at)
+		return false;
+	LWLockAcquire(ssp_shared->lock, LW_SHARED);
+	due = merge_target(w, position(w, w->next)) != NULL;
+	LWLockRelease(ssp_shared->lock);
+	return due;
+}
+
+/*
+ * let_go: the views of this process that another has claimed (or claimed
+ * and refused) leave it, their process locks released for the other to
+ * take; true if one of the others is still asked of pid and not answered.
+ */
+static bool
+let_go(SspWorker *w, int pid)
+{
+	List	   *gone = NIL;
+	bool		pending = false;
+	ListCell   *lc;
+
+	LWLockAcquire(ssp_shared->lock, LW_SHARED);
+	foreach(lc, w->served)
+	{
+		SspServed  *s = lfirst(lc);
+
+		if (s->slot->pid != MyProcPid)
+			gone = lappend(gone, s);
+		else if (s->slot->handover_to == pid)
+			pending = true;
+	}
+	LWLockRelease(ssp_shared->lock);
+	foreach(lc, gone)
+		ssp_served_leave(w, lfirst(lc), NULL);
+	list_free(gone);
+	return pending;
+}
+
+/*
+ * ssp_reader_merge: a reader near another reader of its key, one ahead of
+ * it, hands that one all its views, as a worker hands over its one view;
+ * true if none is left (the process then exits).  So readers of one key
+ * meet: one that caught up views made behind a reader at the end of its
+ * topic joins it once near, and the other reads again, for those views
+ * only, what they have not applied yet (adopt).  Between batches only.
+ * The reader handing over is marked leaving, under the lock, before it
+ * asks: no view is handed to it meanwhile, and the other never finds it
+ * to hand back to.  Views not taken within SSP_HAND_OVER_ANSWER_MS stay,
+ * and it asks again after HAND_OVER_BACKOFF_MS; a view the scheduler asks
+ * to let go (detach) is not handed on.
+ */
+bool
+ssp_reader_merge(SspWorker *w)
+{
+	SspReaderSlot *target;
+	int64		mine;
+	int			pid = 0;
+	Latch	   *latch = NULL;
+	TimestampTz deadline;
+	bool		pending;
+	int			n = list_length(w->served);
+	ListCell   *lc;
+
+	if (w->reader == NULL || w->served == NIL || !ssp_shared_readers)
+		return false;
+	w->handover_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HAND_OVER_INTERVAL_MS);
+	mine = position(w, w->next);
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	target = merge_target(w, mine);
+	if (target && w->reader->pid == MyProcPid)
+	{
+		pid = target->pid;
+		latch = target->latch;
+		w->reader->leaving = true;
+		foreach(lc, w->served)
+		{
+			SspServed  *s = lfirst(lc);
+
+			if (s->slot->pid == MyProcPid && !s->slot->detach)
+				s->slot->handover_to = pid;
+		}
+	}
+	LWLockRelease(ssp_shared->lock);
+	if (pid == 0)
+		return false;
+	ereport(DEBUG1,
+			(errmsg("ssp: a reader of %d views hands them to the reader of the same streams near it (pid %d)",
+					n, pid)));
+	SetLatch(latch);
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), SSP_HAND_OVER_ANSWER_MS);
+	while ((pending = let_go(w, pid)) && GetCurrentTimestamp() < deadline)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	/* what was not taken in time is withdrawn, and stays */
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	foreach(lc, w->served)
+	{
+		SspServed  *s = lfirst(lc);
+
+		if (s->slot->pid == MyProcPid && s->slot->handover_to == pid)
+			s->slot->handover_to = 0;
+	}
+	w->reader->leaving = false;
+	LWLockRelease(ssp_shared->lock);
+	(void) let_go(w, pid);
+	if (w->served == NIL)
+		return true;
+	if (pending)
+		w->handover_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HAND_OVER_BACKOFF_MS);
+	mark_attached(w);
+	ssp_reader_report(w, -1);
+	return false;
 }
 
 /*

@@ -34,15 +34,16 @@ typedef struct SspServed
 
 /*
  * A worker: one consumer per stream, and the views it applies.  Started
- * for one view; it becomes its streams' reader, or hands its view over to
- * the reader there is (One reader per stream, in doc/internals.md).
+ * for one view; it becomes a reader of its streams, or hands its view over
+ * to the reader near it; a reader near another, behind it, hands it all its
+ * views (One reader per stream, in doc/internals.md).
  */
 typedef struct SspWorker
 {
 	List	   *served;			/* SspServed; empty: the process is done */
 	SspWorkerSlot *slot;		/* the slot of the view it was started for */
 	SspReaderKey key;			/* which views it may apply */
-	SspReaderSlot *reader;		/* registered as their reader, or NULL */
+	SspReaderSlot *reader;		/* registered as a reader of its key, or NULL */
 	SspSources	src;			/* slots, and streams decoding what any view reads */
 	MemoryContext streams_cxt;	/* src.streams' */
 	SspKafka  **kafka;			/* per source: its consumer */
@@ -96,7 +97,11 @@ extern void ssp_reader_report(SspWorker *w, int64 lag);
 extern bool ssp_reader_requests_waiting(SspWorker *w);
 extern void ssp_reader_answer_requests(SspWorker *w);
 extern bool ssp_reader_hand_over(SspWorker *w);
+extern bool ssp_reader_merge_due(SspWorker *w);
+extern bool ssp_reader_merge(SspWorker *w);
 extern bool ssp_reader_near(int batch_size, int64 a, int64 b);
+extern bool ssp_reader_find(const SspReaderKey *key, int64 position, int *pid, Latch **latch,
+							int64 *theirs);
 extern bool ssp_view_reader_key(Oid viewoid, int part, SspReaderKey *key, int64 *position);
 extern void ssp_reader_apply(SspWorker *w, int n, const int64 *next, SspDecoded *decoded);
 extern void ssp_smooth_rate(double *rate, TimestampTz *at, int n, TimestampTz now);

@@ -14,7 +14,6 @@
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
-#include "storage/procarray.h"
 #include "storage/shmem.h"
 
 #include "runtime/shmem.h"
@@ -232,84 +231,6 @@ ssp_shmem_forget_databases(List *live)
 
 		if (OidIsValid(s->dboid) && s->pid == 0 && !list_member_oid(live, s->dboid))
 			s->dboid = InvalidOid;
-	}
-	LWLockRelease(ssp_shared->lock);
-}
-
-/*
- * ssp_reader_register: make this process the reader of its key's views,
- * unless a live one is registered; NULL then (or when there is no room).
- */
-SspReaderSlot *
-ssp_reader_register(const SspReaderKey *key)
-{
-	SspReaderSlot *free_slot = NULL;
-	SspReaderSlot *result = NULL;
-	int			i;
-
-	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
-	for (i = 0; i < ssp_shared->nreaders; i++)
-	{
-		SspReaderSlot *r = &ssp_shared->readers[i];
-
-		if (r->in_use && memcmp(&r->key, key, sizeof(SspReaderKey)) == 0 &&
-			r->pid != 0 && BackendPidGetProc(r->pid) != NULL)
-		{
-			free_slot = NULL;
-			break;
-		}
-		if ((!r->in_use || r->pid == 0 || BackendPidGetProc(r->pid) == NULL) &&
-			free_slot == NULL)
-			free_slot = r;
-	}
-	if (i == ssp_shared->nreaders && free_slot)
-	{
-		memset(free_slot, 0, sizeof(SspReaderSlot));
-		free_slot->in_use = true;
-		free_slot->key = *key;
-		free_slot->pid = MyProcPid;
-		free_slot->latch = MyLatch;
-		free_slot->lag = -1;
-		result = free_slot;
-	}
-	LWLockRelease(ssp_shared->lock);
-	return result;
-}
-
-/* ssp_reader_find: the live reader of a key's views, not this process; or NULL. */
-SspReaderSlot *
-ssp_reader_find(const SspReaderKey *key)
-{
-	SspReaderSlot *result = NULL;
-	int			i;
-
-	LWLockAcquire(ssp_shared->lock, LW_SHARED);
-	for (i = 0; i < ssp_shared->nreaders; i++)
-	{
-		SspReaderSlot *r = &ssp_shared->readers[i];
-
-		if (r->in_use && r->pid != MyProcPid && r->pid != 0 &&
-			memcmp(&r->key, key, sizeof(SspReaderKey)) == 0 &&
-			BackendPidGetProc(r->pid) != NULL)
-		{
-			result = r;
-			break;
-		}
-	}
-	LWLockRelease(ssp_shared->lock);
-	return result;
-}
-
-/* ssp_reader_unregister: this process reads no more (at exit). */
-void
-ssp_reader_unregister(SspReaderSlot *reader)
-{
-	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
-	if (reader->pid == MyProcPid)
-	{
-		reader->in_use = false;
-		reader->pid = 0;
-		reader->latch = NULL;
 	}
 	LWLockRelease(ssp_shared->lock);
 }

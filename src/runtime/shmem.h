@@ -68,13 +68,17 @@ typedef struct SspReaderKey
 	int			commit_interval_ms;
 } SspReaderKey;
 
-/* A reader: one consumer and one decode for several views (ssp.readers). */
+/*
+ * A reader: one consumer and one decode for several views (ssp.readers).
+ * A key has more than one where its views stand far apart (reader.c).
+ */
 typedef struct SspReaderSlot
 {
 	bool		in_use;
 	SspReaderKey key;
 	int			pid;
 	Latch	   *latch;
+	bool		leaving;		/* handing its views to another reader of its key */
 	int			nviews;			/* views it applies */
 	int			npartitions;	/* partitions it reads */
 	int64		position;		/* sum of its partitions' next offsets */
@@ -115,8 +119,5 @@ extern SspDbSlot *ssp_db_slot(Oid dboid, bool create);
 extern void ssp_wake_launcher(void);
 extern void ssp_wake_scheduler(Oid dboid);
 extern void ssp_shmem_forget_databases(List *live);
-extern SspReaderSlot *ssp_reader_register(const SspReaderKey *key);
-extern SspReaderSlot *ssp_reader_find(const SspReaderKey *key);
-extern void ssp_reader_unregister(SspReaderSlot *reader);
 
 #endif							/* SSP_SHMEM_H */

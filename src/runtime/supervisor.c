@@ -741,21 +741,21 @@ start_view_worker(SchedView *sv)
 
 /*
  * to_reader: instead of starting a worker for a view, hand it to the live
- * reader of its streams (One reader per stream, in doc/internals.md), as
- * a worker would once started, without the process: true while the view
- * is handed or waits for a reader, false to start a worker.  Views
- * created together, or left by a reader that ended, then cost one process
- * start per reader, not one per view: the first view's worker becomes the
- * reader and the others wait for it (READER_START_WAIT_MS).  A view that
- * failed, or waits for a lock, or is far from the reader's position,
- * gets a worker of its own, as does one the reader does not take in
- * time; the reader's adopt() fences the view as for any hand-over.
+ * reader of its streams near it (One reader per stream, in
+ * doc/internals.md), as a worker would once started, without the process:
+ * true while the view is handed or waits for a reader, false to start a
+ * worker.  Views created together, or left by a reader that ended, then
+ * cost one process start per reader, not one per view: the first view's
+ * worker becomes a reader and the others near it wait for it
+ * (READER_START_WAIT_MS), though a reader far from them runs already.  A
+ * view that failed, or waits for a lock, gets a worker of its own, as
+ * does one the reader does not take in time; the reader's adopt() fences
+ * the view as for any hand-over.
  */
 static bool
 to_reader(SchedView *sv, List *views, TimestampTz now)
 {
 	SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, sv->view, sv->part, true);
-	SspReaderSlot *reader;
 	ListCell   *lc;
 	int			pid = 0;
 	Latch	   *latch = NULL;
@@ -810,19 +810,8 @@ to_reader(SchedView *sv, List *views, TimestampTz now)
 	if (!sv->key_known)
 		return false;
 
-	reader = ssp_reader_find(&sv->key);
-	if (reader)
+	if (ssp_reader_find(&sv->key, sv->position, &pid, &latch, &theirs))
 	{
-		LWLockAcquire(ssp_shared->lock, LW_SHARED);
-		pid = reader->pid;
-		latch = reader->latch;
-		theirs = reader->position;
-		LWLockRelease(ssp_shared->lock);
-	}
-	if (pid != 0 && latch != NULL)
-	{
-		if (!ssp_reader_near(sv->key.batch_size, theirs, sv->position))
-			return false;
 		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 		asked = slot->pid == 0 && slot->handover_to == 0;
 		if (asked)
@@ -846,7 +835,11 @@ to_reader(SchedView *sv, List *views, TimestampTz now)
 	}
 	if (waiting)
 		return true;
-	/* no reader yet: the worker just started for a view of its key becomes it */
+	/*
+	 * No reader near (none yet, or one far from the view: views made since
+	 * it read to the end of its topic): the worker just started for a view
+	 * of its key near this one becomes a reader, and takes this one too.
+	 */
 	foreach(lc, views)
 	{
 		SchedView  *other = lfirst(lc);

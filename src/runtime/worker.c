@@ -728,6 +728,9 @@ collect(SspWorker *w, WaitEventSet *wait, bool *dirty)
 			/* a solo worker looks for its streams' reader now and then */
 			if (w->reader == NULL)
 				return n;
+			/* a reader near another of its key, behind it, joins it */
+			if (ssp_reader_merge_due(w))
+				return n;
 		}
 		/* rather than wait, decode what there is; then look again */
 		if (to_decode(w, n) >= SSP_DECODE_AHEAD)
@@ -955,6 +958,12 @@ run(SspWorker *w, Oid viewoid, int part)
 		if (w->reader == NULL && GetCurrentTimestamp() >= w->handover_at)
 		{
 			if (ssp_reader_hand_over(w))
+				return;
+		}
+		/* a reader near another of its key, behind it: that one takes its views */
+		else if (w->reader != NULL && GetCurrentTimestamp() >= w->handover_at)
+		{
+			if (ssp_reader_merge(w))
 				return;
 		}
 		if (partitions_added(w))

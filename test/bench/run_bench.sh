@@ -694,22 +694,33 @@ bench_output_run() {
 # the peak resident memory of the ssp worker processes meanwhile, with one
 # reader per stream (ssp.shared_readers = on, the default) and, for k = 1,
 # 5 and 20, with a worker and a consumer per view (off: 50 views would need
-# more than max_worker_processes).
+# more than max_worker_processes), and made behind a view whose reader is
+# at the end of the topic already (behind).
 BENCH_VIEWS_ON=(1 2 5 10 20 50)
 BENCH_VIEWS_OFF=(1 5 20)
+BENCH_VIEWS_BEHIND=(1 5 20)
 bench_views() {
     local n=${SSP_BENCH_MESSAGES:-1000000} r=${SSP_BENCH_RUNS:-5}
     bench_produce_orders "$n"
     bench_report views bench_views_run "$n" "$r"
 }
 
-# bench_views_mode on|off|DEFAULT: ssp.shared_readers through ALTER SYSTEM,
-# once a new session has it (a session and the workers started from now on
-# take the postmaster's settings).
+# bench_views_ks MODE: the numbers of views measured in a mode.
+bench_views_ks() {
+    case $1 in
+        on) echo "${BENCH_VIEWS_ON[*]}" ;;
+        off) echo "${BENCH_VIEWS_OFF[*]}" ;;
+        behind) echo "${BENCH_VIEWS_BEHIND[*]}" ;;
+    esac
+}
+
+# bench_views_mode on|off|behind|DEFAULT: ssp.shared_readers through ALTER
+# SYSTEM (behind: on), once a new session has it (a session and the workers
+# started from now on take the postmaster's settings).
 bench_views_mode() {
     local want=$1 i
-    [ "$want" = DEFAULT ] && want=on
-    psql -X -q -v ON_ERROR_STOP=1 -c "ALTER SYSTEM SET ssp.shared_readers = $1" -c "SELECT pg_reload_conf()" >/dev/null
+    [ "$want" = DEFAULT ] || [ "$want" = behind ] && want=on
+    psql -X -q -v ON_ERROR_STOP=1 -c "ALTER SYSTEM SET ssp.shared_readers = ${1/behind/on}" -c "SELECT pg_reload_conf()" >/dev/null
     for i in $(seq 100); do
         [ "$(psql -X -At -c 'SHOW ssp.shared_readers')" = "$want" ] && return 0
         sleep 0.1
@@ -739,18 +750,28 @@ bench_views_sample() {
     done
 }
 
-# bench_views_once K N: K views created in one transaction, each to take N
-# orders; sets BENCH_VIEWS_ONCE (not a command substitution: set -e holds,
-# and the sampler is this shell's child) to "SECONDS PEAK_RSS_MB
-# PEAK_ANON_MB PEAK_WORKERS END_WORKERS ATTACHED READERS": the time from
-# the commit until ssp.wait has returned for all, the peaks of the workers'
-# summed memory and of their number while they caught up, then the workers
-# left, the views attached (ssp.views) and the readers (ssp.readers).  Then
-# drops the views and waits, up to 30 s, until their workers are gone.
+# bench_views_once K N [behind]: K views created in one transaction, each
+# to take N orders; sets BENCH_VIEWS_ONCE (not a command substitution: set
+# -e holds, and the sampler is this shell's child) to "SECONDS PEAK_RSS_MB
+# PEAK_ANON_MB PEAK_WORKERS END_WORKERS ATTACHED READERS ONE_READER": the
+# time from the commit until ssp.wait has returned for all, the peaks of
+# the workers' summed memory and of their number while they caught up,
+# then the workers left, the views attached (ssp.views), the readers
+# (ssp.readers), and the seconds until one reader was left (polled up to
+# 30 s; -1: not within them, or none).  behind: first a view of the same aggregate,
+# bench_live, created and caught up, so that the K views start behind a
+# reader already at the end of the topic.  Then drops the views and waits,
+# up to 30 s, until their workers are gone.
 bench_views_once() {
-    local k=$1 n=$2 v out=$SSP_WORK/views-sample stop=$SSP_WORK/views-stop sampler res t peak after i
-    local names
+    local k=$1 n=$2 behind=${3:-} v out=$SSP_WORK/views-sample stop=$SSP_WORK/views-stop sampler res t peak after i
+    local names one=-1 t1
     names=$(seq -f 'bench_v%g' -s ', ' 1 "$k")
+    if [ -n "$behind" ]; then
+        names+=", bench_live"
+        psql -X -q -At -v ON_ERROR_STOP=1 \
+            -c "CREATE VIEW bench_live WITH (ssp.continuous) AS SELECT region, count(*), sum(amount), avg(amount) FROM bench_catchup GROUP BY region" \
+            -c "SELECT ssp.wait('bench_live', '900 s')" | grep -qx t || ssp_die "bench_live did not catch up"
+    fi
     rm -f "$out" "$stop"
     bench_views_sample "$out" "$stop" "$BASHPID" &
     sampler=$!
@@ -777,6 +798,15 @@ bench_views_once() {
             (SELECT count(*) FROM ssp.readers) FROM ssp.views WHERE view::text ~ '^bench_v[0-9]+\$'")
     [ "${after%% *}" = "$k" ] ||
         ssp_die "$k views: only ${after%% *} processed $n messages: $(psql -X -At -c "SELECT string_agg(view || ' ' || processed, ', ') FROM ssp.views")"
+    t1=$(bench_now)
+    for i in $(seq 300); do
+        [ "${after##* }" != 0 ] || break
+        if [ "$(psql -X -At -c 'SELECT count(*) FROM ssp.readers')" = 1 ]; then
+            one=$(awk -v a="$t1" -v b="$(bench_now)" 'BEGIN {printf "%.1f", b - a}')
+            break
+        fi
+        sleep 0.1
+    done
     psql -X -q -v ON_ERROR_STOP=1 -c "DROP VIEW $names" || ssp_die "$k views: DROP VIEW failed"
     for i in $(seq 300); do
         [ -n "$(bench_views_workers)" ] || break
@@ -784,7 +814,7 @@ bench_views_once() {
     done
     [ -z "$(bench_views_workers)" ] ||
         echo "  (ssp worker processes still there 30 s after the views were dropped: $(bench_views_workers | tr '\n' ' '))" >&2
-    BENCH_VIEWS_ONCE="$t $peak ${after#* }"
+    BENCH_VIEWS_ONCE="$t $peak ${after#* } $one"
 }
 
 # bench_views_mmm VALUE...: "median (min - max)".
@@ -794,8 +824,8 @@ bench_views_mmm() {
 }
 
 bench_views_run() {
-    local n=$1 r=$2 i k mode t rss anon wpeak wend attached readers label
-    local -A times=() mems=() anons=() peaks=() med_t=() med_m=()
+    local n=$1 r=$2 i k mode t rss anon wpeak wend attached readers one label
+    local -A times=() mems=() anons=() peaks=() ones=() med_t=() med_m=()
     local -a ks
     echo "workload: $n JSON orders in 64 partitions, already produced; k views of"
     echo "  SELECT region, count(*), sum(amount), avg(amount) FROM bench_catchup GROUP BY region"
@@ -807,41 +837,44 @@ bench_views_run() {
     echo "on:  ssp.shared_readers = on (the default): one reader per stream; k = ${BENCH_VIEWS_ON[*]}"
     echo "off: ssp.shared_readers = off: a worker and a Kafka consumer per view; k = ${BENCH_VIEWS_OFF[*]}"
     echo "     (50 views would need more than max_worker_processes = 32)"
+    echo "behind: shared readers on, the k views created once a view of the same aggregate (bench_live)"
+    echo "  has caught up, its reader at the end of the topic; k = ${BENCH_VIEWS_BEHIND[*]}"
     echo "after the catch-up: the worker processes left, the views with attached = true (ssp.views), the"
-    echo "  rows of ssp.readers"
+    echo "  rows of ssp.readers, and the seconds until one reader was left (-1: not within 30 s)"
     echo
     for i in $(seq "$r"); do
-        for mode in on off; do
+        for mode in on off behind; do
             bench_views_mode "$mode"
-            if [ "$mode" = on ]; then ks=("${BENCH_VIEWS_ON[@]}"); else ks=("${BENCH_VIEWS_OFF[@]}"); fi
+            read -r -a ks <<<"$(bench_views_ks "$mode")"
             for k in "${ks[@]}"; do
-                bench_views_once "$k" "$n"
-                read -r t rss anon wpeak wend attached readers <<<"$BENCH_VIEWS_ONCE"
+                if [ "$mode" = behind ]; then bench_views_once "$k" "$n" behind; else bench_views_once "$k" "$n"; fi
+                read -r t rss anon wpeak wend attached readers one <<<"$BENCH_VIEWS_ONCE"
                 times[$mode$k]="${times[$mode$k]:-} $t"
                 mems[$mode$k]="${mems[$mode$k]:-} $rss"
                 anons[$mode$k]="${anons[$mode$k]:-} $anon"
                 peaks[$mode$k]="${peaks[$mode$k]:-} $wpeak"
-                printf '  run %s: %-3s %2s views %8s s (%d view-messages/s), peak memory %s MB (private %s MB),' \
+                ones[$mode$k]="${ones[$mode$k]:-} $one"
+                printf '  run %s: %-6s %2s views %8s s (%d view-messages/s), peak memory %s MB (private %s MB),' \
                     "$i" "$mode" "$k" "$t" "$(awk -v n="$n" -v k="$k" -v t="$t" 'BEGIN {printf "%d", n * k / t}')" "$rss" "$anon"
-                echo " up to $wpeak workers; after: $wend workers, $attached attached, $readers readers"
+                echo " up to $wpeak workers; after: $wend workers, $attached attached, $readers readers, one reader after $one s"
             done
         done
     done
     bench_views_mode DEFAULT
     echo
     echo "median (min - max) of $r runs:"
-    printf '%-4s %5s  %-26s %15s  %-26s %-24s %s\n' mode views "time s" "view-messages/s" "peak memory MB" "private MB" "workers at peak"
-    for mode in on off; do
-        if [ "$mode" = on ]; then ks=("${BENCH_VIEWS_ON[@]}"); else ks=("${BENCH_VIEWS_OFF[@]}"); fi
+    printf '%-6s %5s  %-26s %15s  %-26s %-24s %-18s %s\n' mode views "time s" "view-messages/s" "peak memory MB" "private MB" "workers at peak" "one reader after s"
+    for mode in on off behind; do
+        read -r -a ks <<<"$(bench_views_ks "$mode")"
         for k in "${ks[@]}"; do
             # shellcheck disable=SC2086
             {
                 med_t[$mode$k]=$(printf '%s\n' ${times[$mode$k]} | bench_median)
                 med_m[$mode$k]=$(printf '%s\n' ${mems[$mode$k]} | bench_median)
-                printf '%-4s %5s  %-26s %15d  %-26s %-24s %s\n' "$mode" "$k" "$(bench_views_mmm ${times[$mode$k]})" \
+                printf '%-6s %5s  %-26s %15d  %-26s %-24s %-18s %s\n' "$mode" "$k" "$(bench_views_mmm ${times[$mode$k]})" \
                     "$(awk -v n="$n" -v k="$k" -v t="${med_t[$mode$k]}" 'BEGIN {printf "%d", n * k / t}')" \
                     "$(bench_views_mmm ${mems[$mode$k]})" "$(bench_views_mmm ${anons[$mode$k]})" \
-                    "$(bench_views_mmm ${peaks[$mode$k]})"
+                    "$(bench_views_mmm ${peaks[$mode$k]})" "$(bench_views_mmm ${ones[$mode$k]})"
             }
         done
     done
@@ -853,9 +886,11 @@ bench_views_run() {
         printf "one consumer per view:  20 views / 1 view: time %.2f, memory %.2f (for comparison)\n", t20 / t1, m20 / m1 }'
     awk -v a="${med_t[on20]}" -v b="${med_t[off20]}" -v c="${med_m[on20]}" -v d="${med_m[off20]}" 'BEGIN {
         printf "20 views, on / off:     time %.2f, memory %.2f\n", a / b, c / d }'
+    awk -v a="${med_t[behind20]}" -v b="${med_t[on20]}" -v c="${med_t[behind1]}" 'BEGIN {
+        printf "20 views behind a reader / on a stream without one: time %.2f; 20 views behind / 1 view behind: %.2f\n", a / b, a / c }'
     label="RESULT views"
-    for mode in on off; do
-        if [ "$mode" = on ]; then ks=("${BENCH_VIEWS_ON[@]}"); else ks=("${BENCH_VIEWS_OFF[@]}"); fi
+    for mode in on off behind; do
+        read -r -a ks <<<"$(bench_views_ks "$mode")"
         for k in "${ks[@]}"; do
             label+=" ${mode}${k}_s=${med_t[$mode$k]} ${mode}${k}_mb=${med_m[$mode$k]}"
         done
@@ -867,8 +902,9 @@ bench_views_run() {
     bench_views_plot "$n" "$r"
 }
 
-# bench_views_plot N RUNS: results/views.png from views-on.dat and
-# views-off.dat (views, median seconds, median MB), if gnuplot is there.
+# bench_views_plot N RUNS: results/views.png from views-on.dat,
+# views-off.dat and views-behind.dat (views, median seconds, median MB), if
+# gnuplot is there.
 bench_views_plot() {
     local png=$BENCH_RESULTS/views${BENCH_SUFFIX:-}.png
     command -v gnuplot >/dev/null || { echo "(no gnuplot: no plot)"; return 0; }
@@ -888,13 +924,17 @@ set ylabel "seconds until ssp.wait returns for all"
 plot "$SSP_WORK/views-on.dat" using 1:2 with linespoints linewidth 2 pointtype 7 linecolor rgb "#3b6ea5" \
          title "one reader per stream (shared_readers on)", \
      "$SSP_WORK/views-off.dat" using 1:2 with points pointtype 9 pointsize 1.6 linecolor rgb "#c0504d" \
-         title "one consumer per view (off)"
+         title "one consumer per view (off)", \
+     "$SSP_WORK/views-behind.dat" using 1:2 with linespoints dashtype 2 pointtype 5 linecolor rgb "#6a9a48" \
+         title "made behind a reader at the end of the topic"
 set title "peak memory of the ssp worker processes"
 set ylabel "MB (sum of VmRSS)"
 plot "$SSP_WORK/views-on.dat" using 1:3 with linespoints linewidth 2 pointtype 7 linecolor rgb "#3b6ea5" \
          title "one reader per stream (shared_readers on)", \
      "$SSP_WORK/views-off.dat" using 1:3 with points pointtype 9 pointsize 1.6 linecolor rgb "#c0504d" \
-         title "one consumer per view (off)"
+         title "one consumer per view (off)", \
+     "$SSP_WORK/views-behind.dat" using 1:3 with linespoints dashtype 2 pointtype 5 linecolor rgb "#6a9a48" \
+         title "made behind a reader at the end of the topic"
 unset multiplot
 GP
     echo "plot: $png"

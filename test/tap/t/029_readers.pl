@@ -6,8 +6,9 @@
 # query; a view created, paused, reset (shown starting at once) and
 # dropped while the others run, a parallel view reset;
 # a view whose table stays locked leaves the reader while the others keep
-# up; a view created while orders flow joins the reader; every view of a
-# reader dropped with a change of their server.
+# up; a view created while orders flow joins the reader; views created
+# behind the reader catch up in one reader of their own, which hands them
+# to it; every view of a reader dropped with a change of their server.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -361,6 +362,48 @@ for my $v (sort keys %lone_truth)
 }
 $node->safe_psql('postgres', 'DROP VIEW lone, lone_end');
 $faults++;
+
+# views made behind the live reader (from the start of a topic longer than
+# what a reader reads again for a view that joins it) share one catch-up
+# reader, started once for all of them, which hands them all to the live
+# reader once near it, as orders flow; each view is exact (a worker and a
+# consumer for each of them once caught up alone)
+produce(30000);
+SspTest::wait_views($node, 'postgres', @shared);
+$node->append_conf('postgresql.conf', "log_min_messages = debug1\n");
+$node->reload;
+my $behind_log = -s $node->logfile;
+my %behind_query = (
+	behind_agg => 'SELECT region, count(*) AS n, sum(amount) AS total FROM %s GROUP BY region',
+	behind_keyed => 'SELECT order_id %% 100 AS k, count(*) AS n, max(amount) AS top FROM %s GROUP BY k',
+	behind_spread => 'SELECT region, min(amount) AS lo, max(amount) AS hi FROM %s GROUP BY region',
+	behind_append => 'SELECT order_id, amount FROM %s WHERE amount > 95',
+	behind_all => 'SELECT count(*) AS n, sum(amount) AS total FROM %s',
+);
+my @behind = sort keys %behind_query;
+flow(40);
+$node->safe_psql('postgres', 'BEGIN; '
+	  . join('', map { sprintf("CREATE VIEW $_ WITH ($with) AS $behind_query{$_}; ", 'orders') } @behind)
+	  . 'COMMIT');
+attached('views made behind the reader', @shared, @behind);
+finish_flow();
+SspTest::wait_views($node, 'postgres', @behind);
+for my $v (@behind)
+{
+	my ($l, $t) = SspTest::lost_and_twice($node, 'postgres', "SELECT * FROM $v", sprintf($behind_query{$v}, 't'));
+	is("$l $t", '0 0', "made behind the reader: $v equals its query");
+}
+{
+	my @log = split /\n/, substr(slurp_file($node->logfile), $behind_log);
+	my $started = grep { /starting background worker process "ssp worker for view/ } @log;
+	my ($merged) = map { /a reader of (\d+) views hands them to the reader/ ? $1 : () } @log;
+	ok($started <= 2 && ($merged // 0) >= 3,
+		'the views made behind the reader caught up in one reader of their own, which handed them to it')
+	  or diag("worker processes started: $started, views handed by a reader: " . ($merged // 'none'));
+}
+$node->append_conf('postgresql.conf', "log_min_messages = warning\n");
+$node->reload;
+$node->safe_psql('postgres', 'DROP VIEW ' . join(', ', @behind));
 
 # every view of a reader dropped in the transaction that changes their
 # server: the reader answers the drops and is left with no view just as it

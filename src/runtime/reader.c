@@ -618,7 +618,11 @@ ssp_served_leave(SspWorker *w, SspServed *s, ErrorData *failure)
 	}
 }
 
-/* mark_attached: the slots of the process's views say they share its reader */
+/*
+ * mark_attached: the slots of the process's views say they share its
+ * reader, and ssp.readers how many it applies (which ssp.views.attached
+ * reads), at once rather than after its next batch.
+ */
 static void
 mark_attached(SspWorker *w)
 {
@@ -626,6 +630,8 @@ mark_attached(SspWorker *w)
 	bool		shared = list_length(w->served) > 1;
 
 	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	if (w->reader && w->reader->pid == MyProcPid)
+		w->reader->nviews = list_length(w->served);
 	foreach(lc, w->served)
 	{
 		SspServed  *s = lfirst(lc);
@@ -892,6 +898,20 @@ ssp_reader_find(const SspReaderKey *key, int64 position, int *pid, Latch **latch
 	}
 	LWLockRelease(ssp_shared->lock);
 	return r != NULL;
+}
+
+/* ssp_reader_registered: is process pid a live reader of some key? */
+bool
+ssp_reader_registered(int pid)
+{
+	bool		found = false;
+	int			i;
+
+	LWLockAcquire(ssp_shared->lock, LW_SHARED);
+	for (i = 0; i < ssp_shared->nreaders && !found; i++)
+		found = ssp_shared->readers[i].in_use && ssp_shared->readers[i].pid == pid;
+	LWLockRelease(ssp_shared->lock);
+	return found;
 }
 
 /*

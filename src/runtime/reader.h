@@ -100,6 +100,7 @@ extern bool ssp_reader_hand_over(SspWorker *w);
 extern bool ssp_reader_merge_due(SspWorker *w);
 extern bool ssp_reader_merge(SspWorker *w);
 extern bool ssp_reader_near(int batch_size, int64 a, int64 b);
+extern bool ssp_reader_registered(int pid);
 extern bool ssp_reader_find(const SspReaderKey *key, int64 position, int *pid, Latch **latch,
 							int64 *theirs);
 extern bool ssp_view_reader_key(Oid viewoid, int part, SspReaderKey *key, int64 *position);

@@ -843,11 +843,18 @@ to_reader(SchedView *sv, List *views, TimestampTz now)
 	foreach(lc, views)
 	{
 		SchedView  *other = lfirst(lc);
+		pid_t		opid;
 
+		/*
+		 * Not one whose worker is a reader already: it would have been found
+		 * near, so it is far (its position here is the one it started at).
+		 */
 		if (other != sv && other->handle != NULL && other->key_known &&
 			memcmp(&other->key, &sv->key, sizeof(SspReaderKey)) == 0 &&
 			ssp_reader_near(sv->key.batch_size, other->position, sv->position) &&
-			!TimestampDifferenceExceeds(other->started, now, READER_START_WAIT_MS))
+			!TimestampDifferenceExceeds(other->started, now, READER_START_WAIT_MS) &&
+			!(GetBackgroundWorkerPid(other->handle, &opid) == BGWH_STARTED &&
+			  ssp_reader_registered(opid)))
 		{
 			sv->wait_until = TimestampTzPlusMilliseconds(other->started, READER_START_WAIT_MS);
 			ssp_slot_set_status(slot, "starting", -1);

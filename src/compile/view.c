@@ -341,8 +341,10 @@ check_query(Query *q)
 		ssp_refuse("WITH queries", "Common table expressions are not maintained incrementally.");
 	if (q->hasWindowFuncs)
 		ssp_refuse("window functions", "A window function depends on rows of other batches; use GROUP BY, or ORDER BY when querying the view.");
-	if (q->distinctClause)
-		ssp_refuse("DISTINCT", "Removing duplicates needs every row seen so far; query the view with DISTINCT instead.");
+	if (q->hasDistinctOn)
+		ssp_refuse("DISTINCT ON", "It keeps one row of each key, whichever comes first in an order a stream does not have; use GROUP BY with min() or max().");
+	if (q->distinctClause && (q->hasAggs || q->groupClause))
+		ssp_refuse("DISTINCT over aggregates", "Each batch changes the aggregates, and with them which rows are duplicates; query the view with DISTINCT instead.");
 	if (q->sortClause)
 		ssp_refuse("ORDER BY", "A view's rows have no order; put ORDER BY in the queries that read it.");
 	if (q->limitCount || q->limitOffset)
@@ -932,6 +934,15 @@ ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 
 	streamlist = check_query(q);
 	b->analysed = copyObject(q);
+	/*
+	 * SELECT DISTINCT a, b keeps the rows of GROUP BY a, b: it is built as
+	 * that (its definition, kept in NAME_query, still says DISTINCT).
+	 */
+	if (q->distinctClause)
+	{
+		q->groupClause = q->distinctClause;
+		q->distinctClause = NIL;
+	}
 	b->nstreams = list_length(streamlist);
 	if (b->nstreams > 1)
 	{

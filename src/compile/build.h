@@ -163,6 +163,8 @@ typedef struct Build
 	char	   *shard_status;	/* its table of the shards' ssp.shard_views, qualified */
 	char	   *shard_view_schema;	/* the view's schema and name on the shards */
 	char	   *shard_view_name;
+	/* the batch's groups, shared with views that group it alike (batch.c) */
+	SspShare   *share;			/* NULL: not shared */
 } Build;
 
 #define ROLLUP_DISTINCT 2

@@ -297,6 +297,7 @@ ssp_view_generate(SspView *v)
 	v->sql_stale = false;
 	b = ssp_view_build(v);
 	v->apply_sql = b->apply_sql;
+	v->share = b->share;
 	v->late_sql = b->late_sql;
 	v->retention_sql = b->retention_sql;
 	v->outbox_final_sql = b->outbox_final_sql;

@@ -34,6 +34,24 @@ typedef enum SspOnError
 
 #define SSP_MAX_WATCHED 64
 
+/*
+ * How an aggregating view reduces a batch to its groups, so that views
+ * that reduce it alike share one reduction (batch.c): the groups are read
+ * by "SELECT keys, expr AS col, ... rest", one column per state of every
+ * such view, named after its expression; the view then merges them with
+ * apply_sql, which reads them as the ephemeral relation SSP_GROUPS_RELATION.
+ */
+typedef struct SspShare
+{
+	char	   *keys;			/* "expr AS _ssp_k1, ...": the group keys */
+	char	   *rest;			/* "FROM ... WHERE ... GROUP BY 1, ..." */
+	List	   *cols;			/* char *: the state columns' names there */
+	List	   *exprs;			/* char *: their expressions over the batch */
+	char	   *apply_sql;		/* the view's apply statement over the groups */
+} SspShare;
+
+#define SSP_GROUPS_RELATION "ssp_groups"
+
 /* A continuous view as its worker sees it (catalog.c). */
 typedef struct SspView
 {
@@ -46,6 +64,7 @@ typedef struct SspView
 	char	  **topics;			/* their topics */
 	List	   *buffers;		/* Oid: a join's buffer tables */
 	char	   *apply_sql;
+	SspShare   *share;			/* NULL: reduces the batch alone */
 	int			commit_interval_ms;
 	int			batch_size;
 	SspOnError	on_error;

@@ -17,10 +17,13 @@
  */
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "commands/defrem.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -28,6 +31,7 @@
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/ruleutils.h"
@@ -578,6 +582,7 @@ typedef struct MrelCols
 	StringInfoData dstates;
 	List	   *keycols;
 	List	   *nulltests;
+	List	   *exprs;			/* char *: each column's expression, as in sel */
 	int			n;
 } MrelCols;
 
@@ -605,6 +610,7 @@ add_column(MrelCols *m, const char *col, const char *type, const char *expr)
 	appendStringInfo(&m->values, "%sexcluded.%s", sep, col);
 	appendStringInfo(&m->sel, "%s%s", sep, expr);
 	appendStringInfo(&m->outer, "%s_ssp_g.%s", sep, col);
+	m->exprs = lappend(m->exprs, (char *) expr);
 }
 
 /*
@@ -954,6 +960,137 @@ merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const c
 													where, where[0] ? "AND" : "WHERE", isnull.data, group)),
 						 m->keys.data, set[0] ? psprintf("UPDATE SET %s", set) : "NOTHING");
 	}
+}
+
+/*
+ * differs_fn: may function fn give two statements of one process a
+ * different result over the same batch?  A volatile function may; so may
+ * a stable one of the user's (it may read a table, and two views see
+ * it in snapshots of their own), and the time of the transaction or the
+ * statement.  Postgres's and ssp's other stable functions depend on the
+ * process's settings only (the time zone), which its views share.
+ */
+static bool
+differs_fn(Oid fn, void *context)
+{
+	Oid			ssp_nsp = *(Oid *) context;
+
+	switch (func_volatile(fn))
+	{
+		case PROVOLATILE_IMMUTABLE:
+			return false;
+		case PROVOLATILE_STABLE:
+			if (fn == F_NOW || fn == F_TRANSACTION_TIMESTAMP || fn == F_STATEMENT_TIMESTAMP)
+				return true;
+			return fn >= FirstGenbkiObjectId && get_func_namespace(fn) != ssp_nsp;
+		default:
+			return true;
+	}
+}
+
+/* differs_walker: does node hold what differs_fn says, or a subquery? */
+static bool
+differs_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, SQLValueFunction) || IsA(node, NextValueExpr) || IsA(node, SubLink) ||
+		IsA(node, Query))
+		return true;
+	if (check_functions_in_node(node, differs_fn, context))
+		return true;
+	return expression_tree_walker(node, differs_walker, context);
+}
+
+/*
+ * share_groups: b->share, for a view whose groups of a batch other views
+ * may reduce alike (SspShare): one that reads the stream alone, over no
+ * DISTINCT values, with nothing in its groups that may differ from one
+ * statement to the next (a mutable function, the run's number $2, a
+ * sliding range's now()).  The view's statement over the shared groups
+ * does what merge_groups' does over the batch: the groups are the same
+ * rows, named otherwise.
+ */
+static void
+share_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const char *group,
+			 const char *set)
+{
+	Query	   *q = b->query;
+	SspShare   *share;
+	StringInfoData keys;
+	StringInfoData sel;
+	StringInfoData on;
+	StringInfoData notnull;
+	StringInfoData isnull;
+	ListCell   *lc;
+	ListCell   *e;
+	int			nkeys = list_length(m->keycols);
+	int			i = 0;
+	Oid			ssp_nsp = get_namespace_oid("ssp", false);
+
+	if (m->dstates.len > 0 || b->step_expr || b->stream_join || list_length(q->rtable) != 1 ||
+		differs_walker((Node *) q->targetList, &ssp_nsp) ||
+		differs_walker(q->jointree->quals, &ssp_nsp))
+		return;
+	share = palloc0(sizeof(SspShare));
+	initStringInfo(&keys);
+	initStringInfo(&sel);
+	foreach(lc, m->exprs)
+	{
+		const char *expr = lfirst(lc);
+		char	   *col;
+
+		if (strstr(expr, "$2"))
+			return;
+		if (i < nkeys)
+		{
+			col = psprintf("_ssp_k%d", i + 1);
+			appendStringInfo(&keys, "%s%s AS %s", i ? ", " : "", expr, col);
+		}
+		else
+		{
+			/* named after the expression: views that share it share it */
+			col = psprintf("_ssp_%016llx",
+						   (unsigned long long) hash_bytes_extended((const unsigned char *) expr,
+																	strlen(expr), 0));
+			share->cols = lappend(share->cols, col);
+			share->exprs = lappend(share->exprs, (char *) expr);
+		}
+		appendStringInfo(&sel, "%s%s", i ? ", " : "", col);
+		i++;
+	}
+	share->keys = keys.data;
+	share->rest = psprintf("FROM %s%s%s%s", b->from, b->window >= 0 ? b->window_from : "", where, group);
+	if (strstr(share->rest, "$2"))
+		return;
+
+	/* merge_groups' statements, over the groups */
+	initStringInfo(&on);
+	initStringInfo(&notnull);
+	initStringInfo(&isnull);
+	i = 0;
+	forboth(lc, m->keycols, e, m->nulltests)
+	{
+		const char *c = lfirst(lc);
+
+		i++;
+		appendStringInfo(&on, "%sm.%s = excluded.%s", on.len ? " AND " : "", c, c);
+		if (lfirst(e) == NULL)
+			continue;
+		appendStringInfo(&notnull, "%sexcluded.%s IS NOT NULL", notnull.len ? " AND " : "", c);
+		appendStringInfo(&isnull, "%s_ssp_k%d IS NULL", isnull.len ? " OR " : "", i);
+	}
+	share->apply_sql = psprintf("MERGE INTO %s AS m USING (SELECT %s FROM %s) AS excluded (%s) ON %s "
+								"WHEN MATCHED THEN %s WHEN NOT MATCHED%s%s THEN INSERT (%s) VALUES (%s)",
+								mrel, sel.data, SSP_GROUPS_RELATION, m->cols.data, on.data,
+								set[0] ? psprintf("UPDATE SET %s", set) : "DO NOTHING",
+								notnull.len ? " AND " : "", notnull.data, m->cols.data, m->values.data);
+	if (isnull.len > 0)
+		share->apply_sql = psprintf("%s;\nINSERT INTO %s AS m (%s) SELECT %s FROM %s WHERE %s ON CONFLICT (%s) DO %s",
+									share->apply_sql, mrel, m->cols.data, sel.data, SSP_GROUPS_RELATION,
+									isnull.data, m->keys.data,
+									set[0] ? psprintf("UPDATE SET %s", set) : "NOTHING");
+	b->share = share;
 }
 
 /* name_taken: is name one of the strings in taken? */
@@ -1342,7 +1479,10 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 							 m.keys.data, set.len ? psprintf("UPDATE SET %s", set.data) : "NOTHING");
 		}
 		else
+		{
 			merge_groups(b, mrel, &m, where.data, group.data, set.data, apply);
+			share_groups(b, mrel, &m, where.data, group.data, set.data);
+		}
 
 		/* the distinct values of a window go when it closes */
 		if (m.dstates.len > 0 && b->window >= 0)

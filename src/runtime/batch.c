@@ -43,6 +43,7 @@
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 #include "ssp.h"
 #include "stream/stream.h"
@@ -70,6 +71,34 @@ typedef struct BatchState
 								 * without messages (apply_range) */
 	bool		nothing;		/* apply_range: run on no message too */
 } BatchState;
+
+/*
+ * A batch's groups as views reduce it alike (SspShare: the same keys, FROM,
+ * WHERE and GROUP BY), reduced once, by the first of them to apply the
+ * batch, for every state column any of them keeps; each then merges them
+ * into its own table, in its own transaction, with its own offsets.  The
+ * reduction reads nothing but the batch, through nothing that may differ
+ * between two statements, so it is the same in every view's transaction;
+ * a reader's views have one owner, whose rights it runs with.
+ */
+typedef struct SspGroups
+{
+	const char *keys;			/* SspShare's keys and rest */
+	const char *rest;
+	Oid			user;
+	int			views;			/* views of the batch that reduce it so */
+	bool		clash;			/* two expressions hashed to one name */
+	List	   *cols;			/* char *: every such view's state columns */
+	List	   *exprs;			/* char *: and their expressions */
+	int			used;			/* views that merged them */
+	bool		tried;			/* reduced, or failed to be */
+	Tuplestorestate *ts;		/* the groups (NULL: failed) */
+	TupleDesc	desc;
+	uint64		ntuples;
+	Datum		watermark;		/* the parameters they were reduced with */
+	bool		no_watermark;
+	int32		part;
+} SspGroups;
 
 /* hidden columns of ssp_batch after the stream's own */
 #define SSP_BATCH_EXTRA 3
@@ -179,6 +208,165 @@ reserve_rows(SspRows **rows, int nsrc, const SspMessage *msgs, int lo, int hi, b
 	pfree(count);
 }
 
+/* share_find: d's groups reduced as share says, or NULL. */
+static SspGroups *
+share_find(SspDecoded *d, SspShare *share)
+{
+	ListCell   *lc;
+
+	foreach(lc, d->groups)
+	{
+		SspGroups  *g = lfirst(lc);
+
+		if (g->user == GetUserId() && strcmp(g->keys, share->keys) == 0 &&
+			strcmp(g->rest, share->rest) == 0)
+			return g;
+	}
+	return NULL;
+}
+
+/*
+ * ssp_share_note: view will apply the batch d; its groups, if it may
+ * share them, are to be reduced with its state columns too.
+ */
+void
+ssp_share_note(SspDecoded *d, SspView *view)
+{
+	SspShare   *share = view->share;
+	MemoryContext old;
+	SspGroups  *g;
+	ListCell   *c;
+	ListCell   *e;
+
+	if (share == NULL || d == NULL || d->failed)
+		return;
+	old = MemoryContextSwitchTo(d->cxt);
+	g = share_find(d, share);
+	if (g == NULL)
+	{
+		g = palloc0(sizeof(SspGroups));
+		g->keys = pstrdup(share->keys);
+		g->rest = pstrdup(share->rest);
+		g->user = GetUserId();
+		d->groups = lappend(d->groups, g);
+	}
+	g->views++;
+	forboth(c, share->cols, e, share->exprs)
+	{
+		ListCell   *gc;
+		ListCell   *ge;
+		bool		found = false;
+
+		forboth(gc, g->cols, ge, g->exprs)
+		{
+			if (strcmp(lfirst(gc), lfirst(c)) != 0)
+				continue;
+			found = true;
+			g->clash |= strcmp(lfirst(ge), lfirst(e)) != 0;
+			break;
+		}
+		if (!found)
+		{
+			g->cols = lappend(g->cols, pstrdup(lfirst(c)));
+			g->exprs = lappend(g->exprs, pstrdup(lfirst(e)));
+		}
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * shared_groups: the groups of the batch for bs's view, reduced now if
+ * this is the first view to read them; NULL where it reduces the batch
+ * alone (no other view reduces it alike, its SQL was built again since
+ * it was noted, or the reduction failed: the view's own statement then
+ * finds the message to blame).  args as for the apply statement; rows,
+ * the published batch.
+ */
+static SspGroups *
+shared_groups(BatchState *bs, Oid *argtypes, Datum *args, char *nulls, SspRows **rows)
+{
+	SspShare   *share = bs->view->share;
+	SspGroups  *g;
+	ListCell   *c;
+	ListCell   *e;
+	StringInfoData sql;
+	MemoryContext old;
+	uint64		i;
+
+	if (share == NULL || bs->shared == NULL || (g = share_find(bs->shared, share)) == NULL ||
+		g->views < 2 || g->clash)
+		return NULL;
+	foreach(c, share->cols)
+	{
+		bool		found = false;
+
+		foreach(e, g->cols)
+			if ((found = strcmp(lfirst(e), lfirst(c)) == 0))
+				break;
+		if (!found)
+			return NULL;
+	}
+	if (g->tried)
+	{
+		if (g->ts == NULL || g->part != DatumGetInt32(args[2]) ||
+			g->no_watermark != (nulls[0] == 'n') ||
+			(!g->no_watermark && g->watermark != args[0]))
+			return NULL;
+		g->used++;
+		return g;
+	}
+	g->tried = true;			/* failed, unless it comes through */
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT %s", g->keys);
+	forboth(c, g->cols, e, g->exprs)
+		appendStringInfo(&sql, ", %s AS %s", (char *) lfirst(e), (char *) lfirst(c));
+	appendStringInfo(&sql, " %s", g->rest);
+	if (SPI_execute_with_args(sql.data, 3, argtypes, args, nulls, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not reduce the batch of continuous view \"%s\" to its groups",
+			 bs->view->name);
+	for (i = 0; i < (uint64) bs->src->n; i++)
+		if (rows[i]->n > 0 && rows[i]->scans == 0)
+			elog(ERROR, "ssp: the groups of continuous view \"%s\" were not read from its batch relation %s",
+				 bs->view->name, rows[i]->name);
+	old = MemoryContextSwitchTo(bs->shared->cxt);
+	g->desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+	/* read by the views' transactions after this one */
+	g->ts = tuplestore_begin_heap(false, true, work_mem);
+	for (i = 0; i < SPI_processed; i++)
+		tuplestore_puttuple(g->ts, SPI_tuptable->vals[i]);
+	MemoryContextSwitchTo(old);
+	g->ntuples = SPI_processed;
+	SPI_freetuptable(SPI_tuptable);
+	g->watermark = args[0];
+	g->no_watermark = nulls[0] == 'n';
+	g->part = DatumGetInt32(args[2]);
+	g->used++;
+	return g;
+}
+
+/*
+ * ssp_share_used: how many views merged groups of d that they shared with
+ * another (counted as they were read, whether or not the view's
+ * transaction then committed).
+ */
+int
+ssp_share_used(SspDecoded *d)
+{
+	ListCell   *lc;
+	int			n = 0;
+
+	if (d == NULL)
+		return 0;
+	foreach(lc, d->groups)
+	{
+		SspGroups  *g = lfirst(lc);
+
+		if (g->used > 1)
+			n += g->used;
+	}
+	return n;
+}
+
 /*
  * run_apply: decode msgs[lo, hi) into the batch relations of their
  * sources, and run the apply statement over them, with the watermark as
@@ -199,6 +387,7 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 	bool		own = !(bs->shared && lo == 0 && hi == bs->n);
 	MemoryContext rowcxt = AllocSetContextCreate(CurrentMemoryContext, "ssp decode",
 												 ALLOCSET_DEFAULT_SIZES);
+	SspGroups  *volatile groups = NULL;
 	int			i;
 	int			rc;
 
@@ -248,12 +437,27 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 		nulls[0] = bs->et && bs->et->watermark != DT_NOBEGIN ? ' ' : 'n';
 		args[1] = Int32GetDatum((int32) ++run);
 		args[2] = Int32GetDatum(bs->view->part);
-		rc = SPI_execute_with_args(bs->view->apply_sql, 3, argtypes, args, nulls, false, 0);
+		groups = own ? NULL : shared_groups(bs, argtypes, args, nulls, rows);
+		if (groups)
+		{
+			EphemeralNamedRelation enr = palloc0(sizeof(EphemeralNamedRelationData));
+
+			enr->md.name = SSP_GROUPS_RELATION;
+			enr->md.reliddesc = InvalidOid;
+			enr->md.tupdesc = groups->desc;
+			enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+			enr->md.enrtuples = groups->ntuples;
+			enr->reldata = groups->ts;
+			if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+				elog(ERROR, "ssp: could not register the batch's groups");
+		}
+		rc = SPI_execute_with_args(groups ? bs->view->share->apply_sql : bs->view->apply_sql,
+								   3, argtypes, args, nulls, false, 0);
 		if (rc != SPI_OK_INSERT && rc != SPI_OK_MERGE && rc != SPI_OK_DELETE && rc != SPI_OK_UPDATE)
 			elog(ERROR, "ssp: apply statement of view \"%s\" failed: %s",
 				 bs->view->name, SPI_result_code_string(rc));
-		/* a batch no scan read would be lost */
-		for (i = 0; i < nsrc; i++)
+		/* a batch no scan read would be lost (the groups' was checked) */
+		for (i = 0; i < nsrc && groups == NULL; i++)
 			if (rows[i]->n > 0 && rows[i]->scans == 0)
 				elog(ERROR, "ssp: the apply statement of view \"%s\" did not read its batch relation %s",
 					 bs->view->name, rows[i]->name);
@@ -269,6 +473,8 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 	}
 	PG_FINALLY();
 	{
+		if (groups)
+			SPI_unregister_relation(SSP_GROUPS_RELATION);
 		ssp_rows_withdraw();
 		for (i = 0; i < nsrc; i++)
 		{
@@ -946,6 +1152,7 @@ decoded_create(SspSources *src, bool event_times, MemoryContext cxt)
 	int			i;
 
 	d->nsources = src->n;
+	d->cxt = cxt;
 	d->rows = palloc0(sizeof(SspRows *) * src->n);
 	for (i = 0; i < src->n; i++)
 		maxatts = Max(maxatts, src->streams[i]->natts);
@@ -1025,8 +1232,17 @@ ssp_decoded_free(SspDecoded *d)
 {
 	int			i;
 
+	ListCell   *lc;
+
 	if (d == NULL)
 		return;
+	foreach(lc, d->groups)
+	{
+		SspGroups  *g = lfirst(lc);
+
+		if (g->ts)
+			tuplestore_end(g->ts);
+	}
 	for (i = 0; i < d->nsources; i++)
 		ssp_rows_free(d->rows[i]);
 	if (d->maxev)

@@ -49,6 +49,9 @@ typedef struct SspDecoded
 	TimestampTz *maxev;			/* per slot: latest event time, or NULL */
 	Datum	   *values;			/* a message's, as it is decoded */
 	bool	   *nulls;
+	MemoryContext cxt;			/* where it lives, until ssp_decoded_free */
+	List	   *groups;			/* SspGroups: reduced once for the views that
+								 * reduce the batch alike (ssp_share_note) */
 } SspDecoded;
 
 /* Per slot, the lowest and highest offset of a batch's messages (-1: none). */
@@ -67,6 +70,8 @@ extern bool ssp_batch_due(SspView *view, SspEventTime *et, const bool *lagging, 
 extern void ssp_decode_more(SspDecoded **dp, SspSources *src, SspMessage *msgs,
 							int from, int to, bool event_times, MemoryContext cxt);
 extern void ssp_decoded_free(SspDecoded *d);
+extern void ssp_share_note(SspDecoded *d, SspView *view);
+extern int	ssp_share_used(SspDecoded *d);
 extern void ssp_check_stream_acl(SspView *view, SspStream *stream);
 extern void ssp_wait_for_batches(Oid view);
 extern bool ssp_record_lost(SspView *view, int source, int32 partition,

@@ -1398,7 +1398,11 @@ ssp_reader_apply(SspWorker *w, int n, const int64 *next, SspDecoded *decoded)
 	span.highest = palloc(sizeof(int64) * Max(w->src.nslots, 1));
 	ssp_batch_span(&w->src, w->msgs, n, &span);
 	for (i = 0; i < nviews; i++)
+	{
 		applied[i].s = list_nth(w->served, i);
+		/* views that reduce the batch alike reduce it once */
+		ssp_share_note(decoded, applied[i].s->view);
+	}
 	if (nviews > 1)
 		qsort(applied, nviews, sizeof(Applied), by_view_oid);
 	for (first = 0; first < nviews; first += SSP_GROUP_VIEWS)
@@ -1420,6 +1424,12 @@ ssp_reader_apply(SspWorker *w, int n, const int64 *next, SspDecoded *decoded)
 		done_view(w, &applied[i]);
 		pfree(applied[i].next);
 	}
+	i = ssp_share_used(decoded);
+	if (i != w->shared_groups)
+		ereport(DEBUG1,
+				(errmsg_internal("a reader of %d views reduces each batch to its groups once for %d of them, which group it alike",
+								 nviews, i)));
+	w->shared_groups = i;
 	pfree(applied);
 	pfree(span.lowest);
 	pfree(span.highest);

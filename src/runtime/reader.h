@@ -67,6 +67,8 @@ typedef struct SspWorker
 	int64		applied_batches;	/* batches with messages that went through */
 	int64		untrimmed;		/* messages applied since memory last went back */
 	TimestampTz handover_at;	/* when it may next look for a reader */
+	int			shared_groups;	/* views that read their groups of the last
+								 * batch from another's reduction */
 	double		rate;			/* messages read a second, lately; -1: none yet */
 	TimestampTz rate_at;
 } SspWorker;

@@ -695,10 +695,13 @@ bench_output_run() {
 # reader per stream (ssp.shared_readers = on, the default) and, for k = 1,
 # 5 and 20, with a worker and a consumer per view (off: 50 views would need
 # more than max_worker_processes), and made behind a view whose reader is
-# at the end of the topic already (behind).
+# at the end of the topic already (behind), and with a WHERE of their own
+# that every order passes, so that no two reduce a batch to the same groups
+# (apart: each view's own aggregation, not shared with the others).
 BENCH_VIEWS_ON=(1 2 5 10 20 50)
 BENCH_VIEWS_OFF=(1 5 20)
 BENCH_VIEWS_BEHIND=(1 5 20)
+BENCH_VIEWS_APART=(1 5 20)
 bench_views() {
     local n=${SSP_BENCH_MESSAGES:-1000000} r=${SSP_BENCH_RUNS:-5}
     bench_produce_orders "$n"
@@ -711,16 +714,19 @@ bench_views_ks() {
         on) echo "${BENCH_VIEWS_ON[*]}" ;;
         off) echo "${BENCH_VIEWS_OFF[*]}" ;;
         behind) echo "${BENCH_VIEWS_BEHIND[*]}" ;;
+        apart) echo "${BENCH_VIEWS_APART[*]}" ;;
     esac
 }
 
-# bench_views_mode on|off|behind|DEFAULT: ssp.shared_readers through ALTER
-# SYSTEM (behind: on), once a new session has it (a session and the workers
-# started from now on take the postmaster's settings).
+# bench_views_mode on|off|behind|apart|DEFAULT: ssp.shared_readers through
+# ALTER SYSTEM (behind and apart: on), once a new session has it (a
+# session and the workers started from now on take the postmaster's
+# settings).
 bench_views_mode() {
-    local want=$1 i
-    [ "$want" = DEFAULT ] || [ "$want" = behind ] && want=on
-    psql -X -q -v ON_ERROR_STOP=1 -c "ALTER SYSTEM SET ssp.shared_readers = ${1/behind/on}" -c "SELECT pg_reload_conf()" >/dev/null
+    local set=$1 want=$1 i
+    case $1 in behind | apart) set=on ;; esac
+    [ "$set" = DEFAULT ] || [ "$set" = on ] && want=on
+    psql -X -q -v ON_ERROR_STOP=1 -c "ALTER SYSTEM SET ssp.shared_readers = $set" -c "SELECT pg_reload_conf()" >/dev/null
     for i in $(seq 100); do
         [ "$(psql -X -At -c 'SHOW ssp.shared_readers')" = "$want" ] && return 0
         sleep 0.1
@@ -750,7 +756,7 @@ bench_views_sample() {
     done
 }
 
-# bench_views_once K N [behind]: K views created in one transaction, each
+# bench_views_once K N [behind|apart]: K views created in one transaction, each
 # to take N orders; sets BENCH_VIEWS_ONCE (not a command substitution: set
 # -e holds, and the sampler is this shell's child) to "SECONDS PEAK_RSS_MB
 # PEAK_ANON_MB PEAK_WORKERS END_WORKERS ATTACHED READERS ONE_READER": the
@@ -760,13 +766,14 @@ bench_views_sample() {
 # (ssp.readers), and the seconds until one reader was left (polled up to
 # 30 s; -1: not within them, or none).  behind: first a view of the same aggregate,
 # bench_live, created and caught up, so that the K views start behind a
-# reader already at the end of the topic.  Then drops the views and waits,
+# reader already at the end of the topic.  apart: each view with a WHERE
+# of its own that every order passes.  Then drops the views and waits,
 # up to 30 s, until their workers are gone.
 bench_views_once() {
-    local k=$1 n=$2 behind=${3:-} v out=$SSP_WORK/views-sample stop=$SSP_WORK/views-stop sampler res t peak after i
+    local k=$1 n=$2 mode=${3:-} v out=$SSP_WORK/views-sample stop=$SSP_WORK/views-stop sampler res t peak after i
     local names one=-1 t1
     names=$(seq -f 'bench_v%g' -s ', ' 1 "$k")
-    if [ -n "$behind" ]; then
+    if [ "$mode" = behind ]; then
         names+=", bench_live"
         psql -X -q -At -v ON_ERROR_STOP=1 \
             -c "CREATE VIEW bench_live WITH (ssp.continuous) AS SELECT region, count(*), sum(amount), avg(amount) FROM bench_catchup GROUP BY region" \
@@ -778,7 +785,7 @@ bench_views_once() {
     res=$({
         echo "BEGIN;"
         for v in $(seq "$k"); do
-            echo "CREATE VIEW bench_v$v WITH (ssp.continuous) AS SELECT region, count(*), sum(amount), avg(amount) FROM bench_catchup GROUP BY region;"
+            echo "CREATE VIEW bench_v$v WITH (ssp.continuous) AS SELECT region, count(*), sum(amount), avg(amount) FROM bench_catchup$([ "$mode" != apart ] || echo " WHERE order_id <> -$v") GROUP BY region;"
         done
         echo "COMMIT;"
         echo "SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset"
@@ -839,15 +846,17 @@ bench_views_run() {
     echo "     (50 views would need more than max_worker_processes = 32)"
     echo "behind: shared readers on, the k views created once a view of the same aggregate (bench_live)"
     echo "  has caught up, its reader at the end of the topic; k = ${BENCH_VIEWS_BEHIND[*]}"
+    echo "apart: shared readers on, view v with WHERE order_id <> -v, which every order passes: no two views"
+    echo "  reduce a batch to the same groups, each aggregates it on its own; k = ${BENCH_VIEWS_APART[*]}"
     echo "after the catch-up: the worker processes left, the views with attached = true (ssp.views), the"
     echo "  rows of ssp.readers, and the seconds until one reader was left (-1: not within 30 s)"
     echo
     for i in $(seq "$r"); do
-        for mode in on off behind; do
+        for mode in on off behind apart; do
             bench_views_mode "$mode"
             read -r -a ks <<<"$(bench_views_ks "$mode")"
             for k in "${ks[@]}"; do
-                if [ "$mode" = behind ]; then bench_views_once "$k" "$n" behind; else bench_views_once "$k" "$n"; fi
+                bench_views_once "$k" "$n" "$mode"
                 read -r t rss anon wpeak wend attached readers one <<<"$BENCH_VIEWS_ONCE"
                 times[$mode$k]="${times[$mode$k]:-} $t"
                 mems[$mode$k]="${mems[$mode$k]:-} $rss"
@@ -864,7 +873,7 @@ bench_views_run() {
     echo
     echo "median (min - max) of $r runs:"
     printf '%-6s %5s  %-26s %15s  %-26s %-24s %-18s %s\n' mode views "time s" "view-messages/s" "peak memory MB" "private MB" "workers at peak" "one reader after s"
-    for mode in on off behind; do
+    for mode in on off behind apart; do
         read -r -a ks <<<"$(bench_views_ks "$mode")"
         for k in "${ks[@]}"; do
             # shellcheck disable=SC2086
@@ -888,8 +897,10 @@ bench_views_run() {
         printf "20 views, on / off:     time %.2f, memory %.2f\n", a / b, c / d }'
     awk -v a="${med_t[behind20]}" -v b="${med_t[on20]}" -v c="${med_t[behind1]}" 'BEGIN {
         printf "20 views behind a reader / on a stream without one: time %.2f; 20 views behind / 1 view behind: %.2f\n", a / b, a / c }'
+    awk -v t1="${med_t[apart1]}" -v t20="${med_t[apart20]}" -v m1="${med_m[apart1]}" -v m20="${med_m[apart20]}" 'BEGIN {
+        printf "views apart (no groups shared): 20 views / 1 view: time %.2f, memory %.2f\n", t20 / t1, m20 / m1 }'
     label="RESULT views"
-    for mode in on off behind; do
+    for mode in on off behind apart; do
         read -r -a ks <<<"$(bench_views_ks "$mode")"
         for k in "${ks[@]}"; do
             label+=" ${mode}${k}_s=${med_t[$mode$k]} ${mode}${k}_mb=${med_m[$mode$k]}"
@@ -903,7 +914,7 @@ bench_views_run() {
 }
 
 # bench_views_plot N RUNS: results/views.png from views-on.dat,
-# views-off.dat and views-behind.dat (views, median seconds, median MB), if
+# views-off.dat, views-behind.dat and views-apart.dat (views, median seconds, median MB), if
 # gnuplot is there.
 bench_views_plot() {
     local png=$BENCH_RESULTS/views${BENCH_SUFFIX:-}.png
@@ -926,7 +937,9 @@ plot "$SSP_WORK/views-on.dat" using 1:2 with linespoints linewidth 2 pointtype 7
      "$SSP_WORK/views-off.dat" using 1:2 with points pointtype 9 pointsize 1.6 linecolor rgb "#c0504d" \
          title "one consumer per view (off)", \
      "$SSP_WORK/views-behind.dat" using 1:2 with linespoints dashtype 2 pointtype 5 linecolor rgb "#6a9a48" \
-         title "made behind a reader at the end of the topic"
+         title "made behind a reader at the end of the topic", \
+     "$SSP_WORK/views-apart.dat" using 1:2 with linespoints dashtype 3 pointtype 13 linecolor rgb "#8064a2" \
+         title "apart: no two views group alike"
 set title "peak memory of the ssp worker processes"
 set ylabel "MB (sum of VmRSS)"
 plot "$SSP_WORK/views-on.dat" using 1:3 with linespoints linewidth 2 pointtype 7 linecolor rgb "#3b6ea5" \
@@ -934,7 +947,9 @@ plot "$SSP_WORK/views-on.dat" using 1:3 with linespoints linewidth 2 pointtype 7
      "$SSP_WORK/views-off.dat" using 1:3 with points pointtype 9 pointsize 1.6 linecolor rgb "#c0504d" \
          title "one consumer per view (off)", \
      "$SSP_WORK/views-behind.dat" using 1:3 with linespoints dashtype 2 pointtype 5 linecolor rgb "#6a9a48" \
-         title "made behind a reader at the end of the topic"
+         title "made behind a reader at the end of the topic", \
+     "$SSP_WORK/views-apart.dat" using 1:3 with linespoints dashtype 3 pointtype 13 linecolor rgb "#8064a2" \
+         title "apart: no two views group alike"
 unset multiplot
 GP
     echo "plot: $png"

@@ -1,0 +1,148 @@
+# Views of one reader that reduce a batch to the same groups (the same
+# keys, WHERE and GROUP BY, whatever their aggregates) reduce it once
+# (doc/internals.md, Groups reduced once): each then merges those groups
+# into its own table, in its own transaction, with its own offsets.
+# Checked: each view equals its query, with groups of null keys, no keys,
+# event-time windows and a stable function; the log says how many views
+# shared their groups; a message that fails in the shared reduction goes to
+# the dead letters of each view that reads it, and nowhere else; a view
+# renamed, one dropped and the reader terminated while orders come; views
+# that must not share (now(), a subquery) are exact too.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use SspTest;
+
+my $broker = SspTest::start_any_broker(topics => ['orders:4']);
+my $node = SspTest::new_node('shared_groups', conf => "log_min_messages = debug1\n");
+my $brokers = $broker->{bootstrap};
+
+my $with = "ssp.continuous, ssp.batch_size = 400, ssp.commit_interval = '20ms'";
+$node->safe_psql('postgres', qq{
+	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$brokers');
+	CREATE FOREIGN TABLE orders (order_id bigint, region text, amount numeric, ts timestamptz)
+	  SERVER kafka OPTIONS (topic 'orders', timestamp 'ts');
+	CREATE TABLE t (order_id bigint, region text, amount numeric, ts timestamptz);
+	CREATE TABLE big (amount numeric);
+	INSERT INTO big VALUES (90);
+});
+
+# each view, and its query over the table t of every order produced;
+# ratio_* divide by the amount, which is 0 in one order of a thousand
+my %query = (
+	cnt => 'SELECT region, count(*) AS n, sum(amount) AS total FROM %s GROUP BY region',
+	mean => 'SELECT region, avg(amount) AS mean, sum(amount) AS total FROM %s GROUP BY region',
+	spread => 'SELECT region, min(amount) AS lo, max(amount) AS hi FROM %s GROUP BY region',
+	all_n => 'SELECT count(*) AS n, sum(amount) AS total FROM %s',
+	all_top => 'SELECT count(*) AS n, max(amount) AS top FROM %s',
+	minute_n => "SELECT region, date_trunc('minute', ts) AS m, count(*) AS n FROM %s GROUP BY region, m",
+	minute_sum => "SELECT region, date_trunc('minute', ts) AS m, sum(amount) AS total FROM %s GROUP BY region, m",
+	tumble_n => "SELECT ssp.tumble(ts, '1 minute') AS w, count(*) AS n FROM %s GROUP BY w",
+	tumble_sum => "SELECT ssp.tumble(ts, '1 minute') AS w, sum(amount) AS total FROM %s GROUP BY w",
+	ratio_sum => 'SELECT region, sum(100 / amount) AS r FROM %s GROUP BY region',
+	ratio_max => 'SELECT region, count(*) AS n, max(100 / amount) AS top FROM %s GROUP BY region',
+	now_n => 'SELECT region, count(*) FILTER (WHERE ts < now()) AS n FROM %s GROUP BY region',
+	sub_n => 'SELECT region, count(*) FILTER (WHERE amount < (SELECT max(amount) FROM big)) AS n FROM %s GROUP BY region',
+);
+my %options = (
+	tumble_n => ", ssp.grace = '1000 days'",
+	tumble_sum => ", ssp.grace = '1000 days'",
+);
+# the views that divide by the amount leave its zeros to the dead letters
+my %where = (ratio_sum => ' WHERE amount <> 0', ratio_max => ' WHERE amount <> 0');
+my @views = sort keys %query;
+# the views that share groups with another, when a batch has no zero amount
+my $sharing = 11;
+
+$node->safe_psql('postgres', 'BEGIN; '
+	  . join('', map { sprintf("CREATE VIEW $_ WITH ($with%s) AS $query{$_}; ", $options{$_} // '', 'orders') } @views)
+	  . 'COMMIT');
+
+my $produced = 0;
+
+# produce($n): n more orders, in the stream and in the table t; a region of
+# nine is null, and one amount in a thousand is 0
+sub produce
+{
+	my ($n) = @_;
+	my $from = $produced + 1;
+	my $to = $produced + $n;
+	my $gen = "SELECT g, CASE WHEN g % 9 = 0 THEN NULL ELSE 'r' || g % 7 END, "
+	  . "CASE WHEN g % 1000 = 500 THEN 0 ELSE (g * 37) % 100 + 1 END, "
+	  . "'2026-01-01'::timestamptz + g * interval '1 second' FROM generate_series($from, $to) g";
+	$node->safe_psql('postgres', "INSERT INTO orders $gen; INSERT INTO t $gen");
+	$produced = $to;
+}
+
+sub check_all
+{
+	my ($label, @v) = @_;
+	SspTest::wait_views($node, 'postgres', @v);
+	my ($lost, $twice) = (0, 0);
+	for my $v (@v)
+	{
+		my $truth = sprintf($query{$v}, $where{$v} ? "(SELECT * FROM t$where{$v}) t" : 't');
+		my ($l, $t) = SspTest::lost_and_twice($node, 'postgres', "SELECT * FROM $v", $truth);
+		is("$l $t", '0 0', "$label: $v equals its query");
+		$lost += $l;
+		$twice += $t;
+	}
+	return ($lost, $twice);
+}
+
+# shared_most($from): the most views the log says shared their groups since
+sub shared_most
+{
+	my ($from) = @_;
+	my $most = 0;
+	for (split /\n/, slurp_file($node->logfile, $from))
+	{
+		$most = $1 if /reduces each batch to its groups once for (\d+) of them/ && $1 > $most;
+	}
+	return $most;
+}
+
+my $log = -s $node->logfile;
+produce(4000);
+ok($node->poll_query_until('postgres', q{
+		SELECT count(*) = 1 FROM ssp.readers WHERE streams = ARRAY['orders'::regclass]}),
+	'the views share one reader');
+check_all('running', @views);
+is(shared_most($log), $sharing, "$sharing views read groups reduced once for them and another");
+
+# the zeros: one dead letter each, in each view that divides by the amount
+my $zeros = $node->safe_psql('postgres', 'SELECT count(*) FROM t WHERE amount = 0');
+is($node->safe_psql('postgres', q{
+		SELECT string_agg(view::text || ' ' || n, ', ' ORDER BY view::text)
+		FROM (SELECT view, count(*) AS n FROM ssp.dead_letters GROUP BY view) d}),
+	"ratio_max $zeros, ratio_sum $zeros",
+	'a message that fails the shared reduction goes to the dead letters of the views that read it only');
+
+# renamed, dropped, the reader terminated, as orders come
+$node->safe_psql('postgres', 'ALTER VIEW spread RENAME TO spread2');
+$query{spread2} = delete $query{spread};
+produce(1500);
+$node->safe_psql('postgres', 'DROP VIEW all_top');
+delete $query{all_top};
+produce(1500);
+my $reader = $node->safe_psql('postgres', q{SELECT pid FROM ssp.readers WHERE streams = ARRAY['orders'::regclass]});
+$log = -s $node->logfile;
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($reader)");
+produce(3000);
+@views = sort keys %query;
+my ($lost, $twice) = check_all('after a rename, a drop and the reader terminated', @views);
+is(shared_most($log), $sharing - 2, 'the new reader shares the groups of the views left (all_n alone now)');
+$zeros = $node->safe_psql('postgres', 'SELECT count(*) FROM t WHERE amount = 0');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM ssp.dead_letters'), 2 * $zeros,
+	'the dead letters: each zero amount once in each view that divides by it');
+
+my $applied = $node->safe_psql('postgres', 'SELECT sum(n) FROM cnt');
+is($applied, $produced, "$produced orders, each counted once");
+SspTest::report(faults => 1, produced => $produced, applied => $applied,
+	dead_letters => $node->safe_psql('postgres', 'SELECT count(*) FROM ssp.dead_letters'),
+	lost => $lost, twice => $twice, broker => $broker->{kind});
+
+$node->stop;
+done_testing();

@@ -291,6 +291,10 @@ shared_groups(BatchState *bs, Oid *argtypes, Datum *args, char *nulls, SspRows *
 	ListCell   *e;
 	StringInfoData sql;
 	MemoryContext old;
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	Tuplestorestate *volatile ts = NULL;
+	TupleDesc	volatile desc = NULL;
 	uint64		i;
 
 	if (share == NULL || bs->shared == NULL || (g = share_find(bs->shared, share)) == NULL ||
@@ -321,22 +325,56 @@ shared_groups(BatchState *bs, Oid *argtypes, Datum *args, char *nulls, SspRows *
 	forboth(c, g->cols, e, g->exprs)
 		appendStringInfo(&sql, ", %s AS %s", (char *) lfirst(e), (char *) lfirst(c));
 	appendStringInfo(&sql, " %s", g->rest);
-	if (SPI_execute_with_args(sql.data, 3, argtypes, args, nulls, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "ssp: could not reduce the batch of continuous view \"%s\" to its groups",
-			 bs->view->name);
-	for (i = 0; i < (uint64) bs->src->n; i++)
-		if (rows[i]->n > 0 && rows[i]->scans == 0)
-			elog(ERROR, "ssp: the groups of continuous view \"%s\" were not read from its batch relation %s",
-				 bs->view->name, rows[i]->name);
-	old = MemoryContextSwitchTo(bs->shared->cxt);
-	g->desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
-	/* read by the views' transactions after this one */
-	g->ts = tuplestore_begin_heap(false, true, work_mem);
-	for (i = 0; i < SPI_processed; i++)
-		tuplestore_puttuple(g->ts, SPI_tuptable->vals[i]);
-	MemoryContextSwitchTo(old);
-	g->ntuples = SPI_processed;
-	SPI_freetuptable(SPI_tuptable);
+
+	/*
+	 * In a subtransaction of its own: it computes other views' columns too,
+	 * and what fails in them (any error, not only one of the data) must not
+	 * fail this view, which then reduces the batch alone.
+	 */
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		if (SPI_execute_with_args(sql.data, 3, argtypes, args, nulls, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "ssp: could not reduce the batch of continuous view \"%s\" to its groups",
+				 bs->view->name);
+		for (i = 0; i < (uint64) bs->src->n; i++)
+			if (rows[i]->n > 0 && rows[i]->scans == 0)
+				elog(ERROR, "ssp: the groups of continuous view \"%s\" were not read from its batch relation %s",
+					 bs->view->name, rows[i]->name);
+		old = MemoryContextSwitchTo(bs->shared->cxt);
+		desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+		/* read by the views' transactions after this one */
+		ts = tuplestore_begin_heap(false, true, work_mem);
+		for (i = 0; i < SPI_processed; i++)
+			tuplestore_puttuple(ts, SPI_tuptable->vals[i]);
+		MemoryContextSwitchTo(old);
+		g->ntuples = SPI_processed;
+		SPI_freetuptable(SPI_tuptable);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		if (ts)
+			tuplestore_end(ts);
+		/* a cancel or a shutdown is the process's, not the reduction's */
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+			ReThrowError(edata);
+		return NULL;
+	}
+	PG_END_TRY();
+	g->desc = desc;
+	g->ts = ts;
 	g->watermark = args[0];
 	g->no_watermark = nulls[0] == 'n';
 	g->part = DatumGetInt32(args[2]);

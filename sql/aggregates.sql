@@ -30,12 +30,16 @@ INSERT INTO m
 -- nulls in every column too
 INSERT INTO m (g, p) SELECT g % 7, g % 4 FROM generate_series(1, 70) g;
 
--- aggregates made here: a plain state with an initial value; a strict
--- transition function without one (the first value becomes the state); an
--- internal state, serialised
+-- aggregates made here: a plain state with an initial value, and a combine
+-- function that is not strict (states merge from the initial value, as in
+-- Postgres's own partial aggregation); a strict transition function
+-- without one (the first value becomes the state); an internal state,
+-- serialised
 CREATE FUNCTION total_sfunc(bigint, int) RETURNS bigint LANGUAGE sql IMMUTABLE
   AS 'SELECT $1 + COALESCE($2, 0)';
-CREATE AGGREGATE total(int) (SFUNC = total_sfunc, STYPE = bigint, COMBINEFUNC = int8pl, INITCOND = '0');
+CREATE FUNCTION total_combine(bigint, bigint) RETURNS bigint LANGUAGE sql IMMUTABLE
+  AS 'SELECT $1 + $2';
+CREATE AGGREGATE total(int) (SFUNC = total_sfunc, STYPE = bigint, COMBINEFUNC = total_combine, INITCOND = '0');
 CREATE AGGREGATE widest(int4range) (SFUNC = range_merge, STYPE = int4range, COMBINEFUNC = range_merge);
 CREATE AGGREGATE mean(numeric) (SFUNC = numeric_avg_accum, STYPE = internal, FINALFUNC = numeric_avg,
   COMBINEFUNC = numeric_avg_combine, SERIALFUNC = numeric_avg_serialize,
@@ -341,7 +345,7 @@ DROP VIEW distinct_differences;
 DROP VIEW plain, cv, cv2, cv3, td, td2, sess, daily, plain_distinct, cvd, cvd2, cvd3;
 DROP SERVER kafka CASCADE;
 DROP AGGREGATE total(int), widest(int4range), mean(numeric), unmergeable(int), unstorable(numeric);
-DROP FUNCTION total_sfunc, r6, rank_ok;
+DROP FUNCTION total_sfunc, total_combine, r6, rank_ok;
 DROP TABLE expected, expected_rows;
 DROP TYPE mood;
 DROP EXTENSION hll, tdigest;

@@ -507,18 +507,6 @@ combine_into(AggAcc *acc, AggState *aggstate, MemoryContext aggcontext, Datum va
 	advance(acc, &f->combinefn, aggstate, aggcontext, 1, &value, &isnull);
 }
 
-/* empty_acc: an accumulator of merged states, with none yet */
-static AggAcc *
-empty_acc(AggFns *f, MemoryContext cxt)
-{
-	AggAcc	   *acc = MemoryContextAllocZero(cxt, sizeof(AggAcc));
-
-	acc->fns = f;
-	acc->isnull = true;
-	acc->novalue = true;
-	return acc;
-}
-
 /*
  * ssp_agg_combine(regprocedure, a anyelement, b anyelement, VARIADIC
  * NULL::argtype "any"): two stored states merged, stored again.
@@ -533,7 +521,7 @@ ssp_agg_combine(PG_FUNCTION_ARGS)
 	AggState   *aggstate = standin_begin();
 	MemoryContext aggcontext = standin_memory(aggstate);
 	MemoryContext old = MemoryContextSwitchTo(aggcontext);
-	AggAcc	   *acc = empty_acc(f, aggcontext);
+	AggAcc	   *acc = new_acc(f, aggcontext);
 	Datum		result;
 	bool		isnull;
 
@@ -551,7 +539,9 @@ ssp_agg_combine(PG_FUNCTION_ARGS)
 /*
  * ssp_agg_combine_trans(internal, regprocedure, anyelement, VARIADIC
  * NULL::argtype "any"): merge one stored state into the accumulator.  It
- * starts empty, not at the initial value: the stored states hold that.
+ * starts at the aggregate's initial value, as nodeAgg.c's combining does:
+ * a combine function that is not strict is never called with a state that
+ * is null only because nothing was merged yet.
  */
 Datum
 ssp_agg_combine_trans(PG_FUNCTION_ARGS)
@@ -564,8 +554,8 @@ ssp_agg_combine_trans(PG_FUNCTION_ARGS)
 		Oid			argtypes[FUNC_MAX_ARGS];
 		int			nargs = input_types(fcinfo, 3, argtypes);
 
-		acc = empty_acc(fns_for(fcinfo, PG_GETARG_OID(1), nargs, argtypes, InvalidOid),
-						aggcontext);
+		acc = new_acc(fns_for(fcinfo, PG_GETARG_OID(1), nargs, argtypes, InvalidOid),
+					  aggcontext);
 	}
 	combine_into(acc, (AggState *) fcinfo->context, aggcontext,
 				 PG_GETARG_DATUM(2), PG_ARGISNULL(2));

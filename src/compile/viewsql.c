@@ -35,6 +35,7 @@
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/ruleutils.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "ssp.h"
@@ -966,9 +967,11 @@ merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const c
  * differs_fn: may function fn give two statements of one process a
  * different result over the same batch?  A volatile function may; so may
  * a stable one of the user's (it may read a table, and two views see
- * it in snapshots of their own), and the time of the transaction or the
- * statement.  Postgres's and ssp's other stable functions depend on the
- * process's settings only (the time zone), which its views share.
+ * it in snapshots of their own), and a stable one of the transaction: its
+ * time, its statement's, its id, its snapshot (the views of a batch
+ * commit in transactions of their own).  Postgres's and ssp's other
+ * stable functions depend on the process's settings (the time zone) and
+ * its user, which the views that share a reduction share.
  */
 static bool
 differs_fn(Oid fn, void *context)
@@ -980,12 +983,54 @@ differs_fn(Oid fn, void *context)
 		case PROVOLATILE_IMMUTABLE:
 			return false;
 		case PROVOLATILE_STABLE:
-			if (fn == F_NOW || fn == F_TRANSACTION_TIMESTAMP || fn == F_STATEMENT_TIMESTAMP)
-				return true;
-			return fn >= FirstGenbkiObjectId && get_func_namespace(fn) != ssp_nsp;
+			switch (fn)
+			{
+				case F_NOW:
+				case F_TRANSACTION_TIMESTAMP:
+				case F_STATEMENT_TIMESTAMP:
+				case F_AGE_TIMESTAMP:	/* age(t): from the transaction's day */
+				case F_AGE_TIMESTAMPTZ:
+				case F_TXID_CURRENT:
+				case F_TXID_CURRENT_IF_ASSIGNED:
+				case F_TXID_CURRENT_SNAPSHOT:
+				case F_PG_CURRENT_XACT_ID:
+				case F_PG_CURRENT_XACT_ID_IF_ASSIGNED:
+				case F_PG_CURRENT_SNAPSHOT:
+					return true;
+				default:
+					return fn >= FirstGenbkiObjectId && get_func_namespace(fn) != ssp_nsp;
+			}
 		default:
 			return true;
 	}
+}
+
+/*
+ * differs_agg: does an aggregate's work differ as differs_fn says?  An
+ * aggregate's own entry in pg_proc is always immutable; the functions
+ * that do its work say what it is.
+ */
+static bool
+differs_agg(Oid aggfnoid, void *context)
+{
+	HeapTuple	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
+	Form_pg_aggregate agg;
+	Oid			fns[5];
+	bool		differs = false;
+	int			i;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for aggregate %u", aggfnoid);
+	agg = (Form_pg_aggregate) GETSTRUCT(tup);
+	fns[0] = agg->aggtransfn;
+	fns[1] = agg->aggfinalfn;
+	fns[2] = agg->aggcombinefn;
+	fns[3] = agg->aggserialfn;
+	fns[4] = agg->aggdeserialfn;
+	ReleaseSysCache(tup);
+	for (i = 0; i < lengthof(fns) && !differs; i++)
+		differs = OidIsValid(fns[i]) && differs_fn(fns[i], context);
+	return differs;
 }
 
 /* differs_walker: does node hold what differs_fn says, or a subquery? */
@@ -996,6 +1041,8 @@ differs_walker(Node *node, void *context)
 		return false;
 	if (IsA(node, SQLValueFunction) || IsA(node, NextValueExpr) || IsA(node, SubLink) ||
 		IsA(node, Query))
+		return true;
+	if (IsA(node, Aggref) && differs_agg(((Aggref *) node)->aggfnoid, context))
 		return true;
 	if (check_functions_in_node(node, differs_fn, context))
 		return true;

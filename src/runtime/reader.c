@@ -1269,6 +1269,18 @@ typedef struct Applied
 	ErrorData  *failure;
 } Applied;
 
+/* at_reader: is the view at the reader's offsets on every partition it reads? */
+static bool
+at_reader(SspWorker *w, SspServed *s)
+{
+	int			p;
+
+	for (p = 0; p < w->src.nslots; p++)
+		if (s->committed[p] != w->next[p] && ssp_worker_reads(w, p))
+			return false;
+	return true;
+}
+
 /*
  * apply_view: apply a batch to one view, from the offsets it has on each
  * partition (the messages it has applied already are left out), alone or
@@ -1281,7 +1293,6 @@ apply_view(SspWorker *w, Applied *a, int n, const SspSpan *span, const int64 *ne
 {
 	SspServed  *s = a->s;
 	SspMessage *msgs = w->msgs;
-	bool		same = true;
 	bool		any = false;
 	int			vn = n;
 	int			p;
@@ -1291,12 +1302,10 @@ apply_view(SspWorker *w, Applied *a, int n, const SspSpan *span, const int64 *ne
 	a->n = 0;
 	for (p = 0; p < w->src.nslots; p++)
 	{
-		if (s->committed[p] != w->next[p] && ssp_worker_reads(w, p))
-			same = false;
 		a->next[p] = next[p] >= 0 && next[p] > s->committed[p] ? next[p] : -1;
 		any |= a->next[p] >= 0;
 	}
-	if (!same)
+	if (!at_reader(w, s))
 	{
 		/* the messages past the view's own offsets */
 		if (w->vmsgs == NULL)
@@ -1400,8 +1409,9 @@ ssp_reader_apply(SspWorker *w, int n, const int64 *next, SspDecoded *decoded)
 	for (i = 0; i < nviews; i++)
 	{
 		applied[i].s = list_nth(w->served, i);
-		/* views that reduce the batch alike reduce it once */
-		ssp_share_note(decoded, applied[i].s->view);
+		/* views that take the batch whole and reduce it alike reduce it once */
+		if (at_reader(w, applied[i].s))
+			ssp_share_note(decoded, applied[i].s->view);
 	}
 	if (nviews > 1)
 		qsort(applied, nviews, sizeof(Applied), by_view_oid);

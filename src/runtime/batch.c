@@ -275,6 +275,41 @@ ssp_share_note(SspDecoded *d, SspView *view)
 }
 
 /*
+ * A receiver of a reduction's groups: straight into a tuplestore that
+ * outlives the transaction (held once, spilled past work_mem), keeping
+ * their descriptor.
+ */
+typedef struct GroupsReceiver
+{
+	DestReceiver pub;
+	Tuplestorestate *ts;
+	MemoryContext cxt;			/* of the descriptor */
+	TupleDesc	desc;
+} GroupsReceiver;
+
+static void
+groups_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+{
+	GroupsReceiver *r = (GroupsReceiver *) self;
+	MemoryContext old = MemoryContextSwitchTo(r->cxt);
+
+	r->desc = CreateTupleDescCopy(typeinfo);
+	MemoryContextSwitchTo(old);
+}
+
+static bool
+groups_receive(TupleTableSlot *slot, DestReceiver *self)
+{
+	tuplestore_puttupleslot(((GroupsReceiver *) self)->ts, slot);
+	return true;
+}
+
+static void
+groups_nothing(DestReceiver *self)
+{
+}
+
+/*
  * shared_groups: the groups of the batch for bs's view, reduced now if
  * this is the first view to read them; NULL where it reduces the batch
  * alone (no other view reduces it alike, its SQL was built again since
@@ -293,8 +328,9 @@ shared_groups(BatchState *bs, Oid *argtypes, Datum *args, char *nulls, SspRows *
 	MemoryContext old;
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
-	Tuplestorestate *volatile ts = NULL;
-	TupleDesc	volatile desc = NULL;
+	GroupsReceiver receiver;
+	SPIExecuteOptions options;
+	ParamListInfo params;
 	uint64		i;
 
 	if (share == NULL || bs->shared == NULL || (g = share_find(bs->shared, share)) == NULL ||
@@ -325,6 +361,29 @@ shared_groups(BatchState *bs, Oid *argtypes, Datum *args, char *nulls, SspRows *
 	forboth(c, g->cols, e, g->exprs)
 		appendStringInfo(&sql, ", %s AS %s", (char *) lfirst(e), (char *) lfirst(c));
 	appendStringInfo(&sql, " %s", g->rest);
+	params = makeParamList(3);
+	for (i = 0; i < 3; i++)
+	{
+		params->params[i].value = args[i];
+		params->params[i].isnull = nulls[i] == 'n';
+		params->params[i].pflags = PARAM_FLAG_CONST;
+		params->params[i].ptype = argtypes[i];
+	}
+	memset(&receiver, 0, sizeof(receiver));
+	receiver.pub.receiveSlot = groups_receive;
+	receiver.pub.rStartup = groups_startup;
+	receiver.pub.rShutdown = groups_nothing;
+	receiver.pub.rDestroy = groups_nothing;
+	receiver.pub.mydest = DestTuplestore;
+	receiver.cxt = bs->shared->cxt;
+	memset(&options, 0, sizeof(options));
+	options.params = params;
+	options.read_only = true;
+	options.dest = &receiver.pub;
+	/* read by the views' transactions after this one */
+	old = MemoryContextSwitchTo(bs->shared->cxt);
+	receiver.ts = tuplestore_begin_heap(false, true, work_mem);
+	MemoryContextSwitchTo(old);
 
 	/*
 	 * In a subtransaction of its own: it computes other views' columns too,
@@ -335,22 +394,14 @@ shared_groups(BatchState *bs, Oid *argtypes, Datum *args, char *nulls, SspRows *
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
 	{
-		if (SPI_execute_with_args(sql.data, 3, argtypes, args, nulls, true, 0) != SPI_OK_SELECT)
+		if (SPI_execute_extended(sql.data, &options) != SPI_OK_SELECT || receiver.desc == NULL)
 			elog(ERROR, "ssp: could not reduce the batch of continuous view \"%s\" to its groups",
 				 bs->view->name);
 		for (i = 0; i < (uint64) bs->src->n; i++)
 			if (rows[i]->n > 0 && rows[i]->scans == 0)
 				elog(ERROR, "ssp: the groups of continuous view \"%s\" were not read from its batch relation %s",
 					 bs->view->name, rows[i]->name);
-		old = MemoryContextSwitchTo(bs->shared->cxt);
-		desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
-		/* read by the views' transactions after this one */
-		ts = tuplestore_begin_heap(false, true, work_mem);
-		for (i = 0; i < SPI_processed; i++)
-			tuplestore_puttuple(ts, SPI_tuptable->vals[i]);
-		MemoryContextSwitchTo(old);
 		g->ntuples = SPI_processed;
-		SPI_freetuptable(SPI_tuptable);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
@@ -365,16 +416,15 @@ shared_groups(BatchState *bs, Oid *argtypes, Datum *args, char *nulls, SspRows *
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
-		if (ts)
-			tuplestore_end(ts);
+		tuplestore_end(receiver.ts);
 		/* a cancel or a shutdown is the process's, not the reduction's */
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
 			ReThrowError(edata);
 		return NULL;
 	}
 	PG_END_TRY();
-	g->desc = desc;
-	g->ts = ts;
+	g->desc = receiver.desc;
+	g->ts = receiver.ts;
 	g->watermark = args[0];
 	g->no_watermark = nulls[0] == 'n';
 	g->part = DatumGetInt32(args[2]);

@@ -9,7 +9,9 @@
 # renamed, one dropped and the reader terminated while orders come; views
 # that must not share (now(), a subquery, the transaction's id, an
 # aggregate whose work is a stable function) are exact too; an error of
-# the system's kind in one view's expression fails that view alone.
+# the system's kind in one view's expression fails that view alone; groups
+# wider than the workers' work_mem (64 kB here) go through a tuplestore
+# on disk.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -18,7 +20,8 @@ use Test::More;
 use SspTest;
 
 my $broker = SspTest::start_any_broker(topics => ['orders:4']);
-my $node = SspTest::new_node('shared_groups', conf => "log_min_messages = debug1\n");
+my $node = SspTest::new_node('shared_groups',
+	conf => "log_min_messages = debug1\nssp.work_mem = 64\nlog_temp_files = 0\n");
 my $brokers = $broker->{bootstrap};
 
 my $with = "ssp.continuous, ssp.batch_size = 400, ssp.commit_interval = '20ms'";
@@ -58,6 +61,8 @@ my %query = (
 	xid_n => 'SELECT region, count(*) FILTER (WHERE txid_current() > 0) AS n FROM %s GROUP BY region',
 	agg_sum => 'SELECT region, stable_sum(amount) AS total FROM %s GROUP BY region',
 	z_boom => 'SELECT region, sum(boom(amount)) AS total FROM %s GROUP BY region',
+	wide_a => "SELECT order_id, max(region || repeat('a', 200)) AS r, count(*) AS n FROM %s GROUP BY order_id",
+	wide_b => "SELECT order_id, min(region || repeat('a', 200)) AS r, sum(amount) AS total FROM %s GROUP BY order_id",
 );
 my %options = (
 	tumble_n => ", ssp.grace = '1000 days'",
@@ -67,7 +72,7 @@ my %options = (
 my %where = (ratio_sum => ' WHERE amount <> 0', ratio_max => ' WHERE amount <> 0');
 my @views = sort keys %query;
 # the views that share groups with another, when a batch has no zero amount
-my $sharing = 12;
+my $sharing = 14;
 
 $node->safe_psql('postgres', 'BEGIN; '
 	  . join('', map { sprintf("CREATE VIEW $_ WITH ($with%s) AS $query{$_}; ", $options{$_} // '', 'orders') } @views)
@@ -124,6 +129,7 @@ ok($node->poll_query_until('postgres', q{
 	'the views share one reader');
 check_all('running', @views);
 is(shared_most($log), $sharing, "$sharing views read groups reduced once for them and another");
+ok(slurp_file($node->logfile, $log) =~ /temporary file: /, 'the workers wrote past their work_mem to disk');
 
 # the zeros: one dead letter each, in each view that divides by the amount
 my $zeros = $node->safe_psql('postgres', 'SELECT count(*) FROM t WHERE amount = 0');
@@ -169,7 +175,7 @@ $node->safe_psql('postgres', "SELECT pg_terminate_backend($reader)");
 produce(3000);
 @views = sort keys %query;
 my ($lost, $twice) = check_all('after a rename, a drop and the reader terminated', @views);
-is(shared_most($log), 9, 'the new reader shares the groups of the views left (all_n alone now)');
+is(shared_most($log), 11, 'the new reader shares the groups of the views left (all_n alone now)');
 $zeros = $node->safe_psql('postgres', 'SELECT count(*) FROM t WHERE amount = 0');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM ssp.dead_letters'), 2 * $zeros,
 	'the dead letters: each zero amount once in each view that divides by it');

@@ -6,8 +6,8 @@
 # event-time windows and a stable function; the log says how many views
 # shared their groups; a message that fails in the shared reduction goes to
 # the dead letters of each view that reads it, and nowhere else; a view
-# renamed, one dropped and the reader terminated while orders come; views
-# that must not share (now(), a subquery, the transaction's id, an
+# renamed, one dropped and the reader cancelled and terminated while
+# orders come; views that must not share (now(), a subquery, the transaction's id, an
 # aggregate whose work is a stable function) are exact too; an error of
 # the system's kind in one view's expression fails that view alone; groups
 # wider than the workers' work_mem (64 kB here) go through a tuplestore
@@ -17,6 +17,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use SspTest;
 
 my $broker = SspTest::start_any_broker(topics => ['orders:4']);
@@ -122,6 +123,16 @@ sub shared_most
 	return $most;
 }
 
+# reader_pid: the pid of the reader of the orders, once it serves most
+# of the views again
+sub reader_pid
+{
+	$node->poll_query_until('postgres', q{
+		SELECT count(*) = 1 FROM ssp.readers WHERE streams = ARRAY['orders'::regclass] AND views > 8})
+	  or die 'no reader of the orders serves most views';
+	return $node->safe_psql('postgres', q{SELECT pid FROM ssp.readers WHERE streams = ARRAY['orders'::regclass]});
+}
+
 my $log = -s $node->logfile;
 produce(4000);
 ok($node->poll_query_until('postgres', q{
@@ -169,12 +180,23 @@ produce(1500);
 $node->safe_psql('postgres', 'DROP VIEW all_top');
 delete $query{all_top};
 produce(1500);
-my $reader = $node->safe_psql('postgres', q{SELECT pid FROM ssp.readers WHERE streams = ARRAY['orders'::regclass]});
+# the reader cancelled (pg_cancel_backend) as it applies batches, at
+# several points of them
+my $cancels = 0;
+for my $ms (0, 5, 15, 30, 60)
+{
+	my $pid = reader_pid();
+	produce(600);
+	usleep($ms * 1000);
+	$cancels++ if $node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)") eq 't';
+}
+is($cancels, 5, 'the reader cancelled five times');
+my $reader = reader_pid();
 $log = -s $node->logfile;
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($reader)");
 produce(3000);
 @views = sort keys %query;
-my ($lost, $twice) = check_all('after a rename, a drop and the reader terminated', @views);
+my ($lost, $twice) = check_all('after a rename, a drop, the reader cancelled and terminated', @views);
 is(shared_most($log), 11, 'the new reader shares the groups of the views left (all_n alone now)');
 $zeros = $node->safe_psql('postgres', 'SELECT count(*) FROM t WHERE amount = 0');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM ssp.dead_letters'), 2 * $zeros,
@@ -182,7 +204,7 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM ssp.dead_letters'), 2 * $z
 
 my $applied = $node->safe_psql('postgres', 'SELECT sum(n) FROM cnt');
 is($applied, $produced, "$produced orders, each counted once");
-SspTest::report(faults => 1, produced => $produced, applied => $applied,
+SspTest::report(faults => 1 + $cancels, produced => $produced, applied => $applied,
 	dead_letters => $node->safe_psql('postgres', 'SELECT count(*) FROM ssp.dead_letters'),
 	lost => $lost, twice => $twice, broker => $broker->{kind});
 

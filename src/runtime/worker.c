@@ -749,7 +749,8 @@ collect(SspWorker *w, WaitEventSet *wait, bool *dirty)
 /*
  * recover_lost: for each partition whose next offset the broker no longer
  * has, record the loss for each view that had not read it and go on from
- * the oldest message there is.  A view that no longer wants this worker
+ * the oldest message there is; views whose offsets the broker still has
+ * stay where they are.  A view that no longer wants this worker
  * is left out of its views.
  */
 static void
@@ -791,6 +792,16 @@ recover_lost(SspWorker *w)
 			{
 				SspServed  *s = lfirst(lc);
 				int64		vfrom = Max(s->committed[slot], 0);
+
+				/*
+				 * A view between the oldest message and the end lost
+				 * nothing: it stays.  A reader reads behind the views it
+				 * has (adopt moves it back to a view that joins behind),
+				 * and only the one behind lost messages; moving the others
+				 * back too would apply theirs again.
+				 */
+				if (vfrom >= low && vfrom <= high)
+					continue;
 
 				/*
 				 * deleted by retention before the view read them; or a

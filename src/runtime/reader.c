@@ -229,6 +229,7 @@ ssp_served_load(Oid viewoid, int part, SspWorkerSlot *slot, SspReaderKey *key)
 	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "ssp view",
 											  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old;
+	MemoryContext spi;
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(viewoid)};
 	SspServed  *s = MemoryContextAllocZero(cxt, sizeof(SspServed));
@@ -283,7 +284,8 @@ ssp_served_load(Oid viewoid, int part, SspWorkerSlot *slot, SspReaderKey *key)
 		HeapTuple	tup = SPI_tuptable->vals[r];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		char	   *topic = SPI_getvalue(tup, desc, 1);
-		StoredOffset *so = palloc(sizeof(StoredOffset));
+		/* in the view's memory: SPI's goes at SPI_finish */
+		StoredOffset *so = MemoryContextAlloc(cxt, sizeof(StoredOffset));
 		bool		isnull;
 		Datum		d;
 
@@ -299,7 +301,9 @@ ssp_served_load(Oid viewoid, int part, SspWorkerSlot *slot, SspReaderKey *key)
 		so->maxev = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
 		d = SPI_getbinval(tup, desc, 5, &isnull);
 		so->seen_at = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
+		spi = MemoryContextSwitchTo(cxt);
 		s->stored = lappend(s->stored, so);
+		MemoryContextSwitchTo(spi);
 	}
 	s->et.watermark = s->view->watermark;
 	s->et.began = DT_NOBEGIN;

@@ -574,6 +574,7 @@ ssp_served_leave(SspWorker *w, SspServed *s, ErrorData *failure)
 {
 	/* a lock it could not get soon is waited for alone: not a failure */
 	bool		lock_wait = failure && failure->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
+	const char *error;
 
 	if (lock_wait)
 	{
@@ -588,6 +589,8 @@ ssp_served_leave(SspWorker *w, SspServed *s, ErrorData *failure)
 				(errmsg("ssp: continuous view \"%s\" failed in the reader of its streams and leaves it: %s",
 						s->view->name, ssp_error_text(failure))));
 	ssp_unlock_process(SSP_LOCK_WORKER, s->view->view, s->part);
+	/* formatted before the lock: nothing may fail while it is held */
+	error = failure ? ssp_error_text(failure) : NULL;
 	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 	if (s->slot->pid == MyProcPid)
 	{
@@ -600,7 +603,7 @@ ssp_served_leave(SspWorker *w, SspServed *s, ErrorData *failure)
 			s->slot->failed = true;
 			s->slot->reader_failures++;
 			strlcpy(s->slot->status, "failed", SSP_STATUS_LEN);
-			strlcpy(s->slot->last_error, ssp_error_text(failure), SSP_ERROR_LEN);
+			strlcpy(s->slot->last_error, error, SSP_ERROR_LEN);
 		}
 		else
 		{
@@ -664,12 +667,19 @@ try_load(SspWorkerSlot *slot, SspReaderKey *key)
 	PG_CATCH();
 	{
 		ErrorData  *edata = caught_error(old);
+		const char *error = ssp_error_text(edata);
 
 		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
-		slot->failed = true;
-		slot->reader_failures++;
-		strlcpy(slot->status, "failed", SSP_STATUS_LEN);
-		strlcpy(slot->last_error, ssp_error_text(edata), SSP_ERROR_LEN);
+		/* a lock it could not get soon is waited for alone: not a failure */
+		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+			slot->lock_wait = true;
+		else
+		{
+			slot->failed = true;
+			slot->reader_failures++;
+			strlcpy(slot->status, "failed", SSP_STATUS_LEN);
+		}
+		strlcpy(slot->last_error, error, SSP_ERROR_LEN);
 		LWLockRelease(ssp_shared->lock);
 		FreeErrorData(edata);
 	}
@@ -822,6 +832,23 @@ ssp_reader_answer_requests(SspWorker *w)
 		LWLockRelease(ssp_shared->lock);
 		if (join && claim(slot))
 			claimed = lappend(claimed, slot);
+	}
+	/*
+	 * The views it has are shared from now on: a stop of one of them while
+	 * the others are adopted (each may take seconds) asks it to leave,
+	 * rather than ending the process with the views just claimed.
+	 */
+	if (claimed != NIL)
+	{
+		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+		foreach(lc, w->served)
+		{
+			SspServed  *s = lfirst(lc);
+
+			if (s->slot->pid == MyProcPid)
+				s->slot->attached = true;
+		}
+		LWLockRelease(ssp_shared->lock);
 	}
 	foreach(lc, claimed)
 		adopt(w, lfirst(lc));

@@ -1030,7 +1030,8 @@ fail_all(SspWorker *w, const char *error)
 
 		bool		own = s == w->slot && !w->own_left;
 
-		if (!s->in_use || (s->pid != MyProcPid && !own))
+		/* not its own slot once a reader took the view from it (claim) */
+		if (!s->in_use || (s->pid != MyProcPid && !(own && s->pid == 0)))
 			continue;
 		s->failed = true;
 		strlcpy(s->status, "failed", SSP_STATUS_LEN);
@@ -1114,6 +1115,8 @@ ssp_worker_main(Datum arg)
 		ErrorData  *edata;
 
 		HOLD_INTERRUPTS();
+		/* an error while it held ssp's lock: fail_all takes it again */
+		LWLockReleaseAll();
 		MemoryContextSwitchTo(TopMemoryContext);
 		edata = CopyErrorData();
 		fail_all(&w, ssp_error_text(edata));

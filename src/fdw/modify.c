@@ -105,7 +105,7 @@ ssp_modify_end(EState *estate, ResultRelInfo *rinfo)
 
 	if (state == NULL)
 		return;
-	ssp_kafka_flush(state->producer, state->stream->topic);
+	ssp_kafka_flush(state->producer, state->stream->topic, ssp_broker_timeout);
 }
 
 void

@@ -805,29 +805,40 @@ fatal_error(SspKafka *kafka, const char *topic)
 					 kafka->servername) : delivery_hint(kafka, err)));
 }
 
+/*
+ * ssp_kafka_purge: the producer's messages not acknowledged yet are
+ * dropped (some may have been delivered), and their reports served now,
+ * so that none is counted against the next flush.
+ */
+void
+ssp_kafka_purge(SspKafka *kafka)
+{
+	rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+	rd_kafka_poll(kafka->rk, 0);
+}
+
 static void
-check_elapsed(SspKafka *kafka, instr_time start, const char *topic)
+check_elapsed(SspKafka *kafka, instr_time start, const char *topic, int timeout_ms)
 {
 	instr_time	now;
 
 	INSTR_TIME_SET_CURRENT(now);
 	INSTR_TIME_SUBTRACT(now, start);
-	if (INSTR_TIME_GET_MILLISEC(now) > ssp_broker_timeout)
+	if (INSTR_TIME_GET_MILLISEC(now) > timeout_ms)
 	{
 		int			pending = rd_kafka_outq_len(kafka->rk);
 
-		rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-		rd_kafka_poll(kafka->rk, 0);
+		ssp_kafka_purge(kafka);
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
 				 errmsg("could not produce to topic \"%s\": timed out", topic),
 				 kafka->last_error[0] ?
 				 errdetail_plural("%d message was not acknowledged within %d ms (last broker error: %s).",
 								  "%d messages were not acknowledged within %d ms (last broker error: %s).",
-								  pending, pending, ssp_broker_timeout, kafka->last_error) :
+								  pending, pending, timeout_ms, kafka->last_error) :
 				 errdetail_plural("%d message was not acknowledged within %d ms.",
 								  "%d messages were not acknowledged within %d ms.",
-								  pending, pending, ssp_broker_timeout),
+								  pending, pending, timeout_ms),
 				 kafka->last_code == RD_KAFKA_RESP_ERR__AUTHENTICATION ? trouble_hint(kafka, RD_KAFKA_RESP_ERR_NO_ERROR) :
 				 errhint("Check that the brokers of server \"%s\" are up; some messages may have been delivered.",
 						 kafka->servername)));
@@ -886,7 +897,7 @@ ssp_kafka_produce(SspKafka *kafka, const char *topic, SspOutMessage *out)
 		/* the local queue is full: wait for the broker to take some */
 		CHECK_FOR_INTERRUPTS();
 		rd_kafka_poll(kafka->rk, SSP_POLL_MS);
-		check_elapsed(kafka, start, topic);
+		check_elapsed(kafka, start, topic, ssp_broker_timeout);
 	}
 	rd_kafka_poll(kafka->rk, 0);
 }
@@ -912,10 +923,11 @@ delivery_hint(SspKafka *kafka, rd_kafka_resp_err_t err)
 
 /*
  * ssp_kafka_flush: wait until the broker has acknowledged every queued
- * message; errors if one failed or the wait passes ssp.broker_timeout.
+ * message; errors if one failed or the wait passes timeout_ms (what is
+ * not acknowledged then is purged).
  */
 void
-ssp_kafka_flush(SspKafka *kafka, const char *topic)
+ssp_kafka_flush(SspKafka *kafka, const char *topic, int timeout_ms)
 {
 	instr_time	start;
 	uint64		failed_before = kafka->failed;
@@ -925,7 +937,7 @@ ssp_kafka_flush(SspKafka *kafka, const char *topic)
 	{
 		CHECK_FOR_INTERRUPTS();
 		rd_kafka_flush(kafka->rk, SSP_POLL_MS);
-		check_elapsed(kafka, start, topic);
+		check_elapsed(kafka, start, topic, timeout_ms);
 	}
 	rd_kafka_poll(kafka->rk, 0);
 	if (kafka->failed > failed_before)

@@ -49,18 +49,56 @@ outbox_name(SspView *v)
 #define PUBLISH_BATCH 10000
 
 /*
+ * produce_changes: the changes read (SPI_tuptable: seq, key, value) to the
+ * view's output topic, each with its number in the header ssp-seq, all
+ * acknowledged within timeout_ms; returns the last one's number (0: none).
+ */
+static int64
+produce_changes(SspKafka *producer, SspView *v, int timeout_ms)
+{
+	int64		last = 0;
+	uint64		i;
+
+	for (i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		SspOutMessage out;
+		SspHeader  *h = palloc(sizeof(SspHeader));
+		char	   *key = SPI_getvalue(tup, desc, 2);
+		char	   *value = SPI_getvalue(tup, desc, 3);
+
+		last = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		memset(&out, 0, sizeof(out));
+		initStringInfo(&out.key);
+		appendStringInfoString(&out.key, key);
+		initStringInfo(&out.value);
+		appendStringInfoString(&out.value, value);
+		out.partition = -1;
+		h->name = "ssp-seq";
+		h->value = psprintf(INT64_FORMAT, last);
+		h->len = strlen(h->value);
+		out.headers = list_make1(h);
+		ssp_kafka_produce(producer, v->output_topic, &out);
+	}
+	if (SPI_processed > 0)
+		ssp_kafka_flush(producer, v->output_topic, timeout_ms);
+	return last;
+}
+
+/*
  * publish_some: publish up to PUBLISH_BATCH changes past the last one
  * published; returns how many.  In a transaction of its own.
  */
 static int
-publish_some(SspView *v)
+publish_some(SspView *v, int timeout_ms)
 {
 	SspKafka   *producer;
 	Oid			argtypes[2] = {OIDOID, INT4OID};
 	Datum		args[2];
-	int64		last = 0;
+	int64		last;
 	int			n;
-	int			i;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -86,33 +124,23 @@ publish_some(SspView *v)
 							  2, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read the outbox of continuous view \"%s\"", v->name);
 	n = SPI_processed;
-	for (i = 0; i < n; i++)
+	/*
+	 * On an error nothing of this view stays queued in the process's
+	 * producer, which its other views publish with: its messages would be
+	 * waited for, or their failure counted, in another view's flush.
+	 */
+	PG_TRY();
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		SspOutMessage out;
-		SspHeader  *h = palloc(sizeof(SspHeader));
-		char	   *key = SPI_getvalue(tup, desc, 2);
-		char	   *value = SPI_getvalue(tup, desc, 3);
-
-		last = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-		memset(&out, 0, sizeof(out));
-		initStringInfo(&out.key);
-		appendStringInfoString(&out.key, key);
-		initStringInfo(&out.value);
-		appendStringInfoString(&out.value, value);
-		out.partition = -1;
-		h->name = "ssp-seq";
-		h->value = psprintf(INT64_FORMAT, last);
-		h->len = strlen(h->value);
-		out.headers = list_make1(h);
-		ssp_kafka_produce(producer, v->output_topic, &out);
+		last = produce_changes(producer, v, timeout_ms);
 	}
+	PG_CATCH();
+	{
+		ssp_kafka_purge(producer);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	if (n > 0)
 	{
-		/* every one acknowledged, then recorded as published */
-		ssp_kafka_flush(producer, v->output_topic);
 		argtypes[1] = INT8OID;
 		args[1] = Int64GetDatum(last);
 		if (SPI_execute_with_args("UPDATE ssp.continuous_views SET published_seq = $2 "
@@ -133,14 +161,15 @@ publish_some(SspView *v)
 /*
  * ssp_outbox_publish: publish every change the view's outbox holds, to
  * its output topic on the server of its (first) stream, as the view's
- * owner.  Called by the view's worker between batches, outside a
- * transaction; errors (the broker down) fail the worker, which retries.
+ * owner, each batch of changes acknowledged within timeout_ms.  Called by
+ * the view's worker between batches, outside a transaction; errors (the
+ * broker down, the topic refused) fail the view, which retries.
  */
 void
-ssp_outbox_publish(SspView *v)
+ssp_outbox_publish(SspView *v, int timeout_ms)
 {
 	if (v->output_topic == NULL)
 		return;
-	while (publish_some(v) == PUBLISH_BATCH)
+	while (publish_some(v, timeout_ms) == PUBLISH_BATCH)
 		;
 }

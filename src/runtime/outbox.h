@@ -10,6 +10,6 @@
 
 #include "compile/view.h"
 
-extern void ssp_outbox_publish(SspView *v);
+extern void ssp_outbox_publish(SspView *v, int timeout_ms);
 
 #endif							/* SSP_OUTBOX_H */

@@ -626,6 +626,38 @@ ssp_served_leave(SspWorker *w, SspServed *s, ErrorData *failure)
 }
 
 /*
+ * ssp_served_publish: the changes in the view's outbox to its output
+ * topic (ssp_outbox_publish), between batches.  If that fails (the topic
+ * refused, the broker down), the view fails alone and leaves the process,
+ * as if its batch had failed, and its worker of its own publishes them
+ * after the backoff.  The reader's other views wait for it at most
+ * SSP_PUBLISH_SHARED_MS (a broker that acknowledges nothing would have
+ * held them all for ssp.broker_timeout); a view alone waits that long.
+ */
+void
+ssp_served_publish(SspWorker *w, SspServed *s)
+{
+	MemoryContext old = CurrentMemoryContext;
+	const int	timeout_ms = list_length(w->served) > 1 ?
+		Min(ssp_broker_timeout, SSP_PUBLISH_SHARED_MS) : ssp_broker_timeout;
+
+	if (s->view->output_topic == NULL)
+		return;
+	PG_TRY();
+	{
+		ssp_outbox_publish(s->view, timeout_ms);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata = caught_error(old);
+
+		ssp_served_leave(w, s, edata);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+}
+
+/*
  * mark_attached: the slots of the process's views say they share its
  * reader, and ssp.readers how many it applies (which ssp.views.attached
  * reads), at once rather than after its next batch.
@@ -807,10 +839,11 @@ adopt(SspWorker *w, SspWorkerSlot *slot)
 	set_lock_timeout(w);
 	mark_attached(w);
 	ssp_slot_set_error(slot, "");
-	ssp_outbox_publish(s->view);
 	ereport(DEBUG1,
 			(errmsg("ssp: continuous view \"%s\" joins the reader of its streams (%d views)",
 					s->view->name, list_length(w->served))));
+	/* last: a view that fails to publish leaves at once (s is freed) */
+	ssp_served_publish(w, s);
 }
 
 /* ssp_reader_answer_requests: views that asked to join this reader, or to leave. */

@@ -902,15 +902,17 @@ static void
 after_batch(SspWorker *w, int n, int64 batch_lag)
 {
 	ListCell   *lc;
+	List	   *views = list_copy(w->served);	/* a view may leave */
 
 	ssp_smooth_rate(&w->rate, &w->rate_at, n, GetCurrentTimestamp());
-	foreach(lc, w->served)
+	foreach(lc, views)
 	{
 		SspServed  *s = lfirst(lc);
 
 		report_status(w, s, view_lag(w, s));
-		ssp_outbox_publish(s->view);
+		ssp_served_publish(w, s);
 	}
+	list_free(views);
 	ssp_reader_report(w, batch_lag);
 	if (w->requests || ssp_reader_requests_waiting(w))
 		ssp_reader_answer_requests(w);
@@ -936,6 +938,13 @@ run(SspWorker *w, Oid viewoid, int part)
 	w->served = list_make1(first);
 	w->batch_size = first->view->batch_size;
 	w->commit_interval_ms = first->view->commit_interval_ms;
+	/*
+	 * What a worker before this one committed but did not publish, first,
+	 * alone: a view whose output topic fails stays here, not in a reader.
+	 */
+	ssp_served_publish(w, first);
+	if (w->served == NIL)
+		return;
 	/* a reader near the view's offsets takes it at once: no consumer of its own */
 	if (ssp_reader_hand_over(w))
 		return;
@@ -954,8 +963,6 @@ run(SspWorker *w, Oid viewoid, int part)
 	w->rate_at = GetCurrentTimestamp();
 	w->rate = -1;
 	ssp_slot_set_rate(w->slot, 0, w->rate_at);
-	/* what a worker before this one committed but did not publish */
-	ssp_outbox_publish(first->view);
 
 	while (w->served != NIL)
 	{

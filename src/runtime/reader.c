@@ -217,29 +217,19 @@ ssp_view_reader_key(Oid viewoid, int part, SspReaderKey *key, int64 *position)
 	return ok;
 }
 
-/*
- * ssp_served_load: a view, its streams and its stored offsets, in a transaction,
- * into memory of its own; NULL if the view no longer wants this part's
- * worker (dropped, paused, fewer parts).  Sets key to the views a reader
- * of it may apply.
- */
-SspServed *
-ssp_served_load(Oid viewoid, int part, SspWorkerSlot *slot, SspReaderKey *key)
+/* load_served: ssp_served_load's work, into s (and s->cxt) */
+static SspServed *
+load_served(SspServed *s, Oid viewoid, int part, SspReaderKey *key)
 {
-	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "ssp view",
-											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext cxt = s->cxt;
+	SspWorkerSlot *slot = s->slot;
 	MemoryContext old;
 	MemoryContext spi;
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(viewoid)};
-	SspServed  *s = MemoryContextAllocZero(cxt, sizeof(SspServed));
 	uint64		r;
 	int			i;
 
-	s->cxt = cxt;
-	s->part = part;
-	s->slot = slot;
-	s->rate = -1;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -312,6 +302,45 @@ ssp_served_load(Oid viewoid, int part, SspWorkerSlot *slot, SspReaderKey *key)
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	return s;
+}
+
+/*
+ * ssp_served_load: a view, its streams and its stored offsets, in a transaction,
+ * into memory of its own; NULL if the view no longer wants this part's
+ * worker (dropped, paused, fewer parts).  Sets key to the views a reader
+ * of it may apply.
+ */
+SspServed *
+ssp_served_load(Oid viewoid, int part, SspWorkerSlot *slot, SspReaderKey *key)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "ssp view",
+											  ALLOCSET_DEFAULT_SIZES);
+	SspServed  *s = MemoryContextAllocZero(cxt, sizeof(SspServed));
+	SspServed  *volatile loaded = NULL;
+
+	s->cxt = cxt;
+	s->part = part;
+	s->slot = slot;
+	s->rate = -1;
+	PG_TRY();
+	{
+		loaded = load_served(s, viewoid, part, key);
+	}
+	PG_CATCH();
+	{
+		/*
+		 * nothing of it stays in a process that goes on (a reader): its
+		 * memory, and the watch on its SQL's relations
+		 */
+		MemoryContextSwitchTo(caller);
+		if (s->view)
+			ssp_view_unwatch(s->view);
+		MemoryContextDelete(cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return loaded;
 }
 
 /*

@@ -195,6 +195,7 @@ check_log_holds(Oid shadow, const char *name)
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(shadow)};
 	Datum	   *streams;
+	Oid		   *oids;
 	int			nstreams;
 	bool		isnull;
 	int			i;
@@ -206,10 +207,14 @@ check_log_holds(Oid shadow, const char *name)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
 	deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)),
 					  OIDOID, sizeof(Oid), true, TYPALIGN_INT, &streams, NULL, &nstreams);
+	/* copied out of SPI's memory, which SPI_finish frees */
+	oids = SPI_palloc(sizeof(Oid) * Max(nstreams, 1));
+	for (i = 0; i < nstreams; i++)
+		oids[i] = DatumGetObjectId(streams[i]);
 	SPI_finish();
 	for (i = 0; i < nstreams; i++)
 	{
-		SspStream  *s = ssp_stream_open(DatumGetObjectId(streams[i]));
+		SspStream  *s = ssp_stream_open(oids[i]);
 		SspKafka   *kafka = ssp_kafka_consumer(s->serverid, GetUserId(), s->topic, NULL);
 		int			nparts = ssp_kafka_partition_count(kafka);
 		int64	   *low = palloc(sizeof(int64) * Max(nparts, 1));

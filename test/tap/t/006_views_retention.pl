@@ -86,5 +86,17 @@ is($node->safe_psql('postgres', q{SELECT string_agg(v.processed + v.dead_letters
 		FROM ssp.views v WHERE view IN ('ahead1'::regclass, 'ahead2'::regclass, 'behind'::regclass)}),
 	'10110,10110,10110', 'and read on together: every message in each view or its dead letters');
 
+# CREATE OR REPLACE of a view over a topic whose oldest messages are gone:
+# the new definition, read from the log's start, could not count what the
+# old one did: refused, unless the user says where it starts
+my ($ret, $out, $err) = $node->psql('postgres', q{
+	CREATE OR REPLACE VIEW total WITH (ssp.continuous) AS SELECT count(*) AS n FROM s WHERE id > 0});
+like($err, qr/cannot replace continuous view "total": topic "small" no longer holds all its messages.*\n.*Partition 0 starts at offset $oldest/,
+	'a replacement that would read the log from its start is refused');
+$node->safe_psql('postgres', q{
+	CREATE OR REPLACE VIEW total WITH (ssp.continuous, ssp.start = 'earliest') AS SELECT count(*) AS n FROM s WHERE id > 0});
+ok($node->poll_query_until('postgres', "SELECT n = $kept FROM total"),
+	'with ssp.start = earliest it is taken, and counts what the log holds once it has replaced the old one');
+
 $node->stop;
 done_testing();

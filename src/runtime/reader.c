@@ -592,31 +592,57 @@ set_lock_timeout(SspWorker *w)
 }
 
 /*
- * ssp_served_leave: a view leaves this process: dropped, paused or reset (failure
- * NULL), or failed.  Its process lock and its slot are free, and the
- * scheduler starts a worker of its own for it where it still wants one
- * (after a backoff if it failed).  Its offsets stay as its last batch
- * committed them.
+ * mark_failed: with ssp's lock held, the slot of a view that failed in
+ * this process, with error: the scheduler starts a worker of its own for
+ * it after a backoff.
  */
-void
-ssp_served_leave(SspWorker *w, SspServed *s, ErrorData *failure)
+static void
+mark_failed(SspWorkerSlot *slot, const char *error)
 {
-	/* a lock it could not get soon is waited for alone: not a failure */
-	bool		lock_wait = failure && failure->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
+	slot->failed = true;
+	slot->reader_failures++;
+	strlcpy(slot->status, "failed", SSP_STATUS_LEN);
+	strlcpy(slot->last_error, error, SSP_ERROR_LEN);
+}
+
+/* Why a view leaves a reader to go on alone (leave) */
+typedef enum
+{
+	ALONE_NO,					/* it does not: it is done, or failed */
+	ALONE_LOCK,					/* it waits for a lock */
+	ALONE_PUBLISH				/* it waits for its changes' acknowledgement */
+} LeaveAlone;
+
+/*
+ * leave: ssp_served_leave, where alone says whether the view goes on alone,
+ * after failure (not counted as a failure: it waited longer than a view
+ * may hold up the others, and waits again alone, at once).
+ */
+static void
+leave(SspWorker *w, SspServed *s, ErrorData *failure, LeaveAlone alone)
+{
 	const char *error;
 
-	if (lock_wait)
-	{
+	if (alone == ALONE_LOCK)
 		ereport(LOG,
 				(errmsg("ssp: continuous view \"%s\" leaves the reader of its streams to wait for a lock alone",
 						s->view->name),
 				 errdetail("%s", ssp_error_text(failure))));
-		failure = NULL;
-	}
+	else if (alone == ALONE_PUBLISH)
+		ereport(LOG,
+				(errmsg("ssp: continuous view \"%s\" leaves the reader of its streams to publish its changes alone",
+						s->view->name),
+				 errdetail("%s", ssp_error_text(failure))));
+	else if (failure && w->reader == NULL)
+		ereport(LOG,
+				(errmsg("ssp: continuous view \"%s\" failed in its worker: %s",
+						s->view->name, ssp_error_text(failure))));
 	else if (failure)
 		ereport(LOG,
 				(errmsg("ssp: continuous view \"%s\" failed in the reader of its streams and leaves it: %s",
 						s->view->name, ssp_error_text(failure))));
+	if (alone != ALONE_NO)
+		failure = NULL;
 	ssp_unlock_process(SSP_LOCK_WORKER, s->view->view, s->part);
 	/* formatted before the lock: nothing may fail while it is held */
 	error = failure ? ssp_error_text(failure) : NULL;
@@ -626,14 +652,9 @@ ssp_served_leave(SspWorker *w, SspServed *s, ErrorData *failure)
 		s->slot->pid = 0;
 		s->slot->attached = false;
 		s->slot->detach = false;
-		s->slot->lock_wait = lock_wait;
+		s->slot->wait_alone = alone != ALONE_NO;
 		if (failure)
-		{
-			s->slot->failed = true;
-			s->slot->reader_failures++;
-			strlcpy(s->slot->status, "failed", SSP_STATUS_LEN);
-			strlcpy(s->slot->last_error, error, SSP_ERROR_LEN);
-		}
+			mark_failed(s->slot, error);
 		else
 		{
 			/* the scheduler starts a worker for it */
@@ -655,32 +676,50 @@ ssp_served_leave(SspWorker *w, SspServed *s, ErrorData *failure)
 }
 
 /*
+ * ssp_served_leave: a view leaves this process: dropped, paused or reset (failure
+ * NULL), or failed.  Its process lock and its slot are free, and the
+ * scheduler starts a worker of its own for it where it still wants one
+ * (after a backoff if it failed).  Its offsets stay as its last batch
+ * committed them.  A lock it could not get soon (ssp.attached_lock_timeout)
+ * is waited for alone: not a failure.
+ */
+void
+ssp_served_leave(SspWorker *w, SspServed *s, ErrorData *failure)
+{
+	leave(w, s, failure,
+		  failure && failure->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ? ALONE_LOCK : ALONE_NO);
+}
+
+/*
  * ssp_served_publish: the changes in the view's outbox to its output
- * topic (ssp_outbox_publish), between batches.  If that fails (the topic
- * refused, the broker down), the view fails alone and leaves the process,
- * as if its batch had failed, and its worker of its own publishes them
- * after the backoff.  The reader's other views wait for it at most
+ * topic (ssp_outbox_publish), between batches.  A view alone in its
+ * process waits ssp.broker_timeout for their acknowledgement; if that
+ * fails (the topic refused, the broker down), it fails and leaves the
+ * process, as if its batch had failed, and its next worker publishes them
+ * after the backoff.  The views of a reader wait for one of them at most
  * SSP_PUBLISH_SHARED_MS (a broker that acknowledges nothing would have
- * held them all for ssp.broker_timeout); a view alone waits that long.
+ * held them all for ssp.broker_timeout): past that, or on any error, the
+ * view leaves to publish alone, in a worker of its own that waits
+ * ssp.broker_timeout and decides whether the view failed.
  */
 void
 ssp_served_publish(SspWorker *w, SspServed *s)
 {
 	MemoryContext old = CurrentMemoryContext;
-	const int	timeout_ms = list_length(w->served) > 1 ?
-		Min(ssp_broker_timeout, SSP_PUBLISH_SHARED_MS) : ssp_broker_timeout;
+	volatile bool shared = list_length(w->served) > 1 &&
+		SSP_PUBLISH_SHARED_MS < ssp_broker_timeout;
 
 	if (s->view->output_topic == NULL)
 		return;
 	PG_TRY();
 	{
-		ssp_outbox_publish(s->view, timeout_ms);
+		ssp_outbox_publish(s->view, shared ? SSP_PUBLISH_SHARED_MS : ssp_broker_timeout);
 	}
 	PG_CATCH();
 	{
 		ErrorData  *edata = caught_error(old);
 
-		ssp_served_leave(w, s, edata);
+		leave(w, s, edata, shared ? ALONE_PUBLISH : ALONE_NO);
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
@@ -733,14 +772,12 @@ try_load(SspWorkerSlot *slot, SspReaderKey *key)
 		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 		/* a lock it could not get soon is waited for alone: not a failure */
 		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
-			slot->lock_wait = true;
-		else
 		{
-			slot->failed = true;
-			slot->reader_failures++;
-			strlcpy(slot->status, "failed", SSP_STATUS_LEN);
+			slot->wait_alone = true;
+			strlcpy(slot->last_error, error, SSP_ERROR_LEN);
 		}
-		strlcpy(slot->last_error, error, SSP_ERROR_LEN);
+		else
+			mark_failed(slot, error);
 		LWLockRelease(ssp_shared->lock);
 		FreeErrorData(edata);
 	}
@@ -845,7 +882,7 @@ adopt(SspWorker *w, SspWorkerSlot *slot)
 	}
 	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 	slot->refused = false;
-	slot->lock_wait = false;	/* it has joined again */
+	slot->wait_alone = false;	/* it has joined again */
 	LWLockRelease(ssp_shared->lock);
 	/* read again what the view has not applied yet */
 	for (p = 0; p < w->src.nslots; p++)
@@ -1086,9 +1123,10 @@ ssp_reader_hand_over(SspWorker *w)
 	{
 		/*
 		 * No reader near: this worker becomes one, for the views near it,
-		 * unless its view waits for a lock (a reader's views would wait too).
+		 * unless its view left a reader to wait alone (for a lock, for the
+		 * broker: a reader's views would wait too).
 		 */
-		if (!(w->slot->lock_wait && w->applied_batches == 0))
+		if (!(w->slot->wait_alone && w->applied_batches == 0))
 			w->reader = register_reader(&w->key, mine);
 		ssp_reader_report(w, -1);
 		/* the scheduler may have views waiting to be handed to it */
@@ -1107,10 +1145,12 @@ ssp_reader_hand_over(SspWorker *w)
 		return false;
 	}
 	/*
-	 * A view that left a reader to wait for a lock joins again only once a
-	 * batch of its own went through, instead of holding the reader up again.
+	 * A view that left a reader to wait alone (for a lock, or for its
+	 * changes' acknowledgement) joins again only once a batch of its own
+	 * went through (and was published), instead of holding the reader up
+	 * again.
 	 */
-	if (w->slot->lock_wait && w->applied_batches == 0)
+	if (w->slot->wait_alone && w->applied_batches == 0)
 		return false;
 
 	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);

@@ -43,7 +43,8 @@ typedef struct SspWorkerSlot
 	bool		attached;		/* pid is a reader that applies other views too */
 	int			handover_to;	/* a reader asked to take the view over, or 0 */
 	bool		detach;			/* the scheduler asks the reader to let it go */
-	bool		lock_wait;		/* it left a reader to wait for a lock alone */
+	bool		wait_alone;		/* it left a reader to wait alone: for a lock,
+								 * or for the broker to acknowledge its output */
 	bool		refused;		/* a reader claimed it and did not take it */
 	uint32		reader_failures;	/* failures of the view inside a reader */
 } SspWorkerSlot;

@@ -748,9 +748,9 @@ start_view_worker(SchedView *sv)
  * cost one process start per reader, not one per view: the first view's
  * worker becomes a reader and the others near it wait for it
  * (READER_START_WAIT_MS), though a reader far from them runs already.  A
- * view that failed, or waits for a lock, gets a worker of its own, as
- * does one the reader does not take in time; the reader's adopt() fences
- * the view as for any hand-over.
+ * view that failed, or waits alone (for a lock, for the broker), gets a
+ * worker of its own, as does one the reader does not take in time; the
+ * reader's adopt() fences the view as for any hand-over.
  */
 static bool
 to_reader(SchedView *sv, List *views, TimestampTz now)
@@ -787,7 +787,7 @@ to_reader(SchedView *sv, List *views, TimestampTz now)
 		return false;
 	}
 	LWLockAcquire(ssp_shared->lock, LW_SHARED);
-	asked = slot->failed || slot->lock_wait || slot->refused || slot->handover_to != 0;
+	asked = slot->failed || slot->wait_alone || slot->refused || slot->handover_to != 0;
 	pid = slot->pid;
 	LWLockRelease(ssp_shared->lock);
 	/* a process took it since the caller looked (a reader's claim) */

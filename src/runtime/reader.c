@@ -691,6 +691,36 @@ ssp_served_leave(SspWorker *w, SspServed *s, ErrorData *failure)
 }
 
 /*
+ * ssp_served_record_lost: ssp_record_lost for view s of this process,
+ * which leaves the process if it was dropped, paused or reset meanwhile,
+ * or if recording fails (a lock not had in time, a fence): alone, as when
+ * its batch fails, not with every view of the process.  False if it left.
+ */
+bool
+ssp_served_record_lost(SspWorker *w, SspServed *s, int source, int32 partition,
+					   int64 stored, int64 from, int64 to)
+{
+	MemoryContext old = CurrentMemoryContext;
+	ErrorData  *volatile failure = NULL;
+	volatile bool kept = false;
+
+	PG_TRY();
+	{
+		kept = ssp_record_lost(s->view, source, partition, stored, from, to);
+	}
+	PG_CATCH();
+	{
+		failure = caught_error(old);
+	}
+	PG_END_TRY();
+	if (!kept)
+		ssp_served_leave(w, s, failure);
+	if (failure)
+		FreeErrorData(failure);
+	return kept;
+}
+
+/*
  * ssp_served_publish: the changes in the view's outbox to its output
  * topic (ssp_outbox_publish), between batches.  A view alone in its
  * process waits ssp.broker_timeout for their acknowledgement; if that
@@ -822,14 +852,15 @@ claim(SspWorkerSlot *slot)
  * exited, take its lock, load it, and read from the smaller of its
  * offsets and the view's on each partition (the views already there skip
  * what they have applied).  Refused (the slot free again) when the view
- * is not one this reader may apply.
+ * is not one this reader may apply, or its worker has not exited by
+ * exit_by (a worker stopped, SIGSTOP: the views of one answer wait for
+ * their workers together, not one after the other).
  */
 static void
-adopt(SspWorker *w, SspWorkerSlot *slot)
+adopt(SspWorker *w, SspWorkerSlot *slot, TimestampTz exit_by)
 {
 	SspServed  *s = NULL;
 	SspReaderKey key;
-	int			tries;
 	bool		locked = false;
 	bool		moved = false;
 	bool		ours = true;
@@ -846,17 +877,16 @@ adopt(SspWorker *w, SspWorkerSlot *slot)
 	 * ours; a worker that took the slot back meanwhile (one the scheduler
 	 * started) keeps it.
 	 */
-	for (tries = 0; tries < 1000 && !locked && ours; tries++)
+	for (;;)
 	{
 		locked = ssp_lock_process(SSP_LOCK_WORKER, slot->view, slot->part);
 		LWLockAcquire(ssp_shared->lock, LW_SHARED);
 		ours = slot->pid == MyProcPid;
 		LWLockRelease(ssp_shared->lock);
-		if (!locked && ours)
-		{
-			(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
-			CHECK_FOR_INTERRUPTS();
-		}
+		if (locked || !ours || GetCurrentTimestamp() >= exit_by)
+			break;
+		(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
+		CHECK_FOR_INTERRUPTS();
 	}
 	if (locked && ours)
 		s = try_load(slot, &key);
@@ -918,6 +948,7 @@ ssp_reader_answer_requests(SspWorker *w)
 {
 	List	   *claimed = NIL;
 	ListCell   *lc;
+	TimestampTz exit_by;
 	int			i;
 
 	w->requests = false;
@@ -949,8 +980,9 @@ ssp_reader_answer_requests(SspWorker *w)
 		}
 		LWLockRelease(ssp_shared->lock);
 	}
+	exit_by = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), SSP_ADOPT_WAIT_MS);
 	foreach(lc, claimed)
-		adopt(w, lfirst(lc));
+		adopt(w, lfirst(lc), exit_by);
 	list_free(claimed);
 	for (;;)
 	{

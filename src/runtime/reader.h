@@ -87,6 +87,8 @@ typedef struct StoredOffset
 #define SSP_CATCHING_UP 20000
 /* how long a reader has to take a view it was asked to, by a worker or the scheduler */
 #define SSP_HAND_OVER_ANSWER_MS 5000
+/* longest a reader waits for the workers of the views it claimed to exit */
+#define SSP_ADOPT_WAIT_MS 10000
 /* longest a reader's views wait for one of them to publish its changes */
 #define SSP_PUBLISH_SHARED_MS 1000
 
@@ -96,6 +98,8 @@ extern SspServed *ssp_served_load(Oid viewoid, int part, SspWorkerSlot *slot,
 extern bool ssp_served_set_offsets(SspWorker *w, SspServed *s);
 extern void ssp_served_leave(SspWorker *w, SspServed *s, ErrorData *failure);
 extern void ssp_served_publish(SspWorker *w, SspServed *s);
+extern bool ssp_served_record_lost(SspWorker *w, SspServed *s, int source,
+								   int32 partition, int64 stored, int64 from, int64 to);
 extern bool ssp_worker_reads(SspWorker *w, int slot);
 extern void ssp_reader_union_streams(SspWorker *w);
 extern void ssp_reader_report(SspWorker *w, int64 lag);

@@ -808,12 +808,9 @@ recover_lost(SspWorker *w)
 				 * topic created again, read from its start: either way
 				 * the view's offset moves to the oldest message there is
 				 */
-				if (!ssp_record_lost(s->view, i, p, s->committed[slot],
-									 vfrom < low ? vfrom : low, low))
-				{
-					ssp_served_leave(w, s, NULL);
-					continue;
-				}
+				if (!ssp_served_record_lost(w, s, i, p, s->committed[slot],
+											vfrom < low ? vfrom : low, low))
+					continue;	/* it left */
 				s->committed[slot] = low;
 			}
 			list_free(views);

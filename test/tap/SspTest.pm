@@ -153,6 +153,22 @@ sub new_node
 	return $node;
 }
 
+# git_command(): git, on the history of the tree under test (SSP_GIT_DIR
+# when make test runs in a copy of it)
+sub git_command
+{
+	return $ENV{SSP_GIT_DIR} ? "git --git-dir='$ENV{SSP_GIT_DIR}'" : "git -C '$ENV{SSP_SRC}'";
+}
+
+# has_commit($commit): whether the tree's history holds the commit (not
+# in a tarball of the tree, nor in a shallow clone)
+sub has_commit
+{
+	my ($commit) = @_;
+	my $git = git_command();
+	return system("$git cat-file -e '$commit^{commit}' >/dev/null 2>&1") == 0;
+}
+
 # install_version($version, $commit): a copy of the test's Postgres
 # installation with ssp as it was at that commit, built from the history
 # of the tree (git archive; SSP_GIT_DIR when make test runs in a copy of
@@ -162,7 +178,7 @@ sub install_version
 	my ($version, $commit) = @_;
 	my $root = "$PostgreSQL::Test::Utils::tmp_check/install-$version";
 	my $src = "$PostgreSQL::Test::Utils::tmp_check/ssp-$version";
-	my $git = $ENV{SSP_GIT_DIR} ? "git --git-dir='$ENV{SSP_GIT_DIR}'" : "git -C '$ENV{SSP_SRC}'";
+	my $git = git_command();
 	mkdir $src or die "$src: $!";
 	system("$git archive $commit | tar -C '$src' -xf -") == 0
 	  or die "cannot read ssp $version ($commit) from git's history: the test needs a clone with it";

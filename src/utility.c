@@ -233,6 +233,26 @@ check_topic_change(AlterTableStmt *stmt)
 	SPI_finish();
 }
 
+/*
+ * owner_changed: after ALTER VIEW (or TABLE) ... OWNER TO of a continuous
+ * view, its parts and its workers follow (ssp_continuous_view_owner_changed).
+ */
+static void
+owner_changed(AlterTableStmt *stmt)
+{
+	ListCell   *lc;
+	Oid			relid;
+
+	foreach(lc, stmt->cmds)
+		if (((AlterTableCmd *) lfirst(lc))->subtype == AT_ChangeOwner)
+			break;
+	if (lc == NULL)
+		return;
+	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (OidIsValid(relid) && ssp_is_continuous_view(relid))
+		ssp_continuous_view_owner_changed(relid);
+}
+
 static void
 ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 					bool readOnlyTree, ProcessUtilityContext context,
@@ -311,6 +331,8 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 		case T_AlterTableStmt:
 			if (((AlterTableStmt *) parsetree)->objtype == OBJECT_FOREIGN_TABLE)
 				check_stream(((AlterTableStmt *) parsetree)->relation);
+			else
+				owner_changed((AlterTableStmt *) parsetree);
 			break;
 		case T_RenameStmt:
 			if (((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN &&

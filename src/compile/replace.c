@@ -30,6 +30,7 @@
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
+#include "commands/tablecmds.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -42,6 +43,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "ssp.h"
 #include "stream/stream.h"
@@ -237,6 +239,8 @@ check_log_holds(Oid shadow, const char *name)
 	}
 }
 
+static Oid	rel_owner(Oid relid);
+
 /*
  * ssp_replace_continuous_view: CREATE OR REPLACE VIEW of the continuous
  * view viewoid.  Builds the new definition as the continuous view
@@ -299,6 +303,17 @@ ssp_replace_continuous_view(ViewStmt *stmt, const char *queryString, Oid viewoid
 	ssp_create_continuous_view(shadow, queryString);
 	CommandCounterIncrement();
 	shadowoid = get_relname_relid(shadowname, nspid);
+	/* the view's owner's, as its parts will be, whoever replaces it */
+	if (rel_owner(shadowoid) != rel_owner(viewoid))
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "ssp: SPI_connect failed");
+		ssp_spi_exec(psprintf("ALTER VIEW %s OWNER TO %s",
+							  quote_qualified_identifier(nspname, shadowname),
+							  quote_identifier(GetUserNameFromId(rel_owner(viewoid), false))));
+		SPI_finish();
+		CommandCounterIncrement();
+	}
 	check_columns(viewoid, shadowoid);
 	check_replaceable(viewoid, shadowoid, name);
 	if (!start_given(stmt->options))
@@ -381,6 +396,75 @@ read_parts(Oid view, Parts *parts)
 														SPI_tuptable->tupdesc, 1, &isnull));
 }
 
+/* rel_owner: the owner of relation relid */
+static Oid
+rel_owner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "ssp: cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/*
+ * ssp_continuous_view_owner_changed: ALTER VIEW ... OWNER TO of continuous
+ * view view, which Postgres carried out on the view alone.  Its parts
+ * (its table, which queries of the view read; its query, outbox, buffers
+ * and the outbox's trigger function) and a replacement still catching up
+ * go to the new owner too, and its workers start again, as that owner (a
+ * new generation, which fences what ran as the old one).
+ */
+void
+ssp_continuous_view_owner_changed(Oid view)
+{
+	Oid			owner = rel_owner(view);
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(view)};
+	Parts		parts;
+	List	   *pending = NIL;
+	ListCell   *lc;
+	uint64		i;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	read_parts(view, &parts);
+	foreach(lc, parts.rels)
+		if (rel_owner(lfirst_oid(lc)) != owner)
+			ATExecChangeOwner(lfirst_oid(lc), owner, true, AccessExclusiveLock);
+	if (OidIsValid(parts.changes))
+		ssp_spi_exec(psprintf("ALTER FUNCTION %s() OWNER TO %s",
+							  quote_qualified_identifier(get_namespace_name(get_func_namespace(parts.changes)),
+														 get_func_name(parts.changes)),
+							  quote_identifier(GetUserNameFromId(owner, false))));
+	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET generation = generation + 1 "
+							  "WHERE view = $1::regclass",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "ssp: could not update ssp.continuous_views");
+	if (SPI_execute_with_args("SELECT view::oid FROM ssp.continuous_views WHERE replaces = $1::regclass",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.continuous_views");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		pending = lappend_oid(pending, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+																	  SPI_tuptable->tupdesc, 1, &isnull)));
+	}
+	/* this function again, for each, through the utility hook */
+	foreach(lc, pending)
+		if (rel_owner(lfirst_oid(lc)) != owner)
+			ssp_spi_exec(psprintf("ALTER VIEW %s OWNER TO %s",
+								  quote_qualified_identifier(get_namespace_name(get_rel_namespace(lfirst_oid(lc))),
+															 get_rel_name(lfirst_oid(lc))),
+								  quote_identifier(GetUserNameFromId(owner, false))));
+	SPI_finish();
+	ssp_wake_scheduler_at_commit();
+}
+
 /* oid_array: an oid[] of a list */
 static Datum
 oid_array(List *oids)
@@ -414,10 +498,15 @@ move_parts(Parts *parts, Oid to)
 		elog(ERROR, "ssp: could not move the parts of a continuous view");
 }
 
-/* rename_part: give a part of the view shadowname the name it would have as name's */
+/*
+ * rename_part: give a part of the view shadowname the name it would have
+ * as name's, in the part's schema (where the new definition was made:
+ * the view may have moved since)
+ */
 static void
-rename_part(Oid relid, const char *shadowname, const char *name, Oid nspid)
+rename_part(Oid relid, const char *shadowname, const char *name)
 {
+	Oid			nspid = get_rel_namespace(relid);
 	char	   *relname = get_rel_name(relid);
 	size_t		len = strlen(shadowname);
 	char	   *newname;
@@ -447,6 +536,7 @@ ssp_replace_swap(Oid shadow, Oid view)
 	char	   *nspname = get_namespace_name(nspid);
 	char	   *name = get_rel_name(view);
 	char	   *shadowname = get_rel_name(shadow);
+	char	   *shadownsp = get_namespace_name(get_rel_namespace(shadow));
 	Parts		old,
 				new;
 	Oid			argtypes[3] = {OIDOID, OIDOID, INT4OID};
@@ -456,7 +546,7 @@ ssp_replace_swap(Oid shadow, Oid view)
 	ListCell   *lc;
 	int			save_nestlevel;
 
-	if (name == NULL || shadowname == NULL)
+	if (name == NULL || shadowname == NULL || shadownsp == NULL)
 		return false;
 	if (!ConditionalLockRelationOid(view, AccessExclusiveLock))
 		return false;
@@ -531,20 +621,21 @@ ssp_replace_swap(Oid shadow, Oid view)
 	ssp_wake_scheduler_at_commit();
 
 	/* the old definition goes, with its parts */
-	ssp_spi_exec(psprintf("DROP VIEW %s", quote_qualified_identifier(nspname, shadowname)));
+	ssp_spi_exec(psprintf("DROP VIEW %s", quote_qualified_identifier(shadownsp, shadowname)));
 	CommandCounterIncrement();
 	/* and the new one's parts take the old names */
 	foreach(lc, new.rels)
-		rename_part(lfirst_oid(lc), shadowname, name, nspid);
+		rename_part(lfirst_oid(lc), shadowname, name);
 	if (OidIsValid(new.changes))
 	{
 		char	   *fname = get_func_name(new.changes);
+		Oid			fnsp = get_func_namespace(new.changes);
 		size_t		len = strlen(shadowname);
 
 		if (fname && strncmp(fname, shadowname, len) == 0 && fname[len] == '_')
 			ssp_spi_exec(psprintf("ALTER FUNCTION %s() RENAME TO %s",
-								  quote_qualified_identifier(nspname, fname),
-								  quote_identifier(ssp_choose_function_name(name, fname + len + 1, nspid))));
+								  quote_qualified_identifier(get_namespace_name(fnsp), fname),
+								  quote_identifier(ssp_choose_function_name(name, fname + len + 1, fnsp))));
 	}
 	SPI_finish();
 	ereport(LOG,

@@ -364,11 +364,15 @@ ssp_reader_union_streams(SspWorker *w)
 	StartTransactionCommand();
 	old = MemoryContextSwitchTo(w->streams_cxt);
 	w->src.streams = palloc0(sizeof(SspStream *) * w->src.n);
+	w->definition = palloc0(sizeof(char *) * w->src.n);
 	for (i = 0; i < w->src.n; i++)
 	{
 		SspStream  *stream = ssp_stream_open(((SspServed *) linitial(w->served))->view->streams[i]);
 		bool		all = false;
 		int			c;
+
+		/* in the transaction that opened it: config_changed compares it */
+		w->definition[i] = ssp_stream_signature(stream->relid);
 
 		stream->needed = palloc0(sizeof(bool) * Max(stream->ncolumns, 1));
 		foreach(lc, w->served)

@@ -48,6 +48,8 @@ typedef struct SspWorker
 	MemoryContext streams_cxt;	/* src.streams' */
 	SspKafka  **kafka;			/* per source: its consumer */
 	char	  **signature;		/* per source: its client's properties */
+	char	  **definition;		/* per source: its stream's, as src.streams
+								 * opened it (ssp_stream_signature) */
 	int64	   *next;			/* per slot: next offset to read, -1: oldest */
 	int64	   *eof;			/* per slot: end seen, -1: none */
 	bool	   *lost;			/* per slot: next offset deleted */

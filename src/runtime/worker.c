@@ -84,11 +84,18 @@ take_in_invalidations(void)
 	CommitTransactionCommand();
 }
 
-/* bumped by a change of any server, user mapping or role */
+/* bumped by a change of any server, user mapping or role, or relation */
 static uint64 config_changes = 0;
 
 static void
 config_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+{
+	config_changes++;
+}
+
+/* and by a change of any relation: a stream, perhaps (config_changed) */
+static void
+stream_invalidate(Datum arg, Oid relid)
 {
 	config_changes++;
 }
@@ -195,11 +202,26 @@ config_changed(SspWorker *w, bool take_in)
 		changed = strcmp(w->signature[i],
 						 ssp_server_kafka_signature(w->src.streams[i]->serverid,
 													GetUserId())) != 0;
-	CommitTransactionCommand();
 	if (changed)
 		ereport(LOG,
 				(errmsg("ssp: the Kafka properties of the streams of continuous view \"%s\" changed; its worker starts again",
 						((SspServed *) linitial(w->served))->view->name)));
+	/*
+	 * A stream altered (a column's field, a column added): its views'
+	 * decoding follows the stream as it was opened, so a fresh worker opens
+	 * it again; decoding the old way would read what INSERT now writes
+	 * elsewhere as nulls.
+	 */
+	for (i = 0; i < w->src.n && !changed; i++)
+		if (w->definition && strcmp(w->definition[i], ssp_stream_signature(w->src.streams[i]->relid)) != 0)
+		{
+			changed = true;
+			ereport(LOG,
+					(errmsg("ssp: stream \"%s\" of continuous view \"%s\" was altered; its worker starts again",
+							w->src.streams[i]->relname,
+							((SspServed *) linitial(w->served))->view->name)));
+		}
+	CommitTransactionCommand();
 	return changed;
 }
 
@@ -984,6 +1006,13 @@ run(SspWorker *w, Oid viewoid, int part)
 		if (partitions_added(w))
 			return;				/* a fresh worker reads them all */
 		n = collect(w, wait, &dirty);
+		/*
+		 * A stream altered before the batch's messages were written, perhaps
+		 * (INSERT writes them as the altered stream says): the batch is
+		 * not applied as decoded the old way.
+		 */
+		if (n > 0 && !w->restart && config_changed(w, true))
+			w->restart = true;
 		if (w->restart)
 		{
 			forget_decoded(w);
@@ -1109,6 +1138,8 @@ ssp_worker_main(Datum arg)
 	CacheRegisterSyscacheCallback(FOREIGNSERVEROID, config_invalidate, 0);
 	CacheRegisterSyscacheCallback(USERMAPPINGOID, config_invalidate, 0);
 	CacheRegisterSyscacheCallback(AUTHOID, config_invalidate, 0);
+	/* a stream altered (config_changed compares its definition) */
+	CacheRegisterRelcacheCallback(stream_invalidate, (Datum) 0);
 
 	PG_TRY();
 	{

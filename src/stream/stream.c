@@ -15,6 +15,7 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -32,6 +33,45 @@
 #include "registry/registry.h"
 #include "stream/avro.h"
 #include "stream/stream.h"
+
+/*
+ * ssp_stream_signature: the definition of stream relid that decoding
+ * follows, as text: its options, and each column's name, type and
+ * options (a changed field, a column added or dropped).  Two signatures
+ * that differ: a process decoding it must open it again.  "" if it is gone.
+ */
+char *
+ssp_stream_signature(Oid relid)
+{
+	Relation	rel = try_relation_open(relid, AccessShareLock);
+	StringInfoData buf;
+	ListCell   *lc;
+	int			i;
+
+	initStringInfo(&buf);
+	if (rel == NULL)
+		return buf.data;
+	if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
+		foreach(lc, GetForeignTable(relid)->options)
+			appendStringInfo(&buf, "%s=%s;", ((DefElem *) lfirst(lc))->defname,
+							 defGetString(lfirst(lc)));
+	for (i = 0; i < RelationGetDescr(rel)->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), i);
+
+		if (att->attisdropped)
+		{
+			appendStringInfoString(&buf, "|-");
+			continue;
+		}
+		appendStringInfo(&buf, "|%s %u %d", NameStr(att->attname), att->atttypid, att->atttypmod);
+		foreach(lc, GetForeignColumnOptions(relid, att->attnum))
+			appendStringInfo(&buf, " %s=%s", ((DefElem *) lfirst(lc))->defname,
+							 defGetString(lfirst(lc)));
+	}
+	relation_close(rel, AccessShareLock);
+	return buf.data;
+}
 
 /*
  * ssp_is_stream: is relid a foreign table of an ssp_kafka server?

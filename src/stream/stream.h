@@ -15,6 +15,7 @@
 /* stream.c */
 extern SspStream *ssp_stream_open(Oid relid);
 extern bool ssp_is_stream(Oid relid);
+extern char *ssp_stream_signature(Oid relid);
 extern bool ssp_is_kafka_server(Oid serverid);
 extern void ssp_check_topic_name(const char *name, const char *what);
 extern SspFormat ssp_format_by_name(const char *name);

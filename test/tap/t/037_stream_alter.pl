@@ -1,11 +1,13 @@
 # A stream altered while views of every kind apply it: columns added and
 # dropped (none that a view reads) while orders flow, with a view reset
 # and the readers terminated between.  A view's worker decodes as the
-# stream was when it opened it; a worker that opened it just before an ALTER
-# once built its batch's columns from the altered relation and crashed on
-# its first batch (a SIGSEGV reading a partition number as text).  Each
-# view must equal its query over every order, and no process may end by a
-# signal.
+# stream was when it opened it, and opens it again (a new worker) once it
+# is altered; a worker that opened it just before an ALTER once built its
+# batch's columns from the altered relation and crashed on its first batch
+# (a SIGSEGV reading a partition number as text).  Each view must equal
+# its query over every order, and no process may end by a signal.  Then a
+# column's field changes: the views read it by its new field, as INSERT
+# writes it (they went on reading the old one, a null for each new order).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -66,7 +68,21 @@ $producer->query_until(qr/done/, '');
 $producer->quit;
 is($node->safe_psql('postgres', 'SELECT count(*) FROM t'), '20000', 'every order produced');
 
+# amount is written, and read, as "amt" from now on (the views have read
+# every order written as "amount": the new field applies to what a view
+# reads from now on)
 SspTest::wait_views($node, 'postgres', @views);
+$node->safe_psql('postgres', q{
+	ALTER FOREIGN TABLE orders ALTER COLUMN amount OPTIONS (ADD field 'amt');
+	INSERT INTO orders (order_id, region, amount, ts)
+	  SELECT g, 'r' || g % 7, (g * 37) % 100, '2026-01-01'::timestamptz + g * interval '1 second'
+	  FROM generate_series(20001, 21000) g;
+	INSERT INTO t SELECT g, 'r' || g % 7, (g * 37) % 100, '2026-01-01'::timestamptz + g * interval '1 second'
+	  FROM generate_series(20001, 21000) g;
+});
+SspTest::wait_views($node, 'postgres', @views);
+ok($node->log_contains(qr/stream "orders" of continuous view "\w+" was altered; its worker starts again/),
+	'the workers saw the stream altered');
 my ($lost, $twice) = (0, 0);
 for my $v (@views)
 {
@@ -81,7 +97,7 @@ is($node->safe_psql('postgres',
 my @signals = slurp_file($node->logfile) =~ /(terminated by signal \d+[^\n]*)/g;
 is(scalar(@signals), 0, 'no process ended by a signal') or diag(join("\n", @signals));
 
-SspTest::report(faults => $faults, produced => 20000,
+SspTest::report(faults => $faults, produced => 21000,
 	applied => $node->safe_psql('postgres', "SELECT processed FROM ssp.views WHERE view = 'agg'::regclass"),
 	lost => $lost, twice => $twice, broker => $broker->{kind});
 $node->stop;

@@ -357,6 +357,10 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 			if (((AlterOwnerStmt *) parsetree)->objectType == OBJECT_FOREIGN_SERVER)
 				check_server(strVal(((AlterOwnerStmt *) parsetree)->object), NULL, true);
 			break;
+		case T_ReassignOwnedStmt:
+			ssp_continuous_views_reassigned(get_rolespec_oid(((ReassignOwnedStmt *) parsetree)->newrole,
+															 false));
+			break;
 		case T_CreateExtensionStmt:
 			if (strcmp(((CreateExtensionStmt *) parsetree)->extname, "ssp") == 0)
 				wake_launcher_at_commit = true;

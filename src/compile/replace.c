@@ -465,6 +465,31 @@ ssp_continuous_view_owner_changed(Oid view)
 	ssp_wake_scheduler_at_commit();
 }
 
+/*
+ * ssp_continuous_views_reassigned: after REASSIGN OWNED ... TO owner, which
+ * changed the owner of views and their parts alike: the workers of the
+ * continuous views owner now has start again, as owner (those it had
+ * before too, which costs a restart each).
+ */
+void
+ssp_continuous_views_reassigned(Oid owner)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(owner)};
+
+	if (!OidIsValid(get_extension_oid("ssp", true)))
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (SPI_execute_with_args("UPDATE ssp.continuous_views c SET generation = c.generation + 1 "
+							  "FROM pg_catalog.pg_class r WHERE r.oid = c.view AND r.relowner = $1",
+							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "ssp: could not update ssp.continuous_views");
+	if (SPI_processed > 0)
+		ssp_wake_scheduler_at_commit();
+	SPI_finish();
+}
+
 /* oid_array: an oid[] of a list */
 static Datum
 oid_array(List *oids)

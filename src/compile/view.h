@@ -149,6 +149,7 @@ extern bool ssp_is_continuous_view(Oid relid);
 extern void ssp_replace_continuous_view(ViewStmt *stmt, const char *queryString, Oid viewoid);
 extern bool ssp_replace_swap(Oid shadow, Oid view);
 extern void ssp_continuous_view_owner_changed(Oid view);
+extern void ssp_continuous_views_reassigned(Oid owner);
 
 /* outbox.c */
 /* rollup.c */

@@ -5,7 +5,8 @@
 # its reader go on.  CREATE OR REPLACE of another role's view, by a
 # superuser, leaves the new definition's parts with the view's owner; and a
 # view moved to another schema while its new definition catches up still
-# takes it.  Every view ends equal to its query.
+# takes it.  REASSIGN OWNED starts the workers of the views it gave a new
+# owner again, as that owner.  Every view ends equal to its query.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -133,6 +134,17 @@ is($node->safe_psql('postgres', q{SELECT to_regclass('public.a3_next') IS NULL})
 	'the new definition\'s view is gone');
 produce(200);
 exact('a3 moved', qw(a1 a2 moved.a3));
+# REASSIGN OWNED BY bob TO alice: a1 (and its parts) back to alice, and
+# its worker starts again as alice (it ran on as bob)
+my $a1_pid = $node->safe_psql('postgres', "SELECT worker_pid FROM ssp.views WHERE view = 'a1'::regclass");
+$node->safe_psql('postgres', 'REASSIGN OWNED BY bob TO alice');
+ok($node->poll_query_until('postgres', qq{
+		SELECT worker_pid IS DISTINCT FROM $a1_pid AND pg_get_userbyid(c.relowner) = 'alice'
+		FROM ssp.views v JOIN pg_class c ON c.oid = v.view WHERE v.view = 'a1'::regclass}),
+	'after REASSIGN OWNED, a1 is alice\'s and its worker started again');
+$node->safe_psql('postgres', 'REVOKE SELECT ON orders FROM bob');
+produce(200);
+exact('a1 reassigned', qw(a1 a2 moved.a3));
 ok(!$node->log_contains(qr/could not take its new definition/), 'no replacement failed');
 ok(!$node->log_contains(qr/terminated by signal/), 'no process crashed');
 

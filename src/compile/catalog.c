@@ -28,6 +28,7 @@
 #include "utils/resowner.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -469,4 +470,18 @@ ssp_view_repair_dependencies(SspView *v)
 		CommandCounterIncrement();
 	}
 	SPI_finish();
+}
+
+/* ssp_rel_owner: the owner of relation relid */
+Oid
+ssp_rel_owner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
 }

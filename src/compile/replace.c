@@ -43,7 +43,6 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 
 #include "ssp.h"
 #include "stream/stream.h"
@@ -239,8 +238,6 @@ check_log_holds(Oid shadow, const char *name)
 	}
 }
 
-static Oid	rel_owner(Oid relid);
-
 /*
  * ssp_replace_continuous_view: CREATE OR REPLACE VIEW of the continuous
  * view viewoid.  Builds the new definition as the continuous view
@@ -304,13 +301,13 @@ ssp_replace_continuous_view(ViewStmt *stmt, const char *queryString, Oid viewoid
 	CommandCounterIncrement();
 	shadowoid = get_relname_relid(shadowname, nspid);
 	/* the view's owner's, as its parts will be, whoever replaces it */
-	if (rel_owner(shadowoid) != rel_owner(viewoid))
+	if (ssp_rel_owner(shadowoid) != ssp_rel_owner(viewoid))
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "ssp: SPI_connect failed");
 		ssp_spi_exec(psprintf("ALTER VIEW %s OWNER TO %s",
 							  quote_qualified_identifier(nspname, shadowname),
-							  quote_identifier(GetUserNameFromId(rel_owner(viewoid), false))));
+							  quote_identifier(GetUserNameFromId(ssp_rel_owner(viewoid), false))));
 		SPI_finish();
 		CommandCounterIncrement();
 	}
@@ -396,20 +393,6 @@ read_parts(Oid view, Parts *parts)
 														SPI_tuptable->tupdesc, 1, &isnull));
 }
 
-/* rel_owner: the owner of relation relid */
-static Oid
-rel_owner(Oid relid)
-{
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "ssp: cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	return owner;
-}
-
 /*
  * ssp_continuous_view_owner_changed: ALTER VIEW ... OWNER TO of continuous
  * view view, which Postgres carried out on the view alone.  Its parts
@@ -421,7 +404,7 @@ rel_owner(Oid relid)
 void
 ssp_continuous_view_owner_changed(Oid view)
 {
-	Oid			owner = rel_owner(view);
+	Oid			owner = ssp_rel_owner(view);
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(view)};
 	Parts		parts;
@@ -433,7 +416,7 @@ ssp_continuous_view_owner_changed(Oid view)
 		elog(ERROR, "ssp: SPI_connect failed");
 	read_parts(view, &parts);
 	foreach(lc, parts.rels)
-		if (rel_owner(lfirst_oid(lc)) != owner)
+		if (ssp_rel_owner(lfirst_oid(lc)) != owner)
 			ATExecChangeOwner(lfirst_oid(lc), owner, true, AccessExclusiveLock);
 	if (OidIsValid(parts.changes))
 		ssp_spi_exec(psprintf("ALTER FUNCTION %s() OWNER TO %s",
@@ -456,7 +439,7 @@ ssp_continuous_view_owner_changed(Oid view)
 	}
 	/* this function again, for each, through the utility hook */
 	foreach(lc, pending)
-		if (rel_owner(lfirst_oid(lc)) != owner)
+		if (ssp_rel_owner(lfirst_oid(lc)) != owner)
 			ssp_spi_exec(psprintf("ALTER VIEW %s OWNER TO %s",
 								  quote_qualified_identifier(get_namespace_name(get_rel_namespace(lfirst_oid(lc))),
 															 get_rel_name(lfirst_oid(lc))),

@@ -79,20 +79,6 @@ refuse(const char *what)
 					 "ssp.combine(column) of its aggregate columns, with WHERE, GROUP BY and HAVING.")));
 }
 
-/* get_rel_owner: the owner of relation relid */
-static Oid
-get_rel_owner(Oid relid)
-{
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
-	ReleaseSysCache(tup);
-	return owner;
-}
-
 static bool
 is_combine(Oid fnoid)
 {
@@ -348,7 +334,7 @@ ssp_create_rollup(ViewStmt *stmt, const char *queryString)
 	 * owner can change: only the owner's roles may build on it (superusers
 	 * included only as members, so none runs SQL another role wrote).
 	 */
-	if (!is_member_of_role_nosuper(GetUserId(), get_rel_owner(r.source)))
+	if (!is_member_of_role_nosuper(GetUserId(), ssp_rel_owner(r.source)))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("only the owner of continuous view \"%s\" may make rollups of it", r.source_name),

@@ -156,6 +156,7 @@ extern void ssp_continuous_views_reassigned(Oid owner);
 extern void ssp_create_rollup(ViewStmt *stmt, const char *queryString);
 
 /* catalog.c */
+extern Oid	ssp_rel_owner(Oid relid);
 extern char *ssp_extension_version(void);
 extern void ssp_check_extension_version(void);
 extern SspView *ssp_view_load(Oid view, bool missing_ok);

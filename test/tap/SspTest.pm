@@ -322,6 +322,20 @@ sub differences
 		"SELECT count(*) FROM (($a EXCEPT ALL $b) UNION ALL ($b EXCEPT ALL $a)) d");
 }
 
+# equal_to_queries($node, $db, $label, \%truth, @views): once each view
+# has caught up, one test per view that it equals its query ($truth{view},
+# over a table that got the same rows as its streams)
+sub equal_to_queries
+{
+	my ($node, $db, $label, $truth, @views) = @_;
+	wait_views($node, $db, @views);
+	for my $v (@views)
+	{
+		Test::More::is(differences($node, $db, "SELECT * FROM $v", $truth->{$v}),
+			'0', "$label: $v equals its query");
+	}
+}
+
 # start_registry($k, user => 'u:p', token => 'T', port => P, dir => D): the
 # Schema Registry test double (test/kafka/SchemaRegistry.java) in the
 # background, run with the classpath of Kafka cluster $k; stopped when the

@@ -57,12 +57,7 @@ sub produce
 sub exact
 {
 	my ($label, @views) = @_;
-	SspTest::wait_views($node, 'postgres', @views);
-	for my $v (@views)
-	{
-		is(SspTest::differences($node, 'postgres', "SELECT * FROM $v", $truth{$v}),
-			'0', "$label: $v equals its query over the $produced orders");
-	}
+	SspTest::equal_to_queries($node, 'postgres', "$label, $produced orders", \%truth, @views);
 }
 
 my $shared = q{SELECT count(DISTINCT worker_pid) = 1 AND bool_and(attached) FROM ssp.views

@@ -178,8 +178,9 @@ ssp_wake_launcher(void)
 {
 	Latch	   *latch;
 
-	LWLockAcquire(ssp_shared->lock, LW_SHARED);
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 	latch = ssp_shared->launcher_latch;
+	ssp_shared->launcher_asked = true;
 	LWLockRelease(ssp_shared->lock);
 	if (latch)
 		SetLatch(latch);

@@ -101,6 +101,7 @@ typedef struct SspShared
 {
 	LWLock	   *lock;
 	Latch	   *launcher_latch;
+	bool		launcher_asked; /* ssp_wake_launcher since it last looked */
 	int			nworkers;
 	int			ndbs;
 	SspDbSlot  *dbs;

@@ -256,7 +256,6 @@ ssp_launcher_main(Datum arg)
 		List	   *oids = list_databases();
 		ListCell   *lc;
 		TimestampTz now = GetCurrentTimestamp();
-		int			rc;
 
 		foreach(lc, oids)
 		{
@@ -289,10 +288,20 @@ ssp_launcher_main(Datum arg)
 		ssp_shmem_forget_databases(oids);
 		list_free(oids);
 
-		rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					   LAUNCHER_NAPTIME_MS, PG_WAIT_EXTENSION);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 LAUNCHER_NAPTIME_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
-		woken = (rc & WL_LATCH_SET) != 0;
+
+		/*
+		 * Woken by ssp_wake_launcher (CREATE EXTENSION), a database without
+		 * ssp is looked at again at once; not when the postmaster says a
+		 * scheduler ended (bgw_notify_pid), which it does for each one that
+		 * found no ssp: that would start one again at once, forever.
+		 */
+		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+		woken = ssp_shared->launcher_asked;
+		ssp_shared->launcher_asked = false;
+		LWLockRelease(ssp_shared->lock);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{

@@ -1,5 +1,6 @@
 # Views resume by themselves after a restart, in every database with ssp,
-# with no configuration beyond shared_preload_libraries.
+# with no configuration beyond shared_preload_libraries; a database
+# without ssp costs next to nothing.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -27,6 +28,17 @@ for my $db ('postgres', 'second')
 	SspTest::wait_views($node, $db, 'total');
 	is($node->safe_psql($db, 'SELECT n, s FROM total'), '1000|500500', "view in $db is maintained");
 }
+
+# a database without ssp: the scheduler started there finds no ssp and
+# ends, and the launcher looks again every 10 s, not each time one ends
+# (each look is a process start, and a transaction in that database)
+$node->safe_psql('postgres', 'CREATE DATABASE plain');
+sleep 2;
+my $looks = "SELECT xact_commit FROM pg_stat_database WHERE datname = 'plain'";
+my $before = $node->safe_psql('postgres', $looks);
+sleep 6;
+cmp_ok($node->safe_psql('postgres', $looks) - $before, '<', 20,
+	'a database without ssp is looked at now and then, not in a loop');
 
 $node->restart;
 for my $db ('postgres', 'second')

@@ -19,6 +19,8 @@
 
 #define SSP_STATUS_LEN 32
 #define SSP_ERROR_LEN 512
+/* the status of a view whose worker cannot reach its brokers (ssp.views) */
+#define SSP_WAITING_FOR_BROKER "waiting for broker"
 /* the rate of a worker is smoothed over about this many seconds */
 #define SSP_RATE_SECONDS 5.0
 /* worker slots: a view part each, whether it has a process of its own or not */

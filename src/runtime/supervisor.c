@@ -749,6 +749,32 @@ start_view_worker(SchedView *sv)
 #define READER_START_WAIT_MS 2000
 
 /*
+ * waits_for_broker: does reader pid wait for its brokers (a view it
+ * applies, or its own, says so)?  Then slot, of a view handed to it, shows
+ * the same status and error.  The caller holds ssp_shared->lock
+ * exclusively.
+ */
+static bool
+waits_for_broker(int pid, SspWorkerSlot *slot)
+{
+	int			i;
+
+	for (i = 0; i < ssp_shared->nworkers; i++)
+	{
+		SspWorkerSlot *theirs = &ssp_shared->workers[i];
+
+		if (theirs->in_use && theirs->dboid == MyDatabaseId && theirs->pid == pid &&
+			strcmp(theirs->status, SSP_WAITING_FOR_BROKER) == 0)
+		{
+			strlcpy(slot->status, theirs->status, SSP_STATUS_LEN);
+			strlcpy(slot->last_error, theirs->last_error, SSP_ERROR_LEN);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * to_reader: instead of starting a worker for a view, hand it to the live
  * reader of its streams near it (One reader per stream, in
  * doc/internals.md), as a worker would once started, without the process:
@@ -783,6 +809,16 @@ to_reader(SchedView *sv, List *views, TimestampTz now)
 		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 		holder = slot->pid;
 		pending = slot->handover_to == sv->handed_to && holder == 0;
+
+		/*
+		 * A reader that waits for its brokers cannot answer before they do:
+		 * the view waits with it, saying so.  A worker of its own would wait
+		 * the same way, in a background worker slot (max_worker_processes,
+		 * which parallel queries share): with the brokers down, one each
+		 * for every view of the stream.
+		 */
+		if (pending && now >= sv->wait_until && waits_for_broker(sv->handed_to, slot))
+			sv->wait_until = TimestampTzPlusMilliseconds(now, READER_START_WAIT_MS);
 		if (pending && now >= sv->wait_until)
 			slot->handover_to = 0;	/* no answer in time: withdrawn */
 		LWLockRelease(ssp_shared->lock);

@@ -67,6 +67,9 @@
  */
 #define SSP_DECODE_AHEAD 4096
 
+/* how long a worker's first question to its brokers goes unseen */
+#define SSP_BROKER_FIRST_MS 1000
+
 PGDLLEXPORT void ssp_worker_main(Datum arg);
 
 
@@ -260,13 +263,29 @@ wait_out(SspWorker *w, MemoryContext cxt, const char *status)
 
 /*
  * partition_count: how many partitions a source's topic has; waits
- * (status "waiting for broker") while the broker cannot say.
+ * (status "waiting for broker") while the broker cannot say.  Brokers that
+ * do not answer within a second (down, or behind a firewall that drops
+ * rather than refuses) show at once, not after ssp.broker_timeout; the
+ * scheduler then keeps the other views of the stream from starting a
+ * worker each to wait the same way (supervisor.c, to_reader).
  */
 static int
 partition_count(SspWorker *w, int i)
 {
-	volatile int n = -1;
+	volatile int n = ssp_kafka_partition_count_try(w->kafka[i], SSP_BROKER_FIRST_MS);
+	ListCell   *lc;
 
+	if (n < 0)
+		foreach(lc, w->served)
+		{
+			SspServed  *s = lfirst(lc);
+			char	   *error = psprintf("the brokers of stream \"%s\" have not answered yet",
+										 w->src.streams[i]->relname);
+
+			ssp_slot_set_error(s->slot, error);
+			ssp_slot_set_status(s->slot, SSP_WAITING_FOR_BROKER, -1);
+			pfree(error);
+		}
 	while (n < 0)
 	{
 		MemoryContext old = CurrentMemoryContext;
@@ -281,7 +300,7 @@ partition_count(SspWorker *w, int i)
 		PG_CATCH();
 		{
 			/* told of other brokers meanwhile: a fresh worker for them */
-			wait_out(w, old, "waiting for broker");
+			wait_out(w, old, SSP_WAITING_FOR_BROKER);
 		}
 		PG_END_TRY();
 		MemoryContextSwitchTo(old);
@@ -464,7 +483,7 @@ report_status(SspWorker *w, SspServed *s, int64 lag)
 	if (trouble)
 	{
 		ssp_slot_set_error(s->slot, trouble);
-		ssp_slot_set_status(s->slot, "waiting for broker", lag);
+		ssp_slot_set_status(s->slot, SSP_WAITING_FOR_BROKER, lag);
 	}
 	else
 		ssp_slot_set_status(s->slot, lag > Min(w->batch_size, SSP_CATCHING_UP) ?

@@ -2,9 +2,10 @@
 # consume: all three brokers down for 30 s, one broker down with the
 # partitions' leadership moved off it, Fetch and Produce errors, a 300 ms
 # round trip, the topic unknown for a while, and a view whose topic does not
-# exist yet.  The views say "waiting for broker" (or name the topic) while
-# it lasts, Postgres stays up, and each view ends exactly equal to its query
-# over what the topic holds: nothing lost, nothing counted twice.
+# exist yet, and views made while every broker is down.  The views say
+# "waiting for broker" (or name the topic) while it lasts, Postgres stays
+# up, and each view ends exactly equal to its query over what the topic
+# holds: nothing lost, nothing counted twice.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -115,6 +116,35 @@ $node->safe_psql('postgres', 'INSERT INTO later SELECT g FROM generate_series(1,
 SspTest::wait_views($node, 'postgres', 'later_count');
 is($node->safe_psql('postgres', 'SELECT n, s FROM later_count'), '1000|500500',
 	'once the topic exists, the view counts every message');
+
+# views made while every broker is down: the worker started for the first
+# waits for the brokers, and the others wait with it, saying so, rather
+# than start a worker each (a background worker slot each, for nothing);
+# once the brokers are back, they read the topic together
+my @down = map { "down$_" } 1 .. 8;
+SspTest::ctl($broker, 'down all');
+$faults++;
+$node->safe_psql('postgres', join('', map {
+	"CREATE VIEW $_ WITH (ssp.continuous) AS SELECT region, count(*) AS n, sum(amount) AS total FROM orders GROUP BY region; "
+} @down));
+ok($node->poll_query_until('postgres', q{
+		SELECT count(*) = 8 FROM ssp.views
+		WHERE view::text LIKE 'down_' AND status = 'waiting for broker' AND last_error <> ''}),
+	'views made with every broker down say "waiting for broker", and why');
+# past the 2 s a view waits for the worker of another to become its reader
+sleep 5;
+is($node->safe_psql('postgres', q{
+		SELECT count(DISTINCT worker_pid) || ' ' || count(*) FILTER (WHERE status = 'waiting for broker')
+		FROM ssp.views WHERE view::text LIKE 'down_'}),
+	'1 8', 'one worker waits for the brokers for the eight views');
+SspTest::ctl($broker, 'up all');
+SspTest::wait_views($node, 'postgres', 'copy', 'by_region', @down);
+for my $v (@down)
+{
+	is(SspTest::differences($node, 'postgres', "SELECT * FROM $v",
+			'SELECT region, count(*), sum(amount) FROM orders GROUP BY region'),
+		'0', "$v, made with the brokers down, exact");
+}
 
 # every view equals its query over what the topic holds
 my $produced = $node->safe_psql('postgres', 'SELECT count(*) FROM orders');

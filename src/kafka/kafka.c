@@ -45,6 +45,8 @@
 #include "kafka/kafka.h"
 
 #define SSP_POLL_MS 50
+/* a request to the brokers waits this long before interrupts are looked at */
+#define SSP_REQUEST_SLICE_MS 500
 /* fewer applied messages than this are destroyed at once, not on the releaser */
 #define SSP_RELEASE_AHEAD 4096
 
@@ -399,6 +401,61 @@ ssp_kafka_close(SspKafka *kafka)
 }
 
 /*
+ * A request to the brokers that ssp.broker_timeout bounds is made in slices
+ * (SSP_REQUEST_SLICE_MS): a process waiting for brokers that do not answer
+ * (down behind a firewall that drops, or hung) takes a cancel or a shutdown
+ * within a slice, not after ssp.broker_timeout.  A slice that runs out is
+ * asked again; an answer, or an error that comes before the slice's end,
+ * ends the request as one long wait would have.
+ */
+typedef struct Slices
+{
+	instr_time	start;			/* of the request */
+	instr_time	call;			/* of the current slice */
+	int			slice_ms;
+} Slices;
+
+/* slice_next: the wait of the request's next slice. */
+static int
+slice_next(Slices *sl)
+{
+	instr_time	now;
+	double		left;
+
+	INSTR_TIME_SET_CURRENT(now);
+	sl->call = now;
+	INSTR_TIME_SUBTRACT(now, sl->start);
+	left = ssp_broker_timeout - INSTR_TIME_GET_MILLISEC(now);
+	sl->slice_ms = (int) Max(Min(left, SSP_REQUEST_SLICE_MS), 1);
+	return sl->slice_ms;
+}
+
+/*
+ * slice_again: whether a slice that ended with err is followed by another:
+ * it waited out its slice without an answer, and ssp.broker_timeout is not
+ * over.  librdkafka says so with a timeout, or, where no broker could be
+ * reached in time, with a transport error.
+ */
+static bool
+slice_again(Slices *sl, rd_kafka_resp_err_t err)
+{
+	instr_time	now;
+	instr_time	total;
+
+	if (err != RD_KAFKA_RESP_ERR__TIMED_OUT && err != RD_KAFKA_RESP_ERR__TRANSPORT)
+		return false;
+	INSTR_TIME_SET_CURRENT(now);
+	total = now;
+	INSTR_TIME_SUBTRACT(total, sl->start);
+	INSTR_TIME_SUBTRACT(now, sl->call);
+	if (INSTR_TIME_GET_MILLISEC(now) < sl->slice_ms - 20 ||
+		INSTR_TIME_GET_MILLISEC(total) >= ssp_broker_timeout)
+		return false;
+	CHECK_FOR_INTERRUPTS();
+	return true;
+}
+
+/*
  * topic_partitions: ask the broker how many partitions the topic has, into
  * *count; the error of the request or of the topic, if any.
  */
@@ -430,7 +487,13 @@ int
 ssp_kafka_partition_count(SspKafka *kafka)
 {
 	int			count;
-	rd_kafka_resp_err_t err = topic_partitions(kafka, ssp_broker_timeout, &count);
+	rd_kafka_resp_err_t err;
+	Slices		sl;
+
+	INSTR_TIME_SET_CURRENT(sl.start);
+	do
+		err = topic_partitions(kafka, slice_next(&sl), &count);
+	while (slice_again(&sl, err));
 
 	rd_kafka_poll(kafka->rk, 0);	/* the errors it logged, for broker_error */
 	if (err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
@@ -461,9 +524,13 @@ void
 ssp_kafka_watermarks(SspKafka *kafka, int32 partition, int64 *low, int64 *high)
 {
 	rd_kafka_resp_err_t err;
+	Slices		sl;
 
-	err = rd_kafka_query_watermark_offsets(kafka->rk, kafka->topic, partition,
-										   low, high, ssp_broker_timeout);
+	INSTR_TIME_SET_CURRENT(sl.start);
+	do
+		err = rd_kafka_query_watermark_offsets(kafka->rk, kafka->topic, partition,
+											   low, high, slice_next(&sl));
+	while (slice_again(&sl, err));
 	if (err)
 		broker_error(kafka, "get the offsets", err);
 }
@@ -479,11 +546,18 @@ list_offsets(SspKafka *kafka, int nparts, int64 which, int64 *offsets)
 {
 	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(Max(nparts, 1));
 	rd_kafka_resp_err_t err;
+	Slices		sl;
 	int			p;
 
 	for (p = 0; p < nparts; p++)
-		rd_kafka_topic_partition_list_add(list, kafka->topic, p)->offset = which;
-	err = rd_kafka_offsets_for_times(kafka->rk, list, ssp_broker_timeout);
+		rd_kafka_topic_partition_list_add(list, kafka->topic, p);
+	INSTR_TIME_SET_CURRENT(sl.start);
+	do
+	{
+		for (p = 0; p < nparts; p++)
+			list->elems[p].offset = which;
+		err = rd_kafka_offsets_for_times(kafka->rk, list, slice_next(&sl));
+	} while (slice_again(&sl, err));
 	for (p = 0; p < nparts && !err; p++)
 	{
 		rd_kafka_topic_partition_t *tp = &list->elems[p];

@@ -2,7 +2,8 @@
 # consume: all three brokers down for 30 s, one broker down with the
 # partitions' leadership moved off it, Fetch and Produce errors, a 300 ms
 # round trip, the topic unknown for a while, and a view whose topic does not
-# exist yet, and views made while every broker is down.  The views say
+# exist yet, views made while every broker is down, and brokers that take
+# connections and never answer.  The views say
 # "waiting for broker" (or name the topic) while it lasts, Postgres stays
 # up, and each view ends exactly equal to its query over what the topic
 # holds: nothing lost, nothing counted twice.
@@ -11,6 +12,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IO::Socket::INET;
 use SspTest;
 
 my $broker = SspTest::start_broker(brokers => 3, topics => ['orders:8']);
@@ -145,6 +147,37 @@ for my $v (@down)
 			'SELECT region, count(*), sum(amount) FROM orders GROUP BY region'),
 		'0', "$v, made with the brokers down, exact");
 }
+
+# brokers that take connections and never answer (a socket that listens,
+# and that no one reads): the view says so, and its worker, waiting for
+# them, takes a terminate at once, not after ssp.broker_timeout (60 s
+# here), as a scan of the stream takes its statement_timeout
+my $hole = IO::Socket::INET->new(Listen => 16, LocalAddr => '127.0.0.1', LocalPort => 0,
+	Proto => 'tcp') or die "no listening socket: $!";
+my $hole_port = $hole->sockport;
+$node->safe_psql('postgres', "ALTER SYSTEM SET ssp.broker_timeout = '60s'; SELECT pg_reload_conf()");
+$node->safe_psql('postgres', qq{
+	CREATE SERVER hole FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '127.0.0.1:$hole_port');
+	CREATE FOREIGN TABLE silent (id bigint) SERVER hole OPTIONS (topic 'silent');
+	CREATE VIEW silent_count WITH (ssp.continuous) AS SELECT count(*) AS n FROM silent;
+});
+$faults++;
+ok($node->poll_query_until('postgres', q{
+		SELECT status = 'waiting for broker' AND worker_pid IS NOT NULL AND last_error LIKE '%not answered%'
+		FROM ssp.views WHERE view = 'silent_count'::regclass}),
+	'a view over brokers that never answer says "waiting for broker" before ssp.broker_timeout');
+my $silent_pid = $node->safe_psql('postgres',
+	q{SELECT worker_pid FROM ssp.views WHERE view = 'silent_count'::regclass});
+is($node->safe_psql('postgres', "SELECT pg_terminate_backend($silent_pid, 20000)"), 't',
+	'its worker, waiting for them, takes a terminate within 20 s');
+my $timed_out = 0;
+my ($rc, $out, $err) = $node->psql('postgres', "SET statement_timeout = '1s'; SELECT count(*) FROM silent",
+	timeout => 20, timed_out => \$timed_out);
+ok(!$timed_out && $err =~ /canceling statement due to statement timeout/,
+	'a scan of the stream ends at its statement_timeout (1 s; not 20 s later) while the brokers do not answer');
+$node->safe_psql('postgres', 'DROP SERVER hole CASCADE');
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET ssp.broker_timeout; SELECT pg_reload_conf()');
+close($hole);
 
 # every view equals its query over what the topic holds
 my $produced = $node->safe_psql('postgres', 'SELECT count(*) FROM orders');

@@ -172,15 +172,20 @@ ssp_db_slot(Oid dboid, bool create)
 	return result;
 }
 
-/* ssp_wake_launcher: have the launcher look at the databases now. */
+/*
+ * ssp_wake_launcher: have the launcher start a scheduler for this database
+ * now, though the last one found no ssp here (after CREATE EXTENSION ssp).
+ */
 void
 ssp_wake_launcher(void)
 {
+	SspDbSlot  *slot = ssp_db_slot(MyDatabaseId, true);
 	Latch	   *latch;
 
 	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	if (slot)
+		slot->look_now = true;
 	latch = ssp_shared->launcher_latch;
-	ssp_shared->launcher_asked = true;
 	LWLockRelease(ssp_shared->lock);
 	if (latch)
 		SetLatch(latch);

@@ -96,6 +96,7 @@ typedef struct SspDbSlot
 	Oid			dboid;
 	int			pid;			/* the scheduler, 0 if none */
 	bool		no_extension;	/* its last check found no ssp there */
+	bool		look_now;		/* CREATE EXTENSION ssp committed there since */
 	Latch	   *latch;
 } SspDbSlot;
 
@@ -103,7 +104,6 @@ typedef struct SspShared
 {
 	LWLock	   *lock;
 	Latch	   *launcher_latch;
-	bool		launcher_asked; /* ssp_wake_launcher since it last looked */
 	int			nworkers;
 	int			ndbs;
 	SspDbSlot  *dbs;

@@ -239,7 +239,6 @@ void
 ssp_launcher_main(Datum arg)
 {
 	List	   *dbs = NIL;		/* LauncherDb */
-	bool		woken = true;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -263,6 +262,7 @@ ssp_launcher_main(Datum arg)
 			LauncherDb *ldb = NULL;
 			ListCell   *dc;
 			SspDbSlot  *slot;
+			bool		asked = false;
 
 			foreach(dc, dbs)
 				if (((LauncherDb *) lfirst(dc))->dboid == dboid)
@@ -279,8 +279,21 @@ ssp_launcher_main(Datum arg)
 			/* a scheduler started by a launcher before this one */
 			if (slot && alive(slot->pid))
 				continue;
-			/* a database without ssp is looked at again now and then */
-			if (slot && slot->no_extension && !woken &&
+			/*
+			 * A database without ssp is looked at again now and then, or at
+			 * once after CREATE EXTENSION ssp there (ssp_wake_launcher).  The
+			 * latch is no sign of that: the postmaster sets it too, when a
+			 * scheduler ends (bgw_notify_pid), and so for each that found no
+			 * ssp, which would start the next at once, forever.
+			 */
+			if (slot)
+			{
+				LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+				asked = slot->look_now;
+				slot->look_now = false;
+				LWLockRelease(ssp_shared->lock);
+			}
+			if (slot && slot->no_extension && !asked &&
 				!TimestampDifferenceExceeds(ldb->last_start, now, RECHECK_NO_EXTENSION_MS))
 				continue;
 			launch_scheduler(ldb);
@@ -291,17 +304,6 @@ ssp_launcher_main(Datum arg)
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 LAUNCHER_NAPTIME_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
-
-		/*
-		 * Woken by ssp_wake_launcher (CREATE EXTENSION), a database without
-		 * ssp is looked at again at once; not when the postmaster says a
-		 * scheduler ended (bgw_notify_pid), which it does for each one that
-		 * found no ssp: that would start one again at once, forever.
-		 */
-		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
-		woken = ssp_shared->launcher_asked;
-		ssp_shared->launcher_asked = false;
-		LWLockRelease(ssp_shared->lock);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{

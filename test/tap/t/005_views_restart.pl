@@ -6,6 +6,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(gettimeofday tv_interval);
 use SspTest;
 
 my $broker = SspTest::start_broker(topics => ['a:4', 'b:4']);
@@ -37,8 +38,18 @@ sleep 2;
 my $looks = "SELECT xact_commit FROM pg_stat_database WHERE datname = 'plain'";
 my $before = $node->safe_psql('postgres', $looks);
 sleep 6;
-cmp_ok($node->safe_psql('postgres', $looks) - $before, '<', 20,
-	'a database without ssp is looked at now and then, not in a loop');
+my $after = $node->safe_psql('postgres', $looks);
+cmp_ok($after - $before, '<', 20, 'a database without ssp is looked at now and then, not in a loop');
+# and CREATE EXTENSION there, just after a look, starts its scheduler at
+# once, not at the next look 10 s later
+$node->poll_query_until('postgres', "SELECT xact_commit > $after FROM pg_stat_database WHERE datname = 'plain'")
+  or die 'no look at the database without ssp';
+my $t0 = [gettimeofday];
+$node->safe_psql('plain', 'CREATE EXTENSION ssp');
+ok($node->poll_query_until('postgres', q{
+		SELECT count(*) = 1 FROM pg_stat_activity WHERE datname = 'plain' AND backend_type = 'ssp scheduler'}),
+	'a scheduler runs in a database once ssp is created there');
+cmp_ok(tv_interval($t0), '<', 5, 'within 5 s of CREATE EXTENSION');
 
 $node->restart;
 for my $db ('postgres', 'second')

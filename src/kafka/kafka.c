@@ -45,8 +45,9 @@
 #include "kafka/kafka.h"
 
 #define SSP_POLL_MS 50
-/* a request to the brokers waits this long before interrupts are looked at */
+/* a request to the brokers waits this long, then twice, ... before interrupts are looked at */
 #define SSP_REQUEST_SLICE_MS 500
+#define SSP_REQUEST_SLICE_MAX_MS 4000
 /* fewer applied messages than this are destroyed at once, not on the releaser */
 #define SSP_RELEASE_AHEAD 4096
 
@@ -402,17 +403,20 @@ ssp_kafka_close(SspKafka *kafka)
 
 /*
  * A request to the brokers that ssp.broker_timeout bounds is made in slices
- * (SSP_REQUEST_SLICE_MS): a process waiting for brokers that do not answer
- * (down behind a firewall that drops, or hung) takes a cancel or a shutdown
- * within a slice, not after ssp.broker_timeout.  A slice that runs out is
- * asked again; an answer, or an error that comes before the slice's end,
- * ends the request as one long wait would have.
+ * (0.5 s, then 1, 2 and 4 s): a process waiting for brokers that do not
+ * answer (down behind a firewall that drops, or hung) takes a cancel or a
+ * shutdown within a slice, not after ssp.broker_timeout.  A slice that runs
+ * out is asked again; an answer, or an error that comes before the slice's
+ * end, ends the request as one long wait would have.  Each slice asks
+ * anew (librdkafka drops the answer to the last), so the slices grow: a
+ * broker that takes a second to answer is given the time in the third.
  */
 typedef struct Slices
 {
 	instr_time	start;			/* of the request */
 	instr_time	call;			/* of the current slice */
 	int			slice_ms;
+	int			n;				/* slices so far */
 } Slices;
 
 /* slice_next: the wait of the request's next slice. */
@@ -426,15 +430,17 @@ slice_next(Slices *sl)
 	sl->call = now;
 	INSTR_TIME_SUBTRACT(now, sl->start);
 	left = ssp_broker_timeout - INSTR_TIME_GET_MILLISEC(now);
-	sl->slice_ms = (int) Max(Min(left, SSP_REQUEST_SLICE_MS), 1);
+	sl->slice_ms = (int) Max(Min(left, Min(SSP_REQUEST_SLICE_MS << sl->n, SSP_REQUEST_SLICE_MAX_MS)), 1);
+	sl->n = Min(sl->n + 1, 8);
 	return sl->slice_ms;
 }
 
 /*
  * slice_again: whether a slice that ended with err is followed by another:
- * it waited out its slice without an answer, and ssp.broker_timeout is not
- * over.  librdkafka says so with a timeout, or, where no broker could be
- * reached in time, with a transport error.
+ * it waited out its slice without an answer, ssp.broker_timeout is not over,
+ * and no interrupt is pending (the caller frees what it holds, then takes
+ * it).  librdkafka says so with a timeout, or, where no broker could be
+ * reached in time, with a transport error or all brokers down.
  */
 static bool
 slice_again(Slices *sl, rd_kafka_resp_err_t err)
@@ -442,7 +448,10 @@ slice_again(Slices *sl, rd_kafka_resp_err_t err)
 	instr_time	now;
 	instr_time	total;
 
-	if (err != RD_KAFKA_RESP_ERR__TIMED_OUT && err != RD_KAFKA_RESP_ERR__TRANSPORT)
+	if (err != RD_KAFKA_RESP_ERR__TIMED_OUT && err != RD_KAFKA_RESP_ERR__TRANSPORT &&
+		err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+		return false;
+	if (INTERRUPTS_PENDING_CONDITION())
 		return false;
 	INSTR_TIME_SET_CURRENT(now);
 	total = now;
@@ -451,7 +460,6 @@ slice_again(Slices *sl, rd_kafka_resp_err_t err)
 	if (INSTR_TIME_GET_MILLISEC(now) < sl->slice_ms - 20 ||
 		INSTR_TIME_GET_MILLISEC(total) >= ssp_broker_timeout)
 		return false;
-	CHECK_FOR_INTERRUPTS();
 	return true;
 }
 
@@ -491,9 +499,11 @@ ssp_kafka_partition_count(SspKafka *kafka)
 	Slices		sl;
 
 	INSTR_TIME_SET_CURRENT(sl.start);
+	sl.n = 0;
 	do
 		err = topic_partitions(kafka, slice_next(&sl), &count);
 	while (slice_again(&sl, err));
+	CHECK_FOR_INTERRUPTS();
 
 	rd_kafka_poll(kafka->rk, 0);	/* the errors it logged, for broker_error */
 	if (err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
@@ -519,30 +529,15 @@ ssp_kafka_partition_count_try(SspKafka *kafka, int timeout_ms)
 	return topic_partitions(kafka, timeout_ms, &count) ? -1 : count;
 }
 
-/* ssp_kafka_watermarks: the oldest retained offset and the next offset. */
-void
-ssp_kafka_watermarks(SspKafka *kafka, int32 partition, int64 *low, int64 *high)
-{
-	rd_kafka_resp_err_t err;
-	Slices		sl;
-
-	INSTR_TIME_SET_CURRENT(sl.start);
-	do
-		err = rd_kafka_query_watermark_offsets(kafka->rk, kafka->topic, partition,
-											   low, high, slice_next(&sl));
-	while (slice_again(&sl, err));
-	if (err)
-		broker_error(kafka, "get the offsets", err);
-}
-
 /*
- * list_offsets: for partitions 0..nparts-1, the offset the broker gives for
- * which (RD_KAFKA_OFFSET_BEGINNING: the oldest retained; _END: the next),
- * in one request for them all (rd_kafka_query_watermark_offsets takes two
- * round trips a partition).
+ * list_offsets: for partitions first..first+nparts-1, into offsets[0..], the
+ * offset the broker gives for which (RD_KAFKA_OFFSET_BEGINNING: the oldest
+ * retained; _END: the next), in one request for them all
+ * (rd_kafka_query_watermark_offsets takes two round trips a partition, and
+ * bounds its wait for the answers by socket.timeout.ms only).
  */
 static void
-list_offsets(SspKafka *kafka, int nparts, int64 which, int64 *offsets)
+list_offsets(SspKafka *kafka, int first, int nparts, int64 which, int64 *offsets)
 {
 	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(Max(nparts, 1));
 	rd_kafka_resp_err_t err;
@@ -550,8 +545,9 @@ list_offsets(SspKafka *kafka, int nparts, int64 which, int64 *offsets)
 	int			p;
 
 	for (p = 0; p < nparts; p++)
-		rd_kafka_topic_partition_list_add(list, kafka->topic, p);
+		rd_kafka_topic_partition_list_add(list, kafka->topic, first + p);
 	INSTR_TIME_SET_CURRENT(sl.start);
+	sl.n = 0;
 	do
 	{
 		for (p = 0; p < nparts; p++)
@@ -563,12 +559,21 @@ list_offsets(SspKafka *kafka, int nparts, int64 which, int64 *offsets)
 		rd_kafka_topic_partition_t *tp = &list->elems[p];
 
 		err = tp->err;
-		if (tp->partition >= 0 && tp->partition < nparts)
-			offsets[tp->partition] = tp->offset;
+		if (tp->partition >= first && tp->partition < first + nparts)
+			offsets[tp->partition - first] = tp->offset;
 	}
 	rd_kafka_topic_partition_list_destroy(list);
+	CHECK_FOR_INTERRUPTS();
 	if (err)
 		broker_error(kafka, "get the offsets", err);
+}
+
+/* ssp_kafka_watermarks: the oldest retained offset and the next offset. */
+void
+ssp_kafka_watermarks(SspKafka *kafka, int32 partition, int64 *low, int64 *high)
+{
+	list_offsets(kafka, partition, 1, RD_KAFKA_OFFSET_BEGINNING, low);
+	list_offsets(kafka, partition, 1, RD_KAFKA_OFFSET_END, high);
 }
 
 /*
@@ -580,8 +585,8 @@ ssp_kafka_watermarks_all(SspKafka *kafka, int nparts, int64 *low, int64 *high)
 {
 	if (nparts <= 0)
 		return;
-	list_offsets(kafka, nparts, RD_KAFKA_OFFSET_BEGINNING, low);
-	list_offsets(kafka, nparts, RD_KAFKA_OFFSET_END, high);
+	list_offsets(kafka, 0, nparts, RD_KAFKA_OFFSET_BEGINNING, low);
+	list_offsets(kafka, 0, nparts, RD_KAFKA_OFFSET_END, high);
 }
 
 /*

@@ -35,6 +35,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "portability/instr_time.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -272,10 +273,21 @@ wait_out(SspWorker *w, MemoryContext cxt, const char *status)
 static int
 partition_count(SspWorker *w, int i)
 {
-	volatile int n = ssp_kafka_partition_count_try(w->kafka[i], SSP_BROKER_FIRST_MS);
+	volatile int n;
 	ListCell   *lc;
+	instr_time	asked;
+	instr_time	answered;
 
-	if (n < 0)
+	INSTR_TIME_SET_CURRENT(asked);
+	n = ssp_kafka_partition_count_try(w->kafka[i], SSP_BROKER_FIRST_MS);
+	INSTR_TIME_SET_CURRENT(answered);
+	INSTR_TIME_SUBTRACT(answered, asked);
+
+	/*
+	 * Silent for the whole second; an error that came sooner (a refused
+	 * connection, a failed authentication) is the full request's to tell.
+	 */
+	if (n < 0 && INSTR_TIME_GET_MILLISEC(answered) >= SSP_BROKER_FIRST_MS - 50)
 		foreach(lc, w->served)
 		{
 			SspServed  *s = lfirst(lc);

@@ -72,6 +72,34 @@ SELECT * FROM ddl_rollup;
 DROP VIEW ddl_rollup;
 -- the columns of a view's own tables keep their names
 ALTER TABLE ddl_view_table RENAME COLUMN name TO label;
+-- a view's own tables, their indexes and its kept query are ssp's: what
+-- would fail its worker or make its rows wrong is refused; their storage
+-- settings, renames and AFTER triggers are not
+SELECT indexrelid::regclass AS ddl_index FROM pg_index WHERE indrelid = 'ddl_view_table'::regclass \gset
+DROP INDEX :ddl_index;
+TRUNCATE ddl_view_table;
+ALTER TABLE ddl_view_table ADD COLUMN extra int;
+ALTER TABLE ddl_view_table ALTER COLUMN name SET NOT NULL;
+ALTER TABLE ddl_view_table DISABLE TRIGGER ALL;
+ALTER TABLE ddl_view_table SET UNLOGGED;
+ALTER TABLE ddl_view_table ENABLE ROW LEVEL SECURITY;
+CREATE TRIGGER ddl_before BEFORE UPDATE ON ddl_view_table
+  FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger();
+CREATE RULE ddl_rule AS ON INSERT TO ddl_view_table DO INSTEAD NOTHING;
+CREATE TABLE ddl_child () INHERITS (ddl_view_table);
+CREATE TABLE ddl_child (LIKE ddl_view_table);
+ALTER TABLE ddl_child INHERIT ddl_view_table;
+DROP TABLE ddl_child;
+CREATE OR REPLACE VIEW ddl_view_query AS SELECT label AS name, 0::bigint AS n, 0::numeric AS total FROM ddl_s.ddl_regions_renamed;
+ALTER TABLE ddl_view_table SET (fillfactor = 60), ALTER COLUMN name SET STATISTICS 200;
+CREATE FUNCTION ddl_after() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$;
+CREATE TRIGGER ddl_after AFTER UPDATE ON ddl_view_table FOR EACH ROW EXECUTE FUNCTION ddl_after();
+INSERT INTO ddl_orders_renamed (id, region, value) SELECT g, 'r' || g % 3, g FROM generate_series(181, 210) g;
+SELECT ssp.wait('ddl_view2');
+SELECT status, last_error FROM ssp.views WHERE view = 'ddl_view2'::regclass;
+SELECT sum(n) AS n, sum(total) AS total FROM ddl_view2;
+DROP TRIGGER ddl_after ON ddl_view_table;
+DROP FUNCTION ddl_after();
 -- a view with an output topic in a schema that is renamed, its outbox too:
 -- its trigger function is written again and the changes go on
 CREATE SCHEMA ddl_v;

@@ -157,5 +157,6 @@ typedef struct SspHeader
 /* utility.c */
 extern void ssp_utility_init(void);
 extern void ssp_wake_scheduler_at_commit(void);
+extern int	ssp_own_ddl;
 
 #endif							/* SSP_H */

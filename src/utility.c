@@ -17,8 +17,16 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/dependency.h"
+#include "catalog/index.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_depend.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "executor/spi.h"
@@ -28,6 +36,8 @@
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
 
 #include "ssp.h"
 #include "stream/stream.h"
@@ -38,6 +48,9 @@
 static ProcessUtility_hook_type prev_utility_hook = NULL;
 static bool wake_launcher_at_commit = false;
 static bool wake_scheduler_at_commit = false;
+
+/* statements of ssp's own on the parts of views (ssp_spi_exec) under way */
+int			ssp_own_ddl = 0;
 
 /*
  * check_server: after DDL on a server of ours or on one of its user
@@ -234,6 +247,201 @@ check_topic_change(AlterTableStmt *stmt)
 }
 
 /*
+ * view_of_part: the continuous view that relid is a part of (its table,
+ * query, outbox, a join's buffers, a coordinator's shards: a relation
+ * with an internal dependency on the view), or InvalidOid.
+ */
+static Oid
+view_of_part(Oid relid)
+{
+	Relation	depend;
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			view = InvalidOid;
+
+	if (!OidIsValid(relid))
+		return InvalidOid;
+	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&key[0], Anum_pg_depend_classid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(RelationRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_objid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(depend, DependDependerIndexId, true, NULL, 2, key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend d = (Form_pg_depend) GETSTRUCT(tup);
+
+		if (d->deptype == DEPENDENCY_INTERNAL && d->refclassid == RelationRelationId &&
+			get_rel_relkind(d->refobjid) == RELKIND_VIEW)
+		{
+			view = d->refobjid;
+			break;
+		}
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+	return OidIsValid(view) && ssp_is_continuous_view(view) ? view : InvalidOid;
+}
+
+/* view_name: a continuous view's name, as regclass shows it */
+static char *
+view_name(Oid view)
+{
+	return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(view)));
+}
+
+/* part_refused: refuse to do what with rel, a part of view */
+static void
+part_refused(const char *what, const char *rel, Oid view)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot %s \"%s\"", what, rel),
+			 errdetail("It is part of continuous view %s, which ssp keeps in step with its stream.",
+					   view_name(view)),
+			 errhint("Change the view with CREATE OR REPLACE VIEW ... WITH (ssp.continuous), rebuild it from its stream with ssp.reset, or drop it.")));
+}
+
+/*
+ * check_part_change: the parts of a continuous view are ssp's to change.
+ * A user's DDL that would make its worker fail or its rows wrong is
+ * refused: DROP INDEX of a part's index (the unique index is what its
+ * statements' ON CONFLICT needs), TRUNCATE of a part (its offsets would
+ * stay, and what it had counted be lost), ALTER TABLE of a part but for
+ * its storage settings (a column, a constraint, a trigger turned off, the
+ * table unlogged, its owner or row security), a BEFORE trigger or a rule
+ * on a part (either may change or drop the rows the view writes), a table
+ * that inherits from a part (its rows would be read as the view's), and a
+ * new definition of the view's query.  Renames, a new schema and AFTER
+ * triggers are allowed.  Statements of ssp's own (ssp_spi_exec) pass.
+ */
+static void
+check_part_change(Node *parsetree)
+{
+	ListCell   *lc;
+	Oid			relid;
+	Oid			view;
+
+	switch (nodeTag(parsetree))
+	{
+		case T_DropStmt:
+			{
+				DropStmt   *stmt = (DropStmt *) parsetree;
+
+				if (stmt->removeType != OBJECT_INDEX)
+					return;
+				foreach(lc, stmt->objects)
+				{
+					RangeVar   *rv = makeRangeVarFromNameList(lfirst(lc));
+
+					relid = RangeVarGetRelid(rv, NoLock, true);
+					if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_INDEX)
+						continue;
+					view = view_of_part(IndexGetRelation(relid, true));
+					if (OidIsValid(view))
+						ereport(ERROR,
+								(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+								 errmsg("cannot drop index %s because continuous view %s requires it",
+										rv->relname, view_name(view)),
+								 errhint("Drop the view instead, or change it with CREATE OR REPLACE VIEW ... WITH (ssp.continuous).")));
+				}
+				return;
+			}
+		case T_TruncateStmt:
+			foreach(lc, ((TruncateStmt *) parsetree)->relations)
+			{
+				RangeVar   *rv = lfirst(lc);
+
+				view = view_of_part(RangeVarGetRelid(rv, NoLock, true));
+				if (OidIsValid(view))
+					part_refused("truncate", rv->relname, view);
+			}
+			return;
+		case T_CreateStmt:
+			/* a child's rows would be read as the view's */
+			foreach(lc, ((CreateStmt *) parsetree)->inhRelations)
+			{
+				RangeVar   *rv = lfirst(lc);
+
+				view = view_of_part(RangeVarGetRelid(rv, NoLock, true));
+				if (OidIsValid(view))
+					part_refused("inherit from", rv->relname, view);
+			}
+			return;
+		case T_AlterTableStmt:
+			{
+				AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
+
+				if (stmt->objtype != OBJECT_TABLE)
+					return;
+				foreach(lc, stmt->cmds)
+				{
+					AlterTableCmd *cmd = lfirst(lc);
+
+					if (cmd->subtype == AT_AddInherit &&
+						OidIsValid(view = view_of_part(RangeVarGetRelid((RangeVar *) cmd->def, NoLock, true))))
+						part_refused("inherit from", ((RangeVar *) cmd->def)->relname, view);
+				}
+				view = view_of_part(RangeVarGetRelid(stmt->relation, NoLock, true));
+				if (!OidIsValid(view))
+					return;
+				foreach(lc, stmt->cmds)
+				{
+					switch (((AlterTableCmd *) lfirst(lc))->subtype)
+					{
+						case AT_SetRelOptions:
+						case AT_ResetRelOptions:
+						case AT_SetStatistics:
+						case AT_SetStorage:
+						case AT_SetCompression:
+						case AT_ClusterOn:
+						case AT_DropCluster:
+						case AT_SetTableSpace:
+							break;
+						default:
+							part_refused("alter table", stmt->relation->relname, view);
+					}
+				}
+				return;
+			}
+		case T_CreateTrigStmt:
+			{
+				CreateTrigStmt *stmt = (CreateTrigStmt *) parsetree;
+
+				if (!stmt->row || TRIGGER_FOR_AFTER(stmt->timing))
+					return;
+				view = view_of_part(RangeVarGetRelid(stmt->relation, NoLock, true));
+				if (OidIsValid(view))
+					part_refused("create a BEFORE trigger on", stmt->relation->relname, view);
+				return;
+			}
+		case T_RuleStmt:
+			{
+				RuleStmt   *stmt = (RuleStmt *) parsetree;
+
+				view = view_of_part(RangeVarGetRelid(stmt->relation, NoLock, true));
+				if (OidIsValid(view))
+					part_refused("create a rule on", stmt->relation->relname, view);
+				return;
+			}
+		case T_ViewStmt:
+			{
+				ViewStmt   *stmt = (ViewStmt *) parsetree;
+
+				if (!stmt->replace)
+					return;
+				view = view_of_part(RangeVarGetRelid(stmt->view, NoLock, true));
+				if (OidIsValid(view))
+					part_refused("replace view", stmt->view->relname, view);
+				return;
+			}
+		default:
+			return;
+	}
+}
+
+/*
  * owner_changed: after ALTER VIEW (or TABLE) ... OWNER TO of a continuous
  * view, its parts and its workers follow (ssp_continuous_view_owner_changed).
  */
@@ -300,6 +508,8 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 		return;
 	}
 
+	if (ssp_own_ddl == 0)
+		check_part_change(parsetree);
 	if (IsA(parsetree, RenameStmt))
 		check_column_rename((RenameStmt *) parsetree);
 	if (IsA(parsetree, AlterTableStmt))

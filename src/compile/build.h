@@ -178,7 +178,6 @@ extern SspViewOptions ssp_parse_view_options(List *options);
 extern void ssp_parse_shard(const char *val, int *index, int *count);
 extern void ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 						   StringInfo create, StringInfo viewsql, StringInfo apply);
-extern void ssp_spi_exec(const char *sql);
 extern void ssp_refuse(const char *what, const char *why) pg_attribute_noreturn();
 extern char *ssp_deparse(Build *b, Node *expr);
 extern int	ssp_stream_rtindex(Build *b);

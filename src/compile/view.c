@@ -403,8 +403,19 @@ check_query(Query *q)
 void
 ssp_spi_exec(const char *sql)
 {
-	int			rc = SPI_execute(sql, false, 0);
+	int			rc;
 
+	/* ssp's own statements may change the parts of views (utility.c) */
+	ssp_own_ddl++;
+	PG_TRY();
+	{
+		rc = SPI_execute(sql, false, 0);
+	}
+	PG_FINALLY();
+	{
+		ssp_own_ddl--;
+	}
+	PG_END_TRY();
 	if (rc < 0)
 		elog(ERROR, "ssp: SPI_execute failed (%s): %s", SPI_result_code_string(rc), sql);
 }

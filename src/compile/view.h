@@ -140,6 +140,7 @@ extern bool ssp_view_flag(ViewStmt *stmt, const char *name);
 extern void ssp_create_continuous_view(ViewStmt *stmt, const char *queryString);
 extern char *ssp_choose_function_name(const char *name, const char *label, Oid nspid);
 extern List *ssp_target_names(Query *q, List *aliases);
+extern void ssp_spi_exec(const char *sql);
 extern void ssp_view_generate(SspView *v);
 extern void ssp_view_unwatch(SspView *v);
 extern void ssp_view_refresh(SspView *v);

@@ -283,11 +283,9 @@ ssp_resume(PG_FUNCTION_ARGS)
 static void
 empty_table(Oid rel)
 {
-	if (SPI_execute(psprintf("TRUNCATE %s",
-							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(rel)),
-														get_rel_name(rel))),
-					false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "ssp: could not empty the view");
+	ssp_spi_exec(psprintf("TRUNCATE %s",
+						  quote_qualified_identifier(get_namespace_name(get_rel_namespace(rel)),
+													 get_rel_name(rel))));
 }
 
 /*

@@ -322,6 +322,7 @@ store_start(Oid view, Oid stream, const char *topic, const char *start)
 	int			nparts;
 	int64	   *low;
 	int64	   *high;
+	int64	   *times = NULL;
 	int			p;
 	int64		ts_ms = -1;
 	MemoryContext cxt;
@@ -343,6 +344,11 @@ store_start(Oid view, Oid stream, const char *topic, const char *start)
 	low = palloc(sizeof(int64) * Max(nparts, 1));
 	high = palloc(sizeof(int64) * Max(nparts, 1));
 	ssp_kafka_watermarks_all(kafka, nparts, low, high);
+	if (ts_ms >= 0)
+	{
+		times = palloc(sizeof(int64) * Max(nparts, 1));
+		ssp_kafka_offsets_for_time(kafka, nparts, ts_ms, times, true);
+	}
 	for (p = 0; p < nparts; p++)
 	{
 		int64		offset;
@@ -350,13 +356,9 @@ store_start(Oid view, Oid stream, const char *topic, const char *start)
 		Datum		args[4];
 
 		offset = high[p];
+		/* -1: no message that late, or a broker that does not say */
 		if (ts_ms >= 0)
-		{
-			int64		o = ssp_kafka_offset_for_time(kafka, p, ts_ms);
-
-			/* -1: no message that late, or a broker that does not say */
-			offset = o >= 0 ? Max(o, low[p]) : high[p];
-		}
+			offset = times[p] >= 0 ? Max(times[p], low[p]) : high[p];
 		args[0] = ObjectIdGetDatum(view);
 		args[1] = CStringGetTextDatum(topic);
 		args[2] = Int32GetDatum(p);

@@ -235,6 +235,7 @@ start_scan(ForeignScanState *node)
 	SspPartitionRange *ranges;
 	int64	   *low;
 	int64	   *high;
+	int64	   *times;
 	int			nparts;
 	int			n = 0;
 	int			p;
@@ -246,8 +247,12 @@ start_scan(ForeignScanState *node)
 	ranges = palloc0(sizeof(SspPartitionRange) * Max(nparts, 1));
 	low = palloc(sizeof(int64) * Max(nparts, 1));
 	high = palloc(sizeof(int64) * Max(nparts, 1));
+	times = palloc(sizeof(int64) * Max(nparts, 1));
 	if (!b.empty)
 		ssp_kafka_watermarks_all(state->kafka, nparts, low, high);
+	/* a broker that does not say reads from the start: the rows are the same */
+	if (!b.empty && b.ts_lo >= 0)
+		ssp_kafka_offsets_for_time(state->kafka, nparts, b.ts_lo, times, false);
 	for (p = 0; p < nparts && !b.empty; p++)
 	{
 		SspPartitionRange *r = &ranges[n];
@@ -257,13 +262,8 @@ start_scan(ForeignScanState *node)
 		r->partition = p;
 		r->start = Max(low[p], b.off_lo);
 		r->end = b.off_hi == PG_INT64_MAX ? high[p] : Min(high[p], b.off_hi + 1);
-		if (b.ts_lo >= 0 && r->start < r->end)
-		{
-			int64		o = ssp_kafka_offset_for_time(state->kafka, p, b.ts_lo);
-
-			if (o >= 0)
-				r->start = Max(r->start, o);
-		}
+		if (b.ts_lo >= 0 && times[p] >= 0)
+			r->start = Max(r->start, times[p]);
 		if (r->start < r->end)
 			n++;
 	}

@@ -419,6 +419,14 @@ typedef struct Slices
 	int			n;				/* slices so far */
 } Slices;
 
+/* slices_start: a request in slices begins. */
+static void
+slices_start(Slices *sl)
+{
+	INSTR_TIME_SET_CURRENT(sl->start);
+	sl->n = 0;
+}
+
 /* slice_next: the wait of the request's next slice. */
 static int
 slice_next(Slices *sl)
@@ -498,8 +506,7 @@ ssp_kafka_partition_count(SspKafka *kafka)
 	rd_kafka_resp_err_t err;
 	Slices		sl;
 
-	INSTR_TIME_SET_CURRENT(sl.start);
-	sl.n = 0;
+	slices_start(&sl);
 	do
 		err = topic_partitions(kafka, slice_next(&sl), &count);
 	while (slice_again(&sl, err));
@@ -530,30 +537,45 @@ ssp_kafka_partition_count_try(SspKafka *kafka, int timeout_ms)
 }
 
 /*
- * list_offsets: for partitions first..first+nparts-1, into offsets[0..], the
- * offset the broker gives for which (RD_KAFKA_OFFSET_BEGINNING: the oldest
- * retained; _END: the next), in one request for them all
+ * offsets_in_slices: ask the brokers, for each partition of list, the
+ * offset for what (a time in ms, or RD_KAFKA_OFFSET_BEGINNING: the oldest
+ * retained; _END: the next), in one request for them all, in slices
  * (rd_kafka_query_watermark_offsets takes two round trips a partition, and
- * bounds its wait for the answers by socket.timeout.ms only).
+ * bounds its wait for the answers by socket.timeout.ms only); the
+ * request's error.  The answers are in list; the caller frees it, then
+ * takes the interrupts.
+ */
+static rd_kafka_resp_err_t
+offsets_in_slices(SspKafka *kafka, rd_kafka_topic_partition_list_t *list, int64 what)
+{
+	rd_kafka_resp_err_t err;
+	Slices		sl;
+	int			p;
+
+	slices_start(&sl);
+	do
+	{
+		for (p = 0; p < list->cnt; p++)
+			list->elems[p].offset = what;
+		err = rd_kafka_offsets_for_times(kafka->rk, list, slice_next(&sl));
+	} while (slice_again(&sl, err));
+	return err;
+}
+
+/*
+ * list_offsets: for partitions first..first+nparts-1, into offsets[0..], the
+ * offset the broker gives for which (RD_KAFKA_OFFSET_BEGINNING or _END).
  */
 static void
 list_offsets(SspKafka *kafka, int first, int nparts, int64 which, int64 *offsets)
 {
 	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(Max(nparts, 1));
 	rd_kafka_resp_err_t err;
-	Slices		sl;
 	int			p;
 
 	for (p = 0; p < nparts; p++)
 		rd_kafka_topic_partition_list_add(list, kafka->topic, first + p);
-	INSTR_TIME_SET_CURRENT(sl.start);
-	sl.n = 0;
-	do
-	{
-		for (p = 0; p < nparts; p++)
-			list->elems[p].offset = which;
-		err = rd_kafka_offsets_for_times(kafka->rk, list, slice_next(&sl));
-	} while (slice_again(&sl, err));
+	err = offsets_in_slices(kafka, list, which);
 	for (p = 0; p < nparts && !err; p++)
 	{
 		rd_kafka_topic_partition_t *tp = &list->elems[p];
@@ -590,22 +612,44 @@ ssp_kafka_watermarks_all(SspKafka *kafka, int nparts, int64 *low, int64 *high)
 }
 
 /*
- * ssp_kafka_offset_for_time: the first offset whose timestamp is at least
- * timestamp_ms, or -1 if the broker does not say.
+ * ssp_kafka_offsets_for_time: for partitions 0..nparts-1, into offsets[],
+ * the first offset whose timestamp is at least timestamp_ms, or -1 where
+ * the broker has none that late or does not say (a broker without a time
+ * index, the test broker among them); in one request.  With must_answer,
+ * brokers that do not answer within ssp.broker_timeout are an error rather
+ * than -1: a view's start at a time must not become its end.
  */
-int64
-ssp_kafka_offset_for_time(SspKafka *kafka, int32 partition, int64 timestamp_ms)
+void
+ssp_kafka_offsets_for_time(SspKafka *kafka, int nparts, int64 timestamp_ms, int64 *offsets,
+						   bool must_answer)
 {
-	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(Max(nparts, 1));
 	rd_kafka_resp_err_t err;
-	int64		result = -1;
+	int			p;
 
-	rd_kafka_topic_partition_list_add(list, kafka->topic, partition)->offset = timestamp_ms;
-	err = rd_kafka_offsets_for_times(kafka->rk, list, ssp_broker_timeout);
-	if (!err && list->elems[0].err == RD_KAFKA_RESP_ERR_NO_ERROR)
-		result = list->elems[0].offset;
+	for (p = 0; p < nparts; p++)
+	{
+		rd_kafka_topic_partition_list_add(list, kafka->topic, p);
+		offsets[p] = -1;
+	}
+	if (nparts > 0)
+	{
+		err = offsets_in_slices(kafka, list, timestamp_ms);
+		for (p = 0; p < nparts && !err; p++)
+		{
+			rd_kafka_topic_partition_t *tp = &list->elems[p];
+
+			if (tp->err == RD_KAFKA_RESP_ERR_NO_ERROR && tp->partition >= 0 && tp->partition < nparts)
+				offsets[tp->partition] = tp->offset;
+		}
+	}
+	else
+		err = RD_KAFKA_RESP_ERR_NO_ERROR;
 	rd_kafka_topic_partition_list_destroy(list);
-	return result;
+	CHECK_FOR_INTERRUPTS();
+	if (must_answer && (err == RD_KAFKA_RESP_ERR__TIMED_OUT || err == RD_KAFKA_RESP_ERR__TRANSPORT ||
+						err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN))
+		broker_error(kafka, "get the offsets for a time", err);
 }
 
 /*

@@ -46,8 +46,8 @@ extern void ssp_kafka_watermarks(SspKafka *kafka, int32 partition,
 								 int64 *low, int64 *high);
 extern void ssp_kafka_watermarks_all(SspKafka *kafka, int nparts,
 									 int64 *low, int64 *high);
-extern int64 ssp_kafka_offset_for_time(SspKafka *kafka, int32 partition,
-									   int64 timestamp_ms);
+extern void ssp_kafka_offsets_for_time(SspKafka *kafka, int nparts, int64 timestamp_ms,
+									   int64 *offsets, bool must_answer);
 extern void ssp_kafka_assign(SspKafka *kafka, SspPartitionRange *ranges,
 							 int nranges);
 extern bool ssp_kafka_next(SspKafka *kafka, SspMessage *msg);

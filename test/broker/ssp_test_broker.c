@@ -14,6 +14,8 @@
  *	ping | bootstrap | quit | clear-errors
  *	down|up <broker|all>			rtt <broker|all> <ms>
  *	errors <apikey> <count> <err>	(pushes count errors for that request type)
+ *	delay <apikey> <broker|all> <ms>	(the broker's next answer of that type
+ *									 comes ms late; each command pushes one)
  *	topic <name> <partitions>		topic-error <name> <err>  (0 clears it)
  *	leader <topic> <partition> <broker|none>
  *	apiversion <apikey> <min> <max>	(e.g. "apiversion Metadata 0 4" makes the
@@ -324,6 +326,20 @@ execute_command(char *line)
 			rd_kafka_mock_push_request_errors_array(mcluster, key, (size_t) n,
 													errs);
 			set_reply("ok");
+		}
+	}
+	else if (CMD("delay", 3) && parse_apikey(argv[1], &key) &&
+			 parse_broker(argv[2], "all", &broker))
+	{
+		if (!parse_int(argv[3], 0, 3600000, &n))
+			set_reply("error invalid delay \"%s\" (0..3600000 ms)", argv[3]);
+		else
+		{
+			set_reply("ok");
+			for (m = broker < 0 ? 1 : broker; m <= (broker < 0 ? broker_cnt : broker); m++)
+				if (rd_kafka_mock_broker_push_request_error_rtts(mcluster, (int32_t) m, key, 1,
+																 RD_KAFKA_RESP_ERR_NO_ERROR, (int) n))
+					set_reply("error could not delay broker %ld", m);
 		}
 	}
 	else if (CMD("clear-errors", 0))

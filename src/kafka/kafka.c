@@ -1482,16 +1482,19 @@ ssp_kafka_release(SspKafka *kafka)
 
 /*
  * ssp_kafka_lag: messages not yet consumed past next[], from the
- * watermarks the client last saw (no broker request); -1 if it has seen
- * none.  If lagging is not NULL, it says per partition whether messages
- * may wait there: true too when the client does not know the end yet.
- * Partitions at SSP_OFFSET_NOT_OURS are not counted.
+ * watermarks the client last saw (no broker request); -1 until it has
+ * seen the end of every partition counted (a sum over those it has seen
+ * would say 0 for a consumer whose first fetch answered for some
+ * partitions: caught up, with the others not read yet).  If lagging is
+ * not NULL, it says per partition whether messages may wait there: true
+ * too when the client does not know the end yet.  Partitions at
+ * SSP_OFFSET_NOT_OURS are not counted.
  */
 int64
 ssp_kafka_lag(SspKafka *kafka, int nparts, const int64 *next, bool *lagging)
 {
 	int64		lag = 0;
-	bool		known = false;
+	bool		unknown = false;
 	int			p;
 
 	for (p = 0; p < nparts; p++)
@@ -1510,14 +1513,14 @@ ssp_kafka_lag(SspKafka *kafka, int nparts, const int64 *next, bool *lagging)
 		{
 			if (lagging)
 				lagging[p] = true;
+			unknown = true;
 			continue;
 		}
-		known = true;
 		lag += Max(0, high - Max(next[p], low));
 		if (lagging)
 			lagging[p] = high > Max(next[p], low);
 	}
-	return known ? lag : -1;
+	return unknown ? -1 : lag;
 }
 
 /* ssp_kafka_trouble: the latest error if one came after the last message. */

@@ -449,12 +449,13 @@ connect_topics(SspWorker *w, SspServed *s, MemoryContext cxt)
 
 /*
  * lag: messages not yet applied past next[] (per slot), over every topic;
- * sets lagging per slot if not NULL.
+ * -1 while the end of a partition is not known.  Sets lagging per slot if
+ * not NULL.
  */
 static int64
 lag(SspWorker *w, const int64 *next, bool *lagging)
 {
-	int64		total = -1;
+	int64		total = 0;
 	int			i;
 
 	for (i = 0; i < w->src.n; i++)
@@ -462,8 +463,10 @@ lag(SspWorker *w, const int64 *next, bool *lagging)
 		int64		l = ssp_kafka_lag(w->kafka[i], w->src.nparts[i], next + w->src.base[i],
 									  lagging ? lagging + w->src.base[i] : NULL);
 
-		if (l >= 0)
-			total = Max(total, 0) + l;
+		if (l < 0 || total < 0)
+			total = -1;
+		else
+			total += l;
 	}
 	return total;
 }

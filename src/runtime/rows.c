@@ -601,7 +601,8 @@ rescan_batch_scan(CustomScanState *node)
 
 /*
  * evaluable: can exprs be computed on a row of rel alone, at plan time?
- * Not with a subplan, a parameter other than the statement's own, a
+ * Not with a subplan, a parameter (a custom plan has the statement's own
+ * as constants already; a generic plan has no values for them), a
  * volatile function, or a column that is not one of rel's.
  */
 static bool
@@ -610,7 +611,7 @@ evaluable_walker(Node *node, void *context)
 	if (node == NULL)
 		return false;
 	if (IsA(node, Param))
-		return ((Param *) node)->paramkind != PARAM_EXTERN;
+		return true;
 	if (IsA(node, Var))
 	{
 		Var		   *var = (Var *) node;
@@ -684,7 +685,7 @@ sample_rows(int n, int **picks)
  * once); -1 when they cannot be computed here.
  */
 static double
-sample_groups(PlannerInfo *root, RelOptInfo *rel, SspRows *rows, List *exprs)
+sample_groups(RelOptInfo *rel, SspRows *rows, List *exprs)
 {
 	List	   *quals = extract_actual_clauses(rel->baserestrictinfo, false);
 	int			nexprs = list_length(exprs);
@@ -728,7 +729,6 @@ sample_groups(PlannerInfo *root, RelOptInfo *rel, SspRows *rows, List *exprs)
 	}
 	qual = ExecInitQual(quals, NULL);
 	econtext = CreateStandaloneExprContext();
-	econtext->ecxt_param_list_info = root->glob->boundParams;
 	slot = MakeSingleTupleTableSlot(rows->desc, &TTSOpsVirtual);
 	econtext->ecxt_scantuple = slot;
 	sampled = sample_rows(rows->n, &picks);
@@ -808,7 +808,7 @@ estimate_groups(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_re
 	if (rte->rtekind != RTE_NAMEDTUPLESTORE || (rows = published_rows(rte->enrname)) == NULL ||
 		!same_columns(rte, rows) || rows->n < GROUPS_ESTIMATE_FROM)
 		return;
-	groups = sample_groups(root, input_rel, rows,
+	groups = sample_groups(input_rel, rows,
 						   get_sortgrouplist_exprs(root->parse->groupClause, group->targetList));
 	if (groups < 1)
 		return;

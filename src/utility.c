@@ -2,7 +2,8 @@
  *
  * utility.c
  *	  The ProcessUtility hook: DDL on streams, servers and user mappings is
- *	  checked as it happens.
+ *	  checked as it happens; and the post-parse-analysis hook, which
+ *	  refuses to write into a continuous view.
  *
  * CREATE VIEW ... WITH (ssp.continuous) is carried out by view.c instead
  * of Postgres.  CREATE EXTENSION ssp wakes the launcher once it commits.
@@ -32,7 +33,10 @@
 #include "executor/spi.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
+#include "parser/analyze.h"
+#include "parser/parsetree.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -46,6 +50,7 @@
 #include "compile/view.h"
 
 static ProcessUtility_hook_type prev_utility_hook = NULL;
+static post_parse_analyze_hook_type prev_analyze_hook = NULL;
 static bool wake_launcher_at_commit = false;
 static bool wake_scheduler_at_commit = false;
 
@@ -604,11 +609,57 @@ ssp_wake_scheduler_at_commit(void)
 	wake_scheduler_at_commit = true;
 }
 
-/* ssp_utility_init: install the hook (from _PG_init). */
+/*
+ * refuse_view_writes: refuse an INSERT, UPDATE, DELETE or MERGE into a
+ * continuous view, in the query or in one of its WITH queries.  The view
+ * is a plain view of name_mrel, so Postgres would write its rows through
+ * it: a count set by hand, a group deleted or added, that the view's next
+ * batches would add to as if they were its stream's.
+ */
+static bool
+refuse_view_writes(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+	{
+		Query	   *query = (Query *) node;
+
+		if (query->commandType != CMD_SELECT && query->resultRelation > 0)
+		{
+			RangeTblEntry *rte = rt_fetch(query->resultRelation, query->rtable);
+
+			if (rte->rtekind == RTE_RELATION && rte->relkind == RELKIND_VIEW &&
+				ssp_is_continuous_view(rte->relid))
+				ereport(ERROR,
+						(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+						 errmsg("cannot change continuous view \"%s\"", get_rel_name(rte->relid)),
+						 errdetail("Its rows are what ssp has applied of its streams, each message once."),
+						 errhint("To count its streams again from the start, use ssp.reset; to change what it "
+								 "counts, CREATE OR REPLACE VIEW ... WITH (ssp.continuous).")));
+		}
+		return query_tree_walker(query, refuse_view_writes, context, 0);
+	}
+	return expression_tree_walker(node, refuse_view_writes, context);
+}
+
+static void
+ssp_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
+{
+	if (prev_analyze_hook)
+		prev_analyze_hook(pstate, query, jstate);
+	if (query->commandType != CMD_UTILITY &&
+		(query->commandType != CMD_SELECT || query->hasModifyingCTE))
+		refuse_view_writes((Node *) query, NULL);
+}
+
+/* ssp_utility_init: install the hooks (from _PG_init). */
 void
 ssp_utility_init(void)
 {
 	prev_utility_hook = ProcessUtility_hook;
 	ProcessUtility_hook = ssp_process_utility;
+	prev_analyze_hook = post_parse_analyze_hook;
+	post_parse_analyze_hook = ssp_post_parse_analyze;
 	RegisterXactCallback(xact_callback, NULL);
 }

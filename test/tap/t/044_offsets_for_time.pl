@@ -8,7 +8,9 @@
 # statement_timeout, not after ssp.broker_timeout a partition; a view
 # whose start the brokers do not give within ssp.broker_timeout is
 # refused, rather than started at the end of the topic; once they answer,
-# the view is made and counts what comes.
+# the view is made and counts what comes.  A scan bounded by the messages'
+# time is cancelled at its statement_timeout as well, and goes on without
+# the offsets of its bound where the brokers do not give them in time.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -88,6 +90,39 @@ $node->safe_psql('postgres', "CREATE VIEW ${s}_n WITH (ssp.continuous, "
 $node->safe_psql('postgres', "INSERT INTO $s SELECT g, now() FROM generate_series(401, 450) g");
 SspTest::wait_views($node, 'postgres', "${s}_n");
 is($node->safe_psql('postgres', "SELECT n FROM ${s}_n"), '50', 'the view, made once the brokers answer, counts what comes');
+
+# a scan bounded by the time of the messages (a column of meta
+# 'timestamp': the event time of the stream's ts option is no bound on
+# offsets) asks for that time's offsets the same way: cancelled at its
+# statement_timeout; and where the brokers do not answer within
+# ssp.broker_timeout, it goes on without them, and is not held for a
+# minute a partition (on the test broker, a late answer holds up the
+# fetches after it on its connection too: the scan then ends with the
+# brokers' error, where a broker that answered its fetches would give the
+# rows from the start)
+sub kts_stream
+{
+	my ($broker, $s) = a_stream();
+	$node->safe_psql('postgres', qq{
+		CREATE FOREIGN TABLE ${s}_kts (id bigint, kts timestamptz OPTIONS (meta 'timestamp'))
+		  SERVER $s OPTIONS (topic 'clock');
+	});
+	return ($broker, $s);
+}
+my $bound = "kts >= '2026-01-01 00:05:00+00'";
+($broker, $s) = kts_stream();
+late($broker, 2);
+($err, $soon) = psql_within("SET statement_timeout = '1s'; SELECT count(*) FROM ${s}_kts WHERE $bound", 15);
+like($err, qr/canceling statement due to statement timeout/,
+	'a scan waiting for the offsets of its lower bound on the time is cancelled');
+ok($soon, 'at its statement_timeout, within 15 s');
+
+($broker, $s) = kts_stream();
+late($broker, 3);
+($err, $soon) = psql_within("SET ssp.broker_timeout = '3s'; SELECT count(*) FROM ${s}_kts WHERE $bound", 20);
+like($err, qr/could not read messages of topic "clock"/,
+	'a scan whose brokers hold back the offsets of its bound goes on without them, to the brokers\' error here');
+ok($soon, 'within 20 s (ssp.broker_timeout 3 s), not a minute a partition');
 
 $node->stop;
 done_testing();

@@ -109,6 +109,21 @@ WITH d AS (DELETE FROM ddl_view2 RETURNING *) SELECT count(*) FROM d;
 CREATE FUNCTION ddl_zero() RETURNS void LANGUAGE plpgsql AS $$BEGIN UPDATE ddl_view2 SET n = 0; END$$;
 SELECT ddl_zero();
 DROP FUNCTION ddl_zero();
+-- nor rules or triggers on it, which could never fire, or, as a rule ON
+-- SELECT, would show other rows as the view's
+CREATE OR REPLACE RULE "_RETURN" AS ON SELECT TO ddl_view2 DO INSTEAD SELECT 'x'::text AS name, 1::bigint AS n, 1::numeric AS total;
+CREATE RULE ddl_view_rule AS ON INSERT TO ddl_view2 DO INSTEAD NOTHING;
+CREATE FUNCTION ddl_instead() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$;
+CREATE TRIGGER ddl_instead INSTEAD OF UPDATE ON ddl_view2 FOR EACH ROW EXECUTE FUNCTION ddl_instead();
+CREATE TRIGGER ddl_statement AFTER UPDATE ON ddl_view2 FOR EACH STATEMENT EXECUTE FUNCTION ddl_instead();
+DROP FUNCTION ddl_instead();
+-- a plain CREATE OR REPLACE VIEW must read the view's table, as a dump's
+-- script does (its own definition again); not rows of its own, nor its
+-- stream (a new query without WITH (ssp.continuous))
+CREATE OR REPLACE VIEW ddl_view2 AS SELECT 'x'::text AS name, 1::bigint AS n, 1::numeric AS total;
+CREATE OR REPLACE VIEW ddl_view2 AS
+  SELECT region AS name, count(*) AS n, sum(value)::numeric AS total FROM ddl_orders_renamed GROUP BY region;
+DO $$BEGIN EXECUTE format('CREATE OR REPLACE VIEW ddl_view2 AS %s', pg_get_viewdef('ddl_view2')); END$$;
 SELECT sum(n) AS n, sum(total) AS total FROM ddl_view2;
 -- a view with an output topic in a schema that is renamed, its outbox too:
 -- its trigger function is written again and the changes go on

@@ -20,6 +20,7 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/dependency.h"
@@ -37,6 +38,7 @@
 #include "nodes/parsenodes.h"
 #include "parser/analyze.h"
 #include "parser/parsetree.h"
+#include "rewrite/rewriteHandler.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -289,7 +291,7 @@ view_of_part(Oid relid)
 	return OidIsValid(view) && ssp_is_continuous_view(view) ? view : InvalidOid;
 }
 
-/* view_name: a continuous view's name, as regclass shows it */
+/* view_name: a continuous view's name (or its table's), as regclass shows it */
 static char *
 view_name(Oid view)
 {
@@ -306,6 +308,76 @@ part_refused(const char *what, const char *rel, Oid view)
 			 errdetail("It is part of continuous view %s, which ssp keeps in step with its stream.",
 					   view_name(view)),
 			 errhint("Change the view with CREATE OR REPLACE VIEW ... WITH (ssp.continuous), rebuild it from its stream with ssp.reset, or drop it.")));
+}
+
+/*
+ * view_refused: refuse to do what with rv if it is a continuous view: a
+ * rule or a trigger on it.  Its rows are written to its table, never
+ * through it, and it takes no writes (refuse_view_writes), so neither
+ * would ever fire; a rule ON SELECT (CREATE OR REPLACE RULE "_RETURN")
+ * would show other rows than those ssp keeps, as the view's.  Postgres
+ * refuses both on a materialized view alike.
+ */
+static void
+view_refused(const char *what, RangeVar *rv)
+{
+	Oid			relid = RangeVarGetRelid(rv, NoLock, true);
+	char	   *mrel;
+
+	if (!ssp_is_continuous_view(relid))
+		return;
+	mrel = view_name(ssp_continuous_view_mrel(relid));
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("cannot %s continuous view \"%s\"", what, get_rel_name(relid)),
+			 errdetail("ssp writes the rows of a continuous view to its table %s, never through the view.", mrel),
+			 errhint("Create an AFTER trigger on %s to act on the view's changes, or name an ssp.output_topic; change the view's query with CREATE OR REPLACE VIEW ... WITH (ssp.continuous).",
+					 mrel)));
+}
+
+/* reads_relation: does a query (node) read relation *(Oid *) context? */
+static bool
+reads_relation(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+		return ((RangeTblEntry *) node)->rtekind == RTE_RELATION &&
+			((RangeTblEntry *) node)->relid == *(Oid *) context;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, reads_relation, context, QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, reads_relation, context);
+}
+
+/*
+ * check_plain_replace: after a plain CREATE OR REPLACE VIEW (no
+ * ssp.continuous) of continuous view relid, its new query must read its
+ * table.  pg_dump's scripts restore a continuous view's query so (its
+ * SELECT over name_mrel, after a placeholder); a query of anything else, a
+ * stream read at each query or rows of its own, would be a view that
+ * shows other rows than those ssp goes on keeping for it, the likely slip
+ * being a new query without WITH (ssp.continuous).
+ */
+static void
+check_plain_replace(Oid relid)
+{
+	Oid			mrel = ssp_continuous_view_mrel(relid);
+	Relation	rel;
+	bool		reads;
+
+	if (!OidIsValid(mrel) || mrel == relid)
+		return;
+	CommandCounterIncrement();
+	rel = relation_open(relid, AccessShareLock);
+	reads = reads_relation((Node *) get_view_query(rel), &mrel);
+	relation_close(rel, AccessShareLock);
+	if (!reads)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a continuous view", get_rel_name(relid)),
+				 errdetail("A plain CREATE OR REPLACE VIEW of a continuous view must read its table %s, as its definition does.",
+						   view_name(mrel)),
+				 errhint("Change what it counts with CREATE OR REPLACE VIEW ... WITH (ssp.continuous), or drop it first.")));
 }
 
 /*
@@ -414,6 +486,7 @@ check_part_change(Node *parsetree)
 			{
 				CreateTrigStmt *stmt = (CreateTrigStmt *) parsetree;
 
+				view_refused("create a trigger on", stmt->relation);
 				if (!stmt->row || TRIGGER_FOR_AFTER(stmt->timing))
 					return;
 				view = view_of_part(RangeVarGetRelid(stmt->relation, NoLock, true));
@@ -425,6 +498,7 @@ check_part_change(Node *parsetree)
 			{
 				RuleStmt   *stmt = (RuleStmt *) parsetree;
 
+				view_refused("create a rule on", stmt->relation);
 				view = view_of_part(RangeVarGetRelid(stmt->relation, NoLock, true));
 				if (OidIsValid(view))
 					part_refused("create a rule on", stmt->relation->relname, view);
@@ -473,6 +547,7 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 					DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
+	Oid			replaced = InvalidOid;
 
 	/* CREATE VIEW ... WITH (ssp.continuous) or (ssp.rollup): ours to carry out */
 	if (IsA(parsetree, ViewStmt) && ssp_view_flag((ViewStmt *) parsetree, "continuous"))
@@ -504,7 +579,8 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 	}
 	/*
 	 * A plain CREATE OR REPLACE VIEW of a continuous view stays Postgres's:
-	 * pg_dump's scripts restore a view's SELECT over its table that way.
+	 * pg_dump's scripts restore a view's SELECT over its table that way
+	 * (check_plain_replace).
 	 */
 	if (IsA(parsetree, ViewStmt) && ssp_view_flag((ViewStmt *) parsetree, "rollup"))
 	{
@@ -515,6 +591,12 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 
 	if (ssp_own_ddl == 0)
 		check_part_change(parsetree);
+	if (ssp_own_ddl == 0 && IsA(parsetree, ViewStmt) && ((ViewStmt *) parsetree)->replace)
+	{
+		replaced = RangeVarGetRelid(((ViewStmt *) parsetree)->view, NoLock, true);
+		if (!ssp_is_continuous_view(replaced))
+			replaced = InvalidOid;
+	}
 	if (IsA(parsetree, RenameStmt))
 		check_column_rename((RenameStmt *) parsetree);
 	if (IsA(parsetree, AlterTableStmt))
@@ -530,6 +612,9 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
+
+	if (OidIsValid(replaced))
+		check_plain_replace(replaced);
 
 	/*
 	 * CREATE FOREIGN TABLE applies each column's options as an ALTER

@@ -51,12 +51,14 @@
 #include "compile/build.h"
 
 /*
- * ssp_is_continuous_view: is the relation a continuous view?  Read from
- * the catalog table itself, whoever asks (its row-level security would
- * hide the views of others).  Needs a transaction.
+ * ssp_continuous_view_mrel: the table of continuous view relid, or
+ * InvalidOid if relid is not one.  Read from the catalog table itself,
+ * whoever asks (its row-level security would hide the views of others),
+ * whose row is all that ties a view to its table after a restore, until
+ * its worker has run.  Needs a transaction.
  */
-bool
-ssp_is_continuous_view(Oid relid)
+Oid
+ssp_continuous_view_mrel(Oid relid)
 {
 	Oid			nspid;
 	Oid			cv;
@@ -64,24 +66,39 @@ ssp_is_continuous_view(Oid relid)
 	TableScanDesc scan;
 	ScanKeyData key;
 	Snapshot	snapshot;
-	bool		found;
+	HeapTuple	tup;
+	Oid			mrel = InvalidOid;
 
 	if (!OidIsValid(relid) || !OidIsValid(get_extension_oid("ssp", true)))
-		return false;
+		return InvalidOid;
 	nspid = get_namespace_oid("ssp", true);
 	cv = OidIsValid(nspid) ? get_relname_relid("continuous_views", nspid) : InvalidOid;
 	if (!OidIsValid(cv))
-		return false;
-	/* the column view (regclass, stored as an oid) is the first */
+		return InvalidOid;
+	/* the column view (regclass, stored as an oid) is the first, mrel the second */
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	rel = table_open(cv, AccessShareLock);
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	scan = table_beginscan(rel, snapshot, 1, &key);
-	found = heap_getnext(scan, ForwardScanDirection) != NULL;
+	if ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, 2, RelationGetDescr(rel), &isnull);
+
+		/* not null; a placeholder if it were, so that the view is one */
+		mrel = isnull ? relid : DatumGetObjectId(d);
+	}
 	table_endscan(scan);
 	UnregisterSnapshot(snapshot);
 	table_close(rel, AccessShareLock);
-	return found;
+	return mrel;
+}
+
+/* ssp_is_continuous_view: is the relation a continuous view? */
+bool
+ssp_is_continuous_view(Oid relid)
+{
+	return OidIsValid(ssp_continuous_view_mrel(relid));
 }
 
 /*

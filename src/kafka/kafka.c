@@ -419,10 +419,39 @@ typedef struct Slices
 	int			n;				/* slices so far */
 } Slices;
 
-/* slices_start: a request in slices begins. */
+/*
+ * Whether the options of the server of the request in slices (one at a
+ * time in a process), or a user mapping, changed while it waited: the
+ * request then ends at its slice, as its client is of the old options.
+ * A worker waiting for brokers that are down takes the server's new
+ * brokers within a slice (wait_out, worker.c), not after
+ * ssp.broker_timeout.
+ */
+static uint32 request_server_hash;
+static bool request_server_changed;
+static bool request_callbacks_registered = false;
+
 static void
-slices_start(Slices *sl)
+request_server_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 {
+	if (cacheid != FOREIGNSERVEROID || hashvalue == 0 || hashvalue == request_server_hash)
+		request_server_changed = true;
+}
+
+/* slices_start: a request in slices to kafka's brokers begins. */
+static void
+slices_start(Slices *sl, SspKafka *kafka)
+{
+	if (!request_callbacks_registered)
+	{
+		CacheRegisterSyscacheCallback(FOREIGNSERVEROID, request_server_invalidate, 0);
+		CacheRegisterSyscacheCallback(USERMAPPINGOID, request_server_invalidate, 0);
+		request_callbacks_registered = true;
+	}
+	/* (outside a transaction, no invalidation is taken: slice_again) */
+	request_server_hash = IsTransactionState() ?
+		GetSysCacheHashValue1(FOREIGNSERVEROID, ObjectIdGetDatum(kafka->serverid)) : 0;
+	request_server_changed = false;
 	INSTR_TIME_SET_CURRENT(sl->start);
 	sl->n = 0;
 }
@@ -447,7 +476,8 @@ slice_next(Slices *sl)
  * slice_again: whether a slice that ended with err is followed by another:
  * it waited out its slice without an answer, ssp.broker_timeout is not over,
  * and no interrupt is pending (the caller frees what it holds, then takes
- * it).  librdkafka says so with a timeout, or, where no broker could be
+ * it), and the server's options are as when it began.  librdkafka says it
+ * waited out its slice with a timeout, or, where no broker could be
  * reached in time, with a transport error or all brokers down.
  */
 static bool
@@ -460,6 +490,10 @@ slice_again(Slices *sl, rd_kafka_resp_err_t err)
 		err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
 		return false;
 	if (INTERRUPTS_PENDING_CONDITION())
+		return false;
+	if (IsTransactionState())
+		AcceptInvalidationMessages();
+	if (request_server_changed)
 		return false;
 	INSTR_TIME_SET_CURRENT(now);
 	total = now;
@@ -506,7 +540,7 @@ ssp_kafka_partition_count(SspKafka *kafka)
 	rd_kafka_resp_err_t err;
 	Slices		sl;
 
-	slices_start(&sl);
+	slices_start(&sl, kafka);
 	do
 		err = topic_partitions(kafka, slice_next(&sl), &count);
 	while (slice_again(&sl, err));
@@ -552,7 +586,7 @@ offsets_in_slices(SspKafka *kafka, rd_kafka_topic_partition_list_t *list, int64 
 	Slices		sl;
 	int			p;
 
-	slices_start(&sl);
+	slices_start(&sl, kafka);
 	do
 	{
 		for (p = 0; p < list->cnt; p++)

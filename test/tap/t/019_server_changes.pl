@@ -2,7 +2,8 @@
 # as postgres_fdw drops its connections on ALTER SERVER: the view's worker
 # starts again with the new properties.  A server moved to brokers that do
 # not exist makes the view wait for the broker (not run on, on the old
-# cluster), and moved back it goes on exactly once; a user mapping created,
+# cluster), and moved back it goes on exactly once, within seconds even
+# with ssp.broker_timeout at two minutes; a user mapping created,
 # altered (a rotated password) and dropped restarts the worker each time;
 # the server's owner losing superuser stops the worker with the reason; and
 # an unrelated server's change leaves the worker alone.
@@ -74,6 +75,26 @@ SspTest::wait_views($node, 'postgres', 'by_region');
 is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), $produced,
 	'moved back, it goes on exactly once');
 
+# the same with a long ssp.broker_timeout: a worker waiting for brokers that
+# refuse it takes the server's change within a slice of its request, not
+# at the request's end two minutes later
+$node->safe_psql('postgres', "ALTER SYSTEM SET ssp.broker_timeout = '120s'; SELECT pg_reload_conf()");
+$pid = worker_pid();
+$node->safe_psql('postgres', q{ALTER SERVER kafka OPTIONS (SET brokers '127.0.0.1:1')});
+wait_new_worker($pid, 'ALTER SERVER ... SET brokers, with ssp.broker_timeout at 2 minutes');
+ok($node->poll_query_until('postgres',
+		"SELECT status = 'waiting for broker' FROM ssp.views WHERE view = 'by_region'::regclass"),
+	'the view waits for the brokers it is now told of');
+sleep 2;
+$node->safe_psql('postgres', "INSERT INTO orders_in SELECT g, 'r' || g % 5 FROM generate_series(2001, 2500) g");
+$produced = 2500;
+$node->safe_psql('postgres', qq{ALTER SERVER kafka OPTIONS (SET brokers '$b')});
+my $moved_back = time;
+ok($node->poll_query_until('postgres', "SELECT sum(n) = $produced FROM by_region"),
+	'moved back, it goes on exactly once');
+cmp_ok(time - $moved_back, '<', 40, '... within 40 s of the change, not at ssp.broker_timeout (2 minutes)');
+$node->safe_psql('postgres', "ALTER SYSTEM RESET ssp.broker_timeout; SELECT pg_reload_conf()");
+
 # a user mapping for the owner: created, a password rotated, dropped
 for my $ddl (q{CREATE USER MAPPING FOR vo SERVER kafka OPTIONS ("sasl.username" 'vo', "sasl.password" 'one')},
 	q{ALTER USER MAPPING FOR vo SERVER kafka OPTIONS (SET "sasl.password" 'two')},
@@ -83,7 +104,7 @@ for my $ddl (q{CREATE USER MAPPING FOR vo SERVER kafka OPTIONS ("sasl.username" 
 	$node->safe_psql('postgres', $ddl);
 	wait_new_worker($pid, $ddl =~ s/ OPTIONS.*//r);
 }
-$node->safe_psql('postgres', "INSERT INTO orders_in SELECT g, 'r' || g % 5 FROM generate_series(2001, 3000) g");
+$node->safe_psql('postgres', "INSERT INTO orders_in SELECT g, 'r' || g % 5 FROM generate_series(2501, 3000) g");
 $produced = 3000;
 SspTest::wait_views($node, 'postgres', 'by_region');
 is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), $produced,

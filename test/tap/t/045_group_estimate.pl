@@ -79,9 +79,10 @@ for my $block (split /^\S.*?LOG:  duration: [\d.]+ ms  plan:\n/m, slurp_file($no
 {
 	my ($json) = $block =~ /\A((?:\t.*\n)*)/;
 	$json =~ s/^\t//mg;
-	next unless $json =~ /"MERGE INTO public\.(\w+)_mrel/;
+	next unless $json =~ /MERGE INTO public\.\w+_mrel/;
 	my $plan = decode_json($json);
-	my ($v) = $plan->{'Query Text'} =~ /^MERGE INTO public\.(\w+)_mrel/;
+	# (its groups are in a WITH query where a key may be null)
+	my ($v) = $plan->{'Query Text'} =~ /^(?:WITH .*?\) )?MERGE INTO public\.(\w+)_mrel/;
 	my $agg = find_node($plan->{Plan}, 'Aggregate');
 	my $scan = $agg && find_node($agg, 'Custom Scan');
 	next unless $scan && $scan->{'Actual Rows'} >= 10000;

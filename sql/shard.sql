@@ -114,6 +114,9 @@ SELECT * FROM totals ORDER BY region;
 SELECT * FROM per_minute ORDER BY w;
 SELECT view, status, worker_pid FROM ssp.views ORDER BY view;
 SELECT parallelism, shards FROM ssp.continuous_views ORDER BY view::text;
+-- another partition of its table, foreign or not, would be read as a shard's rows
+CREATE FOREIGN TABLE totals_more PARTITION OF totals_mrel FOR VALUES IN (7) SERVER here;
+CREATE TABLE totals_local PARTITION OF totals_mrel FOR VALUES IN (8);
 -- what it does not do: it reads nothing itself
 SELECT ssp.wait('totals');
 SELECT ssp.pause('totals');

@@ -389,7 +389,8 @@ check_plain_replace(Oid relid)
  * its storage settings (a column, a constraint, a trigger turned off, the
  * table unlogged, its owner or row security), a BEFORE trigger or a rule
  * on a part (either may change or drop the rows the view writes), a table
- * that inherits from a part (its rows would be read as the view's), and a
+ * that inherits from a part or is a partition of one, foreign or not (its
+ * rows would be read as the view's), and a
  * new definition of the view's query.  Renames, a new schema and AFTER
  * triggers are allowed.  Statements of ssp's own (ssp_spi_exec) pass.
  */
@@ -436,14 +437,16 @@ check_part_change(Node *parsetree)
 			}
 			return;
 		case T_CreateStmt:
-			/* a child's rows would be read as the view's */
+		case T_CreateForeignTableStmt:
+			/* a child's rows, or a partition's, would be read as the view's */
 			foreach(lc, ((CreateStmt *) parsetree)->inhRelations)
 			{
 				RangeVar   *rv = lfirst(lc);
 
 				view = view_of_part(RangeVarGetRelid(rv, NoLock, true));
 				if (OidIsValid(view))
-					part_refused("inherit from", rv->relname, view);
+					part_refused(((CreateStmt *) parsetree)->partbound ? "create a partition of" : "inherit from",
+								 rv->relname, view);
 			}
 			return;
 		case T_AlterTableStmt:

@@ -82,6 +82,15 @@ SELECT count(*) AS differences FROM
    UNION ALL (SELECT * FROM own_cv2 EXCEPT ALL SELECT * FROM own_plain) UNION ALL (SELECT * FROM own_plain EXCEPT ALL SELECT * FROM own_cv2)) d;
 SELECT attname FROM pg_attribute WHERE attrelid = 'own_cv_mrel'::regclass AND attnum > 0 ORDER BY attnum;
 DROP VIEW own_cv, own_cv2, own_plain;
+-- but not the columns ssp adds to a stream's rows: refused with the stream,
+-- named, where a view over it failed at its first batch ("ambiguous")
+CREATE FOREIGN TABLE hidden_names (_ssp_offset bigint, x int) SERVER kafka OPTIONS (topic :'topic');
+CREATE FOREIGN TABLE hidden_names (id bigint, _ssp_tombstone bool OPTIONS (field 'gone')) SERVER kafka OPTIONS (topic :'topic');
+CREATE FOREIGN TABLE hidden_names (id bigint, "_ssp_partition" int OPTIONS (meta 'partition')) SERVER kafka OPTIONS (topic :'topic');
+CREATE FOREIGN TABLE hidden_names (id bigint, offs bigint OPTIONS (field '_ssp_offset')) SERVER kafka OPTIONS (topic :'topic');
+ALTER FOREIGN TABLE hidden_names ADD COLUMN _ssp_run int;
+ALTER FOREIGN TABLE hidden_names RENAME COLUMN offs TO _ssp_seq;
+DROP FOREIGN TABLE hidden_names;
 -- a topic name that Kafka cannot have is refused with the stream
 CREATE FOREIGN TABLE bad_topic (x int) SERVER kafka OPTIONS (topic 'x''; DROP TABLE victim; --');
 SELECT * FROM victim;

@@ -322,17 +322,39 @@ read_table_options(SspStream *stream, ForeignTable *ft)
 	open_schemas(stream, schema);
 }
 
+/*
+ * The columns ssp adds to a stream's rows: where a message is and whether
+ * it is a tombstone, in the batch relation a view's statements read
+ * (batch.c), and a join's buffers' own.  A stream's column of one of these
+ * names made each reference to it ambiguous, and the view failed at its
+ * first batch.
+ */
+static const char *const hidden_columns[] = {
+	"_ssp_partition", "_ssp_offset", "_ssp_tombstone",
+	"_ssp_xact", "_ssp_run", "_ssp_seq", "_ssp_settled"
+};
+
 /* The checks that depend on the format and the whole set of columns. */
 static void
 check_stream(SspStream *stream)
 {
 	int			i;
+	int			h;
 
 	stream->nvalue = stream->nkey = 0;
 	for (i = 0; i < stream->ncolumns; i++)
 	{
 		SspColumn  *col = &stream->columns[i];
 
+		for (h = 0; h < lengthof(hidden_columns); h++)
+			if (strcmp(col->name, hidden_columns[h]) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_RESERVED_NAME),
+						 errmsg("column name \"%s\" of stream \"%s\" is reserved", col->name, stream->relname),
+						 errdetail("ssp adds a column of that name to the rows that continuous views read of a stream."),
+						 col->source == SSP_SRC_VALUE ?
+						 errhint("Give the column another name; its option \"field\" names the message's field it reads.") :
+						 errhint("Give the column another name.")));
 		if (col->source == SSP_SRC_VALUE)
 			stream->nvalue++;
 		else if (col->source == SSP_SRC_KEY)

@@ -117,6 +117,17 @@ SELECT count(*) FROM big;
 SELECT ssp.resume('big');
 SELECT ssp.wait('big');
 SELECT count(*) FROM big;
+-- in the transaction that changed the view, ssp.wait is an error, not a
+-- wait to its timeout: the worker goes on only once it ends
+BEGIN;
+SELECT ssp.reset('big');
+SELECT ssp.wait('big', '10 s');
+ROLLBACK;
+BEGIN;
+CREATE VIEW made_here WITH (ssp.continuous) AS SELECT count(*) AS n FROM orders;
+SELECT ssp.wait('made_here', '10 s');
+ROLLBACK;
+SELECT ssp.wait('big');
 -- rewind and replay
 SELECT ssp.reset('by_region');
 SELECT count(*) FROM by_region;

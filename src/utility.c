@@ -365,7 +365,7 @@ check_plain_replace(Oid relid)
 	Relation	rel;
 	bool		reads;
 
-	if (!OidIsValid(mrel) || mrel == relid)
+	if (!OidIsValid(mrel))
 		return;
 	CommandCounterIncrement();
 	rel = relation_open(relid, AccessShareLock);

@@ -51,14 +51,14 @@
 #include "compile/build.h"
 
 /*
- * ssp_continuous_view_mrel: the table of continuous view relid, or
- * InvalidOid if relid is not one.  Read from the catalog table itself,
- * whoever asks (its row-level security would hide the views of others),
- * whose row is all that ties a view to its table after a restore, until
- * its worker has run.  Needs a transaction.
+ * view_row: the catalog row of continuous view relid, if it is one: its
+ * table into *mrel, and whether this transaction wrote the row (made,
+ * reset, paused or resumed the view) into *here.  Read from the catalog
+ * table itself, whoever asks (its row-level security would hide the views
+ * of others).  Needs a transaction.
  */
-Oid
-ssp_continuous_view_mrel(Oid relid)
+static bool
+view_row(Oid relid, Oid *mrel, bool *here)
 {
 	Oid			nspid;
 	Oid			cv;
@@ -67,14 +67,14 @@ ssp_continuous_view_mrel(Oid relid)
 	ScanKeyData key;
 	Snapshot	snapshot;
 	HeapTuple	tup;
-	Oid			mrel = InvalidOid;
+	bool		found = false;
 
 	if (!OidIsValid(relid) || !OidIsValid(get_extension_oid("ssp", true)))
-		return InvalidOid;
+		return false;
 	nspid = get_namespace_oid("ssp", true);
 	cv = OidIsValid(nspid) ? get_relname_relid("continuous_views", nspid) : InvalidOid;
 	if (!OidIsValid(cv))
-		return InvalidOid;
+		return false;
 	/* the column view (regclass, stored as an oid) is the first, mrel the second */
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 	rel = table_open(cv, AccessShareLock);
@@ -85,20 +85,53 @@ ssp_continuous_view_mrel(Oid relid)
 		bool		isnull;
 		Datum		d = heap_getattr(tup, 2, RelationGetDescr(rel), &isnull);
 
-		/* not null; a placeholder if it were, so that the view is one */
-		mrel = isnull ? relid : DatumGetObjectId(d);
+		found = true;
+		*mrel = isnull ? InvalidOid : DatumGetObjectId(d);
+		*here = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetRawXmin(tup->t_data));
 	}
 	table_endscan(scan);
 	UnregisterSnapshot(snapshot);
 	table_close(rel, AccessShareLock);
-	return mrel;
+	return found;
+}
+
+/*
+ * ssp_continuous_view_mrel: the table of continuous view relid, or
+ * InvalidOid; its catalog row is all that ties a view to its table after
+ * a restore, until its worker has run.
+ */
+Oid
+ssp_continuous_view_mrel(Oid relid)
+{
+	Oid			mrel = InvalidOid;
+	bool		here;
+
+	return view_row(relid, &mrel, &here) ? mrel : InvalidOid;
 }
 
 /* ssp_is_continuous_view: is the relation a continuous view? */
 bool
 ssp_is_continuous_view(Oid relid)
 {
-	return OidIsValid(ssp_continuous_view_mrel(relid));
+	Oid			mrel;
+	bool		here;
+
+	return view_row(relid, &mrel, &here);
+}
+
+/*
+ * ssp_continuous_view_changed_here: did this transaction write the
+ * catalog row of continuous view relid (make, reset, pause, resume or
+ * alter it)?  Its worker sees none of that, and cannot write the row
+ * itself, until the transaction ends.
+ */
+bool
+ssp_continuous_view_changed_here(Oid relid)
+{
+	Oid			mrel;
+	bool		here = false;
+
+	return view_row(relid, &mrel, &here) && here;
 }
 
 /*

@@ -148,6 +148,7 @@ extern void ssp_view_refresh(SspView *v);
 /* replace.c */
 extern bool ssp_is_continuous_view(Oid relid);
 extern Oid	ssp_continuous_view_mrel(Oid relid);
+extern bool ssp_continuous_view_changed_here(Oid relid);
 extern void ssp_replace_continuous_view(ViewStmt *stmt, const char *queryString, Oid viewoid);
 extern bool ssp_replace_swap(Oid shadow, Oid view);
 extern void ssp_continuous_view_owner_changed(Oid view);

@@ -945,7 +945,7 @@ merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const c
 	/*
 	 * Keys that may be null: the groups once, materialized, and the groups
 	 * with a null key inserted by a statement of the MERGE's WITH.  Over the
-	 * batch again, in a statement of their own, their test cost a fifth of
+	 * batch again, in a statement of their own, their test cost a tenth of
 	 * the MERGE where a key is an expression (date_trunc('minute', ts)),
 	 * which the batch's scan cannot know never null.  The two write
 	 * disjoint rows (a null key never matches the MERGE's join).

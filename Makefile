@@ -58,6 +58,7 @@ OBJS = \
 	src/runtime/outbox.o \
 	src/sqlfuncs/operate.o \
 	src/sqlfuncs/reshard.o \
+	src/sqlfuncs/state_check.o \
 	src/sqlfuncs/combine.o
 
 EXTENSION = ssp

@@ -320,6 +320,94 @@ FROM cvd_all c, (SELECT count(DISTINCT i4 % 100) AS d, count(DISTINCT g) FILTER 
                         count(*) AS n FROM m) q;
 DROP VIEW cvd_all;
 SELECT count(*) AS left_behind FROM pg_class WHERE relname LIKE 'cvd\_all%';
+-- The generic path's functions are anyone's to call, with any arguments:
+-- types that are not the aggregate's, and states its serialisation
+-- function could not have written, are refused, never read as something
+-- else (each of these crashed the server once).
+SELECT ssp.agg_partial('sum(numeric)', NULL::bytea, x) FROM (VALUES (5)) v(x);
+SELECT ssp.agg_combine('avg(int4)', 1::int8, 2::int8, NULL::int4);
+SELECT ssp.agg_finalize('avg(int4)', 42::int8, NULL::numeric, NULL::int4);
+SELECT ssp.agg_finalize('sum(int8)', 42::int8, NULL::text, NULL::int8);
+SELECT ssp.agg_finalize('max(int4)', 42, NULL::text, NULL::int4);
+SELECT ssp.agg_finalize('max(int4)', 42, NULL::int4, NULL::int4, NULL::int4);
+SELECT ssp.agg_finalize('max(int4)', 42, NULL::int4, NULL::int4);
+-- var_pop(numeric)'s state: count, sum and sum of squares as numeric.c
+-- writes them (digits, weight, sign, scale, the digits), largest scale and
+-- its count, the counts of NaN and infinities
+CREATE FUNCTION var_state(sum_weight text, sum_sign text DEFAULT '0000', digit text DEFAULT '1d4c',
+                          n text DEFAULT '0000000000000002', tail text DEFAULT '')
+RETURNS bytea LANGUAGE sql AS $$
+  SELECT decode(n || '00000002' || sum_weight || '0000' || sum_sign || '00000002' || '0003' || digit
+                || '00000002000000000000000000000004' || '00070c35'
+                || '00000002' || '0000000000000001' || repeat('0', 48) || tail, 'hex')
+$$;
+SELECT ssp.agg_finalize('var_pop(numeric)', var_state('00000000'), NULL::numeric, NULL::numeric) AS sane,
+       var_pop(x) AS "as Postgres" FROM (VALUES (1.5), (2.25)) v(x);
+SELECT ssp.agg_finalize('var_pop(numeric)', var_state('80000001'), NULL::numeric, NULL::numeric);
+SELECT ssp.agg_finalize('var_pop(numeric)', var_state('7fffffff'), NULL::numeric, NULL::numeric);
+SELECT ssp.agg_combine('var_pop(numeric)', var_state('00000000', 'c000'), var_state('00000000'), NULL::numeric);
+SELECT ssp.agg_finalize('var_pop(numeric)', var_state('00000000', digit => 'ffff'), NULL::numeric, NULL::numeric);
+SELECT ssp.agg_finalize('var_pop(numeric)', var_state('00000000', n => 'ffffffffffffffff'), NULL::numeric, NULL::numeric);
+SELECT ssp.agg_finalize('var_pop(numeric)', var_state('00000000', tail => '00'), NULL::numeric, NULL::numeric);
+SELECT ssp.agg_combine_agg('var_pop(numeric)', substr(var_state('00000000'), 1, 20), NULL::numeric);
+-- the states of numbers at Postgres's limits pass
+SELECT ssp.agg_finalize('var_pop(numeric)', ssp.agg_partial('var_pop(numeric)', NULL::bytea, x), NULL::numeric, NULL::numeric)
+       = var_pop(x) AS var_pop_exact
+  FROM (VALUES ('9.999e65000'::numeric), (1e-8000), (-1e65000)) v(x);
+SELECT ssp.agg_finalize('sum(numeric)', ssp.agg_partial('sum(numeric)', NULL::bytea, x), NULL::numeric, NULL::numeric)
+       = sum(x) AS sum_exact
+  FROM (VALUES ('9.999e131071'::numeric), (1e-16383), (-1e131071)) v(x);
+SELECT ssp.agg_finalize('avg(int8)', ssp.agg_partial('avg(int8)', NULL::bytea, x), NULL::numeric, NULL::int8)
+       = avg(x) AS avg_exact
+  FROM (VALUES (9223372036854775807), (9223372036854775807), (-9223372036854775808)) v(x);
+SELECT ssp.agg_finalize('stddev(int4)', ssp.agg_partial('stddev(int4)', NULL::bytea, x), NULL::numeric, NULL::int4)
+       = stddev(x) AS stddev_exact
+  FROM (VALUES (2147483647), (-2147483648), (5)) v(x);
+-- every byte of a state of each layout set to each of nine values: some
+-- pass, some are refused, none takes the server down
+CREATE FUNCTION mutated(agg regprocedure, argtype text, state bytea, OUT passed int, OUT refused int)
+LANGUAGE plpgsql AS $$
+DECLARE
+  i int; v int; m bytea; r text;
+  ret text := (SELECT format_type(prorettype, NULL) FROM pg_proc WHERE oid = agg);
+BEGIN
+  passed := 0; refused := 0;
+  FOR i IN 0 .. length(state) - 1 LOOP
+    FOREACH v IN ARRAY ARRAY[0, 1, 15, 64, 127, 128, 192, 240, 255] LOOP
+      m := set_byte(state, i, v);
+      BEGIN
+        EXECUTE format('SELECT ssp.agg_finalize(%L::regprocedure, $1, NULL::%s, NULL::%s)::text',
+                       agg, ret, argtype) INTO r USING m;
+        EXECUTE format('SELECT ssp.agg_combine(%L::regprocedure, $1, $1, NULL::%s)::text',
+                       agg, argtype) INTO r USING m;
+        passed := passed + 1;
+      EXCEPTION WHEN others THEN
+        refused := refused + 1;
+      END;
+    END LOOP;
+  END LOOP;
+END $$;
+SELECT 'var_pop(numeric)' AS agg, passed > 0 AS some_passed, refused > 0 AS some_refused
+  FROM mutated('var_pop(numeric)', 'numeric', (SELECT ssp.agg_partial('var_pop(numeric)', NULL::bytea, x)
+                                               FROM unnest('{-1.5, 3, 1e-20, 7}'::numeric[]) x))
+UNION ALL
+SELECT 'avg(numeric)', passed > 0, refused > 0
+  FROM mutated('avg(numeric)', 'numeric', (SELECT ssp.agg_partial('avg(numeric)', NULL::bytea, x)
+                                           FROM unnest('{-1.5, 3, Infinity}'::numeric[]) x))
+UNION ALL
+SELECT 'var_samp(int4)', passed > 0, refused > 0
+  FROM mutated('var_samp(int4)', 'int4', (SELECT ssp.agg_partial('var_samp(int4)', NULL::bytea, x)
+                                          FROM unnest('{-15, 3, 2000000000}'::int4[]) x))
+UNION ALL
+SELECT 'stddev(int8)', passed > 0, refused > 0
+  FROM mutated('stddev(int8)', 'int8', (SELECT ssp.agg_partial('stddev(int8)', NULL::bytea, x)
+                                        FROM unnest('{-15, 3, 9000000000000000000}'::int8[]) x))
+UNION ALL
+SELECT 'sum(int8)', passed > 0, refused > 0
+  FROM mutated('sum(int8)', 'int8', (SELECT ssp.agg_partial('sum(int8)', NULL::bytea, x)
+                                     FROM unnest('{-15, 3, 9000000000000000000}'::int8[]) x));
+DROP FUNCTION var_state, mutated;
+
 -- refused
 CREATE VIEW r WITH (ssp.continuous) AS SELECT array_agg(DISTINCT i4) FROM m;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT total(DISTINCT i4) FROM m;

@@ -154,6 +154,9 @@ typedef struct SspHeader
 	size_t		len;
 } SspHeader;
 
+/* state_check.c */
+extern void ssp_check_stored_state(Oid deserialfn, Oid aggfnoid, const bytea *state);
+
 /* utility.c */
 extern void ssp_utility_init(void);
 extern void ssp_wake_scheduler_at_commit(void);

@@ -34,6 +34,7 @@
 #include "executor/nodeAgg.h"
 #include "fmgr.h"
 #include "nodes/makefuncs.h"
+#include "parser/parse_coerce.h"
 #include "parser/parse_agg.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -83,12 +84,77 @@ typedef struct AggAcc
 } AggAcc;
 
 /*
+ * same_layout: may a value of type from be read as one of type to?
+ */
+static bool
+same_layout(Oid from, Oid to)
+{
+	return from == to || IsBinaryCoercible(from, to);
+}
+
+/*
+ * check_types: refuse a call whose types are not the aggregate's.  Its
+ * functions read each argument as the type they declare: an integer given
+ * where they take a numeric, a stored state of another type, or a result
+ * taken as another type would be read as a pointer.  statetype: the
+ * stored state's type as the call passes it; rettype: the result's as the
+ * call takes it (InvalidOid: the call takes no result).
+ */
+static void
+check_types(AggFns *f, Oid statetype, Oid rettype)
+{
+	const char *name = format_procedure(f->aggfnoid);
+	Oid		   *declared;
+	int			ndeclared;
+	Oid			variadic = get_func_variadictype(f->aggfnoid);
+	Oid			declared_ret = get_func_signature(f->aggfnoid, &declared, &ndeclared);
+	Oid			stored = f->internal ? BYTEAOID : f->transtype;
+	bool		polymorphic = IsPolymorphicType(declared_ret);
+	int			i;
+
+	if (OidIsValid(variadic) ? f->nargs < ndeclared - 1 : f->nargs != ndeclared)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg_plural("aggregate function %s takes %d argument, not %d",
+							   "aggregate function %s takes %d arguments, not %d",
+							   ndeclared, name, ndeclared, f->nargs)));
+	for (i = 0; i < f->nargs; i++)
+	{
+		Oid			want = OidIsValid(variadic) && i >= ndeclared - 1 ? variadic : declared[i];
+
+		if (IsPolymorphicType(want))
+			polymorphic = true;
+		else if (want != ANYOID && !same_layout(f->argtypes[i], want))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("aggregate function %s does not take type %s as argument %d",
+							name, format_type_be(f->argtypes[i]), i + 1)));
+	}
+	/* polymorphic arguments must agree, as in a call of the aggregate */
+	if (polymorphic)
+		declared_ret = enforce_generic_type_consistency(f->argtypes, declared,
+														Min(ndeclared, f->nargs),
+														declared_ret, false);
+	if (OidIsValid(statetype) && !same_layout(statetype, stored))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the stored state of aggregate function %s is of type %s, not %s",
+						name, format_type_be(stored), format_type_be(statetype))));
+	if (OidIsValid(rettype) && !same_layout(declared_ret, rettype))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("aggregate function %s returns type %s, not %s",
+						name, format_type_be(declared_ret), format_type_be(rettype))));
+}
+
+/*
  * load_fns: look up aggregate aggfnoid called with argument types argtypes
- * (nargs of them; NULL: its declared ones), in memory context cxt.
+ * (nargs of them; NULL: its declared ones), in memory context cxt, and
+ * check the call's types (check_types).
  */
 static AggFns *
-load_fns(Oid aggfnoid, int nargs, const Oid *argtypes, Oid collation, Oid rettype,
-		 MemoryContext cxt)
+load_fns(Oid aggfnoid, int nargs, const Oid *argtypes, Oid collation, Oid statetype,
+		 Oid rettype, MemoryContext cxt)
 {
 	AggFns	   *f = MemoryContextAllocZero(cxt, sizeof(AggFns));
 	HeapTuple	tup;
@@ -194,6 +260,7 @@ load_fns(Oid aggfnoid, int nargs, const Oid *argtypes, Oid collation, Oid rettyp
 	f->pertrans.aggshared = false;
 	MemoryContextSwitchTo(old);
 	ReleaseSysCache(tup);
+	check_types(f, statetype, rettype);
 	return f;
 }
 
@@ -202,13 +269,14 @@ load_fns(Oid aggfnoid, int nargs, const Oid *argtypes, Oid collation, Oid rettyp
  * argtypes NULL: the declared argument types.
  */
 static AggFns *
-fns_for(FunctionCallInfo fcinfo, Oid aggfnoid, int nargs, const Oid *argtypes, Oid rettype)
+fns_for(FunctionCallInfo fcinfo, Oid aggfnoid, int nargs, const Oid *argtypes, Oid statetype,
+		Oid rettype)
 {
 	AggFns	   *f = fcinfo->flinfo->fn_extra;
 
 	if (f == NULL || f->aggfnoid != aggfnoid)
 	{
-		f = load_fns(aggfnoid, nargs, argtypes, PG_GET_COLLATION(), rettype,
+		f = load_fns(aggfnoid, nargs, argtypes, PG_GET_COLLATION(), statetype, rettype,
 					 fcinfo->flinfo->fn_mcxt);
 		fcinfo->flinfo->fn_extra = f;
 	}
@@ -361,6 +429,8 @@ deserialise(AggFns *f, AggState *aggstate, Datum stored, bool *isnull)
 		return stored;
 	/* as read from a table: maybe compressed, or with a short header */
 	args[0] = PointerGetDatum(PG_DETOAST_DATUM(stored));
+	/* anyone may pass any bytes: Postgres's own states are checked first */
+	ssp_check_stored_state(f->deserialfn.fn_oid, f->aggfnoid, (bytea *) DatumGetPointer(args[0]));
 	return call_fn(f, &f->deserialfn, aggstate, 2, args, nulls, isnull);
 }
 
@@ -441,7 +511,8 @@ ssp_agg_partial_trans(PG_FUNCTION_ARGS)
 		Oid			argtypes[FUNC_MAX_ARGS];
 
 		(void) input_types(fcinfo, 3, argtypes);
-		acc = new_acc(fns_for(fcinfo, PG_GETARG_OID(1), ninputs, argtypes, InvalidOid),
+		acc = new_acc(fns_for(fcinfo, PG_GETARG_OID(1), ninputs, argtypes,
+							  get_fn_expr_argtype(fcinfo->flinfo, 2), InvalidOid),
 					  aggcontext);
 	}
 	{
@@ -484,7 +555,7 @@ ssp_agg_partial_final(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("the aggregate of ssp.agg_partial must be a constant")));
 		acc = new_acc(fns_for(fcinfo, DatumGetObjectId(((Const *) fn)->constvalue), ninputs,
-							  argtypes, InvalidOid),
+							  argtypes, get_fn_expr_argtype(fcinfo->flinfo, 2), InvalidOid),
 					  agg_context(fcinfo));
 	}
 	isnull = acc->isnull;
@@ -517,7 +588,7 @@ ssp_agg_combine(PG_FUNCTION_ARGS)
 	Oid			type = get_fn_expr_argtype(fcinfo->flinfo, 1);
 	Oid			argtypes[FUNC_MAX_ARGS];
 	int			nargs = input_types(fcinfo, 3, argtypes);
-	AggFns	   *f = fns_for(fcinfo, PG_GETARG_OID(0), nargs, argtypes, InvalidOid);
+	AggFns	   *f = fns_for(fcinfo, PG_GETARG_OID(0), nargs, argtypes, type, InvalidOid);
 	AggState   *aggstate = standin_begin();
 	MemoryContext aggcontext = standin_memory(aggstate);
 	MemoryContext old = MemoryContextSwitchTo(aggcontext);
@@ -554,7 +625,8 @@ ssp_agg_combine_trans(PG_FUNCTION_ARGS)
 		Oid			argtypes[FUNC_MAX_ARGS];
 		int			nargs = input_types(fcinfo, 3, argtypes);
 
-		acc = new_acc(fns_for(fcinfo, PG_GETARG_OID(1), nargs, argtypes, InvalidOid),
+		acc = new_acc(fns_for(fcinfo, PG_GETARG_OID(1), nargs, argtypes,
+							  get_fn_expr_argtype(fcinfo->flinfo, 2), InvalidOid),
 					  aggcontext);
 	}
 	combine_into(acc, (AggState *) fcinfo->context, aggcontext,
@@ -596,7 +668,8 @@ ssp_agg_finalize(PG_FUNCTION_ARGS)
 	bool		isnull = PG_ARGISNULL(1);
 	int			i;
 
-	f = fns_for(fcinfo, PG_GETARG_OID(0), nargs, argtypes, rettype);
+	f = fns_for(fcinfo, PG_GETARG_OID(0), nargs, argtypes,
+				get_fn_expr_argtype(fcinfo->flinfo, 1), rettype);
 	if (!OidIsValid(f->finalfn.fn_oid))
 	{
 		/* the state is the value: as read from the table, maybe toasted */

@@ -923,6 +923,8 @@ merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const c
 	StringInfoData notnull;
 	StringInfoData isnull;
 	StringInfoData nullcol;
+	const char *grouped;
+	const char *merge;
 	ListCell   *lc;
 	ListCell   *e;
 
@@ -942,6 +944,12 @@ merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const c
 		appendStringInfo(&nullcol, "%s_ssp_g.%s IS NULL", nullcol.len ? " OR " : "", c);
 	}
 
+	grouped = grouped_sql(b, m, psprintf("%s%s%s%s", b->from, b->window >= 0 ? b->window_from : "",
+										 where, group));
+	merge = psprintf("ON %s WHEN MATCHED THEN %s WHEN NOT MATCHED%s%s THEN INSERT (%s) VALUES (%s)",
+					 on.data, set[0] ? psprintf("UPDATE SET %s", set) : "DO NOTHING",
+					 notnull.len ? " AND " : "", notnull.data, m->cols.data, m->values.data);
+
 	/*
 	 * Keys that may be null: the groups once, materialized, and the groups
 	 * with a null key inserted by a statement of the MERGE's WITH.  Over the
@@ -955,15 +963,9 @@ merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const c
 		appendStringInfo(apply, "WITH _ssp_g (%s) AS MATERIALIZED (%s), "
 						 "_ssp_gn AS (INSERT INTO %s AS m (%s) SELECT * FROM _ssp_g WHERE %s "
 						 "ON CONFLICT (%s) DO %s) "
-						 "MERGE INTO %s AS m USING _ssp_g AS excluded ON %s "
-						 "WHEN MATCHED THEN %s WHEN NOT MATCHED AND %s THEN INSERT (%s) VALUES (%s)",
-						 m->cols.data,
-						 grouped_sql(b, m, psprintf("%s%s%s%s", b->from, b->window >= 0 ? b->window_from : "",
-													where, group)),
-						 mrel, m->cols.data, nullcol.data, m->keys.data,
-						 set[0] ? psprintf("UPDATE SET %s", set) : "NOTHING",
-						 mrel, on.data, set[0] ? psprintf("UPDATE SET %s", set) : "DO NOTHING",
-						 notnull.data, m->cols.data, m->values.data);
+						 "MERGE INTO %s AS m USING _ssp_g AS excluded %s",
+						 m->cols.data, grouped, mrel, m->cols.data, nullcol.data, m->keys.data,
+						 set[0] ? psprintf("UPDATE SET %s", set) : "NOTHING", mrel, merge);
 		return;
 	}
 
@@ -971,12 +973,8 @@ merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const c
 	if (m->dstates.len > 0)
 		appendStringInfo(apply, "WITH %s",
 						 distinct_cte(b, where, isnull.len ? psprintf("NOT (%s)", isnull.data) : NULL));
-	appendStringInfo(apply, "MERGE INTO %s AS m USING (%s) AS excluded (%s) ON %s "
-					 "WHEN MATCHED THEN %s WHEN NOT MATCHED%s%s THEN INSERT (%s) VALUES (%s)",
-					 mrel, grouped_sql(b, m, psprintf("%s%s%s%s", b->from, b->window >= 0 ? b->window_from : "",
-													  where, group)),
-					 m->cols.data, on.data, set[0] ? psprintf("UPDATE SET %s", set) : "DO NOTHING",
-					 notnull.len ? " AND " : "", notnull.data, m->cols.data, m->values.data);
+	appendStringInfo(apply, "MERGE INTO %s AS m USING (%s) AS excluded (%s) %s",
+					 mrel, grouped, m->cols.data, merge);
 	if (isnull.len > 0)
 	{
 		appendStringInfoString(apply, ";\n");

@@ -127,6 +127,14 @@ BEGIN;
 CREATE VIEW made_here WITH (ssp.continuous) AS SELECT count(*) AS n FROM orders;
 SELECT ssp.wait('made_here', '10 s');
 ROLLBACK;
+SELECT ssp.pause('big');
+INSERT INTO orders (order_id, region, amount, qty) VALUES (5002, 'r1', 1, 1);
+BEGIN;
+SELECT ssp.resume('big');
+SELECT ssp.wait('big', '10 s');
+ROLLBACK;
+SELECT view, status FROM ssp.views WHERE view = 'big'::regclass;
+SELECT ssp.resume('big');
 SELECT ssp.wait('big');
 -- rewind and replay
 SELECT ssp.reset('by_region');

@@ -406,29 +406,32 @@ ssp_wait(PG_FUNCTION_ARGS)
 	partsd = makeArrayResult(parts, CurrentMemoryContext);
 	highsd = makeArrayResult(highs, CurrentMemoryContext);
 
+	/* what would make the wait endless is checked once, when it would begin */
+	if (reached(view, topicsd, partsd, highsd))
+		PG_RETURN_BOOL(true);
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("ssp.wait cannot wait in a %s transaction",
+						IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ"),
+				 errdetail("View \"%s\" has not applied every message yet, and the transaction's snapshot would never see it do so.",
+						   v->name),
+				 errhint("Call ssp.wait in a READ COMMITTED transaction.")));
+	if (ssp_continuous_view_changed_here(view))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("ssp.wait cannot wait for view \"%s\" in a transaction that changed it", v->name),
+				 errdetail("This transaction made, reset, resumed, paused or altered the view; its worker goes on only once the transaction ends."),
+				 errhint("Commit first, then call ssp.wait.")));
 	for (;;)
 	{
-		if (reached(view, topicsd, partsd, highsd))
-			PG_RETURN_BOOL(true);
-		if (IsolationUsesXactSnapshot())
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("ssp.wait cannot wait in a %s transaction",
-							IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ"),
-					 errdetail("View \"%s\" has not applied every message yet, and the transaction's snapshot would never see it do so.",
-							   v->name),
-					 errhint("Call ssp.wait in a READ COMMITTED transaction.")));
-		if (ssp_continuous_view_changed_here(view))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("ssp.wait cannot wait for view \"%s\" in a transaction that changed it", v->name),
-					 errdetail("This transaction made, reset, resumed, paused or altered the view; its worker goes on only once the transaction ends."),
-					 errhint("Commit first, then call ssp.wait.")));
 		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), (int) Min(timeout_ms, INT_MAX)))
 			PG_RETURN_BOOL(false);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 20, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
+		if (reached(view, topicsd, partsd, highsd))
+			PG_RETURN_BOOL(true);
 	}
 }

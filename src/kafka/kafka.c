@@ -31,6 +31,9 @@
 #include <librdkafka/rdkafka.h>
 
 #include "access/xact.h"
+#include "catalog/pg_foreign_server.h"
+#include "catalog/pg_user_mapping.h"
+#include "common/hashfn.h"
 #include "commands/defrem.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
@@ -81,6 +84,8 @@ struct SspKafka
 	rd_kafka_resp_err_t last_code;	/* last_error's code */
 	bool		strict_offsets;	/* a view's consumer: no silent offset reset */
 	char	   *group;			/* a view's consumer: its group, for lag tools */
+	uint64		options_print;	/* of the server and user mappings it is made of */
+	uint64		options_seen;	/* option_changes when options_print was last true */
 
 	/* consumer */
 	SspPartitionRange *ranges;
@@ -202,6 +207,10 @@ conf_set(rd_kafka_conf_t *conf, const char *name, const char *value)
 				 errdetail("%s", errstr)));
 }
 
+static void watch_options(void);
+static uint64 options_print(Oid serverid, Oid userid);
+static uint64 option_changes;
+
 /*
  * set_properties: ssp's settings for a client of this type, then the
  * server's and the user mapping's properties over them.
@@ -268,6 +277,10 @@ new_client(SspKafka *kafka, rd_kafka_type_t type)
 
 	kafka->servername = MemoryContextStrdup(GetMemoryChunkContext(kafka),
 											GetForeignServer(kafka->serverid)->servername);
+	/* what the properties are made of, before they are read (slice_again) */
+	watch_options();
+	kafka->options_seen = option_changes;
+	kafka->options_print = options_print(kafka->serverid, kafka->userid);
 	PG_TRY();
 	{
 		set_properties(kafka, conf, type);
@@ -417,41 +430,110 @@ typedef struct Slices
 	instr_time	call;			/* of the current slice */
 	int			slice_ms;
 	int			n;				/* slices so far */
+	SspKafka   *kafka;
 } Slices;
 
 /*
- * Whether the options of the server of the request in slices (one at a
- * time in a process), or a user mapping, changed while it waited: the
- * request then ends at its slice, as its client is of the old options.
- * A worker waiting for brokers that are down takes the server's new
- * brokers within a slice (wait_out, worker.c), not after
+ * Changes of servers and user mappings, as this process takes them
+ * (option_changes counts them).  A client keeps a print of the server and
+ * user mappings it was made of, and the count at which that print was
+ * last the catalog's: a request in slices ends at its slice once it is not
+ * (slice_again), as its client is of the old options, whenever the change
+ * was taken, even between the reading of the options and the request's
+ * start.  A worker waiting for brokers that are down takes the server's
+ * new brokers within a slice (wait_out, worker.c), not after
  * ssp.broker_timeout.
  */
-static uint32 request_server_hash;
-static bool request_server_changed;
-static bool request_callbacks_registered = false;
+static uint64 option_changes = 0;
+static bool option_callbacks_registered = false;
 
 static void
-request_server_invalidate(Datum arg, int cacheid, uint32 hashvalue)
+option_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 {
-	if (cacheid != FOREIGNSERVEROID || hashvalue == 0 || hashvalue == request_server_hash)
-		request_server_changed = true;
+	option_changes++;
+}
+
+/* watch_options: count the changes from now on */
+static void
+watch_options(void)
+{
+	if (!option_callbacks_registered)
+	{
+		CacheRegisterSyscacheCallback(FOREIGNSERVEROID, option_invalidate, 0);
+		CacheRegisterSyscacheCallback(USERMAPPINGOID, option_invalidate, 0);
+		option_callbacks_registered = true;
+	}
+}
+
+/* print_options: add the options column of catalog row tup to print h */
+static uint64
+print_options(uint64 h, int cacheid, HeapTuple tup, AttrNumber attnum)
+{
+	bool		isnull;
+	Datum		options = SysCacheGetAttr(cacheid, tup, attnum, &isnull);
+
+	if (!isnull)
+	{
+		struct varlena *v = PG_DETOAST_DATUM_PACKED(options);
+
+		h = hash_combine64(h, hash_bytes_extended((const unsigned char *) VARDATA_ANY(v),
+												  VARSIZE_ANY_EXHDR(v), 0));
+	}
+	return hash_combine64(h, isnull ? 1 : 2);
+}
+
+/*
+ * options_print: a hash of the server's owner and options and of the user
+ * mappings for userid and PUBLIC, the catalog rows its properties come
+ * from (0: the server is gone).  Read as stored: nothing here can fail.
+ */
+static uint64
+options_print(Oid serverid, Oid userid)
+{
+	HeapTuple	tup = SearchSysCache1(FOREIGNSERVEROID, ObjectIdGetDatum(serverid));
+	Oid			users[2] = {userid, InvalidOid};
+	uint64		h;
+	int			i;
+
+	if (!HeapTupleIsValid(tup))
+		return 0;
+	h = hash_combine64(1, ((Form_pg_foreign_server) GETSTRUCT(tup))->srvowner);
+	h = print_options(h, FOREIGNSERVEROID, tup, Anum_pg_foreign_server_srvoptions);
+	ReleaseSysCache(tup);
+	for (i = 0; i < lengthof(users); i++)
+	{
+		tup = SearchSysCache2(USERMAPPINGUSERSERVER, ObjectIdGetDatum(users[i]),
+							  ObjectIdGetDatum(serverid));
+		if (!HeapTupleIsValid(tup))
+		{
+			h = hash_combine64(h, 3);
+			continue;
+		}
+		h = print_options(h, USERMAPPINGUSERSERVER, tup, Anum_pg_user_mapping_umoptions);
+		ReleaseSysCache(tup);
+	}
+	return h;
+}
+
+/* options_changed: is kafka's client of options that are no longer so? */
+static bool
+options_changed(SspKafka *kafka)
+{
+	uint64		seen = option_changes;
+
+	if (kafka->options_seen == seen)
+		return false;
+	if (options_print(kafka->serverid, kafka->userid) != kafka->options_print)
+		return true;
+	kafka->options_seen = seen;
+	return false;
 }
 
 /* slices_start: a request in slices to kafka's brokers begins. */
 static void
 slices_start(Slices *sl, SspKafka *kafka)
 {
-	if (!request_callbacks_registered)
-	{
-		CacheRegisterSyscacheCallback(FOREIGNSERVEROID, request_server_invalidate, 0);
-		CacheRegisterSyscacheCallback(USERMAPPINGOID, request_server_invalidate, 0);
-		request_callbacks_registered = true;
-	}
-	/* (outside a transaction, no invalidation is taken: slice_again) */
-	request_server_hash = IsTransactionState() ?
-		GetSysCacheHashValue1(FOREIGNSERVEROID, ObjectIdGetDatum(kafka->serverid)) : 0;
-	request_server_changed = false;
+	sl->kafka = kafka;
 	INSTR_TIME_SET_CURRENT(sl->start);
 	sl->n = 0;
 }
@@ -476,7 +558,7 @@ slice_next(Slices *sl)
  * slice_again: whether a slice that ended with err is followed by another:
  * it waited out its slice without an answer, ssp.broker_timeout is not over,
  * and no interrupt is pending (the caller frees what it holds, then takes
- * it), and the server's options are as when it began.  librdkafka says it
+ * it), and the server and user mappings are as its client was made of.  librdkafka says it
  * waited out its slice with a timeout, or, where no broker could be
  * reached in time, with a transport error or all brokers down.
  */
@@ -491,10 +573,13 @@ slice_again(Slices *sl, rd_kafka_resp_err_t err)
 		return false;
 	if (INTERRUPTS_PENDING_CONDITION())
 		return false;
+	/* (outside a transaction, no invalidation is taken) */
 	if (IsTransactionState())
+	{
 		AcceptInvalidationMessages();
-	if (request_server_changed)
-		return false;
+		if (options_changed(sl->kafka))
+			return false;
+	}
 	INSTR_TIME_SET_CURRENT(now);
 	total = now;
 	INSTR_TIME_SUBTRACT(total, sl->start);

@@ -3,7 +3,8 @@
 # starts again with the new properties.  A server moved to brokers that do
 # not exist makes the view wait for the broker (not run on, on the old
 # cluster), and moved back it goes on exactly once, within seconds even
-# with ssp.broker_timeout at two minutes; a user mapping created,
+# with ssp.broker_timeout at two minutes (and a user mapping made while it
+# waits restarts it as soon); a user mapping created,
 # altered (a rotated password) and dropped restarts the worker each time;
 # the server's owner losing superuser stops the worker with the reason; and
 # an unrelated server's change leaves the worker alone.
@@ -93,6 +94,30 @@ my $moved_back = time;
 ok($node->poll_query_until('postgres', "SELECT sum(n) = $produced FROM by_region"),
 	'moved back, it goes on exactly once');
 cmp_ok(time - $moved_back, '<', 40, '... within 40 s of the change, not at ssp.broker_timeout (2 minutes)');
+# and a user mapping's change, which leaves the server as it is
+$pid = worker_pid();
+$node->safe_psql('postgres', q{ALTER SERVER kafka OPTIONS (SET brokers '127.0.0.1:1')});
+wait_new_worker($pid, 'ALTER SERVER ... SET brokers, again');
+ok($node->poll_query_until('postgres',
+		"SELECT status = 'waiting for broker' FROM ssp.views WHERE view = 'by_region'::regclass"),
+	'the view waits for the brokers again');
+sleep 2;
+$pid = worker_pid();
+my $mapped = time;
+$node->safe_psql('postgres', q{CREATE USER MAPPING FOR vo SERVER kafka OPTIONS ("sasl.username" 'vo', "sasl.password" 'one')});
+wait_new_worker($pid, 'CREATE USER MAPPING while it waits for the brokers');
+cmp_ok(time - $mapped, '<', 40, '... within 40 s of the change, not at ssp.broker_timeout (2 minutes)');
+# dropped, and the server moved back at once: the worker made after the
+# drop reads the old brokers, and may take the move before its request
+# begins; it goes on within seconds all the same
+$node->safe_psql('postgres', q{DROP USER MAPPING FOR vo SERVER kafka});
+$node->safe_psql('postgres', qq{ALTER SERVER kafka OPTIONS (SET brokers '$b')});
+$moved_back = time;
+$node->safe_psql('postgres', "INSERT INTO orders_in SELECT g, 'r' || g % 5 FROM generate_series(2501, 2600) g");
+$produced = 2600;
+ok($node->poll_query_until('postgres', "SELECT sum(n) = $produced FROM by_region"),
+	'mapping dropped and server moved back: it goes on exactly once');
+cmp_ok(time - $moved_back, '<', 40, '... within 40 s, not at ssp.broker_timeout (2 minutes)');
 $node->safe_psql('postgres', "ALTER SYSTEM RESET ssp.broker_timeout; SELECT pg_reload_conf()");
 
 # a user mapping for the owner: created, a password rotated, dropped
@@ -104,7 +129,7 @@ for my $ddl (q{CREATE USER MAPPING FOR vo SERVER kafka OPTIONS ("sasl.username" 
 	$node->safe_psql('postgres', $ddl);
 	wait_new_worker($pid, $ddl =~ s/ OPTIONS.*//r);
 }
-$node->safe_psql('postgres', "INSERT INTO orders_in SELECT g, 'r' || g % 5 FROM generate_series(2501, 3000) g");
+$node->safe_psql('postgres', "INSERT INTO orders_in SELECT g, 'r' || g % 5 FROM generate_series(2601, 3000) g");
 $produced = 3000;
 SspTest::wait_views($node, 'postgres', 'by_region');
 is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), $produced,

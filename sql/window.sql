@@ -45,6 +45,10 @@ CREATE VIEW r WITH (ssp.continuous) AS
 CREATE VIEW r WITH (ssp.continuous) AS
   SELECT ssp.hop(ts, '7 minutes', '1 hour') AS w, count(*) FROM ev GROUP BY w;
 CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT ssp.hop(ts, '1 day', '1 microsecond') AS w, count(*) FROM ev GROUP BY w;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT ssp.hop(ts, '100001 s', '1 s') AS w, count(*) FROM ev GROUP BY w;
+CREATE VIEW r WITH (ssp.continuous) AS
   SELECT ssp.hop(ts, '1 hour', '10 minutes') AS w, ssp.tumble(ts, '1 hour') AS t, count(*) FROM ev GROUP BY w, t;
 CREATE VIEW r WITH (ssp.continuous, ssp.grace = '1 minute') AS SELECT region, count(*) FROM ev GROUP BY region;
 CREATE VIEW r WITH (ssp.continuous, ssp.emit = 'final') AS SELECT id FROM ev;
@@ -324,4 +328,21 @@ SELECT count(*) AS rows, sum(amount) FROM last_20s_rows;
 SELECT (SELECT count(*) FROM last_20s_kafka) AS rows, (SELECT sum(amount) FROM last_20s_kafka) AS sum,
        (SELECT n FROM last_20s_kafka_n) AS n;
 DROP VIEW sl_expected, sl_rows_expected;
+
+-- an event at 'infinity' is a dead letter of a view on event time (it would
+-- close every window for good, and is in endless hopping windows), and a
+-- value like another for a view that does not use event time
+\set topic win_inf_ :run
+CREATE FOREIGN TABLE ev_inf (id int, ts timestamptz) SERVER kafka OPTIONS (topic :'topic', timestamp 'ts');
+CREATE VIEW inf_hop WITH (ssp.continuous) AS
+  SELECT ssp.hop(ts, '2 minutes', '1 minute') AS w, count(*), max(id) FROM ev_inf GROUP BY w;
+CREATE VIEW inf_plain WITH (ssp.continuous) AS SELECT count(*), max(ts) FROM ev_inf;
+INSERT INTO ev_inf VALUES (1, '2024-01-01 00:00:10+00'), (2, 'infinity'), (3, '2024-01-01 00:00:20+00'),
+  (4, '-infinity');
+SELECT ssp.wait('inf_hop'), ssp.wait('inf_plain');
+SELECT * FROM inf_hop ORDER BY w;
+SELECT * FROM inf_plain;
+SELECT view, error FROM ssp.dead_letters WHERE view IN ('inf_hop'::regclass, 'inf_plain'::regclass);
+SELECT view, dead_letters, late_events FROM ssp.views WHERE view IN ('inf_hop'::regclass, 'inf_plain'::regclass)
+ORDER BY view::text;
 DROP SERVER kafka CASCADE;

@@ -150,6 +150,9 @@ window_function(Node *node)
 	return NULL;
 }
 
+/* the windows of a hopping window an event may be in: a row to write each */
+#define SSP_MAX_HOP_WINDOWS 100000
+
 static int64
 interval_us(Interval *iv)
 {
@@ -210,6 +213,16 @@ ssp_find_window(SspStream *stream, int rtindex, List *group_exprs, SspWindowSpec
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("the slide of a hopping window must not be longer than its size"),
 						 errhint("Events between two windows would belong to none; use ssp.tumble for windows that do not overlap.")));
+			/* each event is a row of each of its windows */
+			if (interval_us(spec->size) / interval_us(spec->slide) +
+				(interval_us(spec->size) % interval_us(spec->slide) != 0) > SSP_MAX_HOP_WINDOWS)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("a hopping window of %s sliding by %s puts each event in more than %d windows",
+								DatumGetCString(DirectFunctionCall1(interval_out, PointerGetDatum(spec->size))),
+								DatumGetCString(DirectFunctionCall1(interval_out, PointerGetDatum(spec->slide))),
+								SSP_MAX_HOP_WINDOWS),
+						 errhint("For the aggregates over the last span of time, updated often, use ssp.sliding; or make the slide longer.")));
 		}
 		if (list_length(f->args) > nconst)
 			spec->origin = list_nth(f->args, nconst);

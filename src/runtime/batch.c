@@ -180,6 +180,18 @@ decode_row(SspSources *src, SspMessage *msg, Datum *values, bool *nulls, Timesta
 	{
 		TimestampTz t = ssp_event_time(stream, msg, values, nulls);
 		int			slot = SSP_SLOT(src, msg);
+		int			a = stream->timestamp_attnum - 1;
+
+		/*
+		 * An event at 'infinity' would close every window for good, and
+		 * neither infinity has windows of its own (ssp.hop_windows lists
+		 * them forever): a dead letter.  (A Kafka timestamp is finite.)
+		 */
+		if (a >= 0 && !nulls[a] && TIMESTAMP_NOT_FINITE(DatumGetTimestampTz(values[a])))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					 errmsg("the event time of a message cannot be infinite"),
+					 errdetail("%s", ssp_event_time_detail(stream))));
 
 		maxev[slot] = Max(maxev[slot], t);
 	}

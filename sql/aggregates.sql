@@ -365,12 +365,14 @@ SELECT ssp.agg_finalize('stddev(int4)', ssp.agg_partial('stddev(int4)', NULL::by
   FROM (VALUES (2147483647), (-2147483648), (5)) v(x);
 -- every byte of a state of each layout set to each of nine values: some
 -- pass, some are refused, none takes the server down
-CREATE FUNCTION mutated(agg regprocedure, argtype text, state bytea, OUT passed int, OUT refused int)
+CREATE FUNCTION mutated(agg regprocedure, argtype text, vals text, OUT passed int, OUT refused int)
 LANGUAGE plpgsql AS $$
 DECLARE
-  i int; v int; m bytea; r text;
+  i int; v int; m bytea; r text; state bytea;
   ret text := (SELECT format_type(prorettype, NULL) FROM pg_proc WHERE oid = agg);
 BEGIN
+  EXECUTE format('SELECT ssp.agg_partial(%L::regprocedure, NULL::bytea, x) FROM unnest(%L::%s[]) x',
+                 agg, vals, argtype) INTO state;
   passed := 0; refused := 0;
   FOR i IN 0 .. length(state) - 1 LOOP
     FOREACH v IN ARRAY ARRAY[0, 1, 15, 64, 127, 128, 192, 240, 255] LOOP
@@ -387,25 +389,13 @@ BEGIN
     END LOOP;
   END LOOP;
 END $$;
-SELECT 'var_pop(numeric)' AS agg, passed > 0 AS some_passed, refused > 0 AS some_refused
-  FROM mutated('var_pop(numeric)', 'numeric', (SELECT ssp.agg_partial('var_pop(numeric)', NULL::bytea, x)
-                                               FROM unnest('{-1.5, 3, 1e-20, 7}'::numeric[]) x))
-UNION ALL
-SELECT 'avg(numeric)', passed > 0, refused > 0
-  FROM mutated('avg(numeric)', 'numeric', (SELECT ssp.agg_partial('avg(numeric)', NULL::bytea, x)
-                                           FROM unnest('{-1.5, 3, Infinity}'::numeric[]) x))
-UNION ALL
-SELECT 'var_samp(int4)', passed > 0, refused > 0
-  FROM mutated('var_samp(int4)', 'int4', (SELECT ssp.agg_partial('var_samp(int4)', NULL::bytea, x)
-                                          FROM unnest('{-15, 3, 2000000000}'::int4[]) x))
-UNION ALL
-SELECT 'stddev(int8)', passed > 0, refused > 0
-  FROM mutated('stddev(int8)', 'int8', (SELECT ssp.agg_partial('stddev(int8)', NULL::bytea, x)
-                                        FROM unnest('{-15, 3, 9000000000000000000}'::int8[]) x))
-UNION ALL
-SELECT 'sum(int8)', passed > 0, refused > 0
-  FROM mutated('sum(int8)', 'int8', (SELECT ssp.agg_partial('sum(int8)', NULL::bytea, x)
-                                     FROM unnest('{-15, 3, 9000000000000000000}'::int8[]) x));
+SELECT agg, m.passed > 0 AS some_passed, m.refused > 0 AS some_refused
+FROM (VALUES ('var_pop(numeric)'::regprocedure, 'numeric', '{-1.5, 3, 1e-20, 7}'),
+             ('avg(numeric)', 'numeric', '{-1.5, 3, Infinity}'),
+             ('var_samp(int4)', 'int4', '{-15, 3, 2000000000}'),
+             ('stddev(int8)', 'int8', '{-15, 3, 9000000000000000000}'),
+             ('sum(int8)', 'int8', '{-15, 3, 9000000000000000000}')) c(agg, argtype, vals),
+     LATERAL mutated(agg, argtype, vals) m;
 DROP FUNCTION var_state, mutated;
 
 -- refused

@@ -76,17 +76,24 @@ SspTest::wait_views($node, 'postgres', 'by_region');
 is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), $produced,
 	'moved back, it goes on exactly once');
 
+# the server moved to brokers that refuse the worker, which then waits for them
+sub move_to_refusing_brokers
+{
+	my ($what) = @_;
+	my $old = worker_pid();
+	$node->safe_psql('postgres', q{ALTER SERVER kafka OPTIONS (SET brokers '127.0.0.1:1')});
+	wait_new_worker($old, "ALTER SERVER ... SET brokers, $what");
+	ok($node->poll_query_until('postgres',
+			"SELECT status = 'waiting for broker' FROM ssp.views WHERE view = 'by_region'::regclass"),
+		"the view waits for the brokers it is now told of, $what");
+	sleep 2;
+}
+
 # the same with a long ssp.broker_timeout: a worker waiting for brokers that
 # refuse it takes the server's change within a slice of its request, not
 # at the request's end two minutes later
 $node->safe_psql('postgres', "ALTER SYSTEM SET ssp.broker_timeout = '120s'; SELECT pg_reload_conf()");
-$pid = worker_pid();
-$node->safe_psql('postgres', q{ALTER SERVER kafka OPTIONS (SET brokers '127.0.0.1:1')});
-wait_new_worker($pid, 'ALTER SERVER ... SET brokers, with ssp.broker_timeout at 2 minutes');
-ok($node->poll_query_until('postgres',
-		"SELECT status = 'waiting for broker' FROM ssp.views WHERE view = 'by_region'::regclass"),
-	'the view waits for the brokers it is now told of');
-sleep 2;
+move_to_refusing_brokers('with ssp.broker_timeout at 2 minutes');
 $node->safe_psql('postgres', "INSERT INTO orders_in SELECT g, 'r' || g % 5 FROM generate_series(2001, 2500) g");
 $produced = 2500;
 $node->safe_psql('postgres', qq{ALTER SERVER kafka OPTIONS (SET brokers '$b')});
@@ -95,13 +102,7 @@ ok($node->poll_query_until('postgres', "SELECT sum(n) = $produced FROM by_region
 	'moved back, it goes on exactly once');
 cmp_ok(time - $moved_back, '<', 40, '... within 40 s of the change, not at ssp.broker_timeout (2 minutes)');
 # and a user mapping's change, which leaves the server as it is
-$pid = worker_pid();
-$node->safe_psql('postgres', q{ALTER SERVER kafka OPTIONS (SET brokers '127.0.0.1:1')});
-wait_new_worker($pid, 'ALTER SERVER ... SET brokers, again');
-ok($node->poll_query_until('postgres',
-		"SELECT status = 'waiting for broker' FROM ssp.views WHERE view = 'by_region'::regclass"),
-	'the view waits for the brokers again');
-sleep 2;
+move_to_refusing_brokers('again');
 $pid = worker_pid();
 my $mapped = time;
 $node->safe_psql('postgres', q{CREATE USER MAPPING FOR vo SERVER kafka OPTIONS ("sasl.username" 'vo', "sasl.password" 'one')});

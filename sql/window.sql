@@ -338,11 +338,12 @@ CREATE VIEW inf_hop WITH (ssp.continuous) AS
   SELECT ssp.hop(ts, '2 minutes', '1 minute') AS w, count(*), max(id) FROM ev_inf GROUP BY w;
 CREATE VIEW inf_plain WITH (ssp.continuous) AS SELECT count(*), max(ts) FROM ev_inf;
 INSERT INTO ev_inf VALUES (1, '2024-01-01 00:00:10+00'), (2, 'infinity'), (3, '2024-01-01 00:00:20+00'),
-  (4, '-infinity');
+  (4, '-infinity'), (5, '294276-12-31 23:59:59+00'), (6, '4713-01-01 00:00:00+00 BC');
 SELECT ssp.wait('inf_hop'), ssp.wait('inf_plain');
 SELECT * FROM inf_hop ORDER BY w;
 SELECT * FROM inf_plain;
-SELECT view, error FROM ssp.dead_letters WHERE view IN ('inf_hop'::regclass, 'inf_plain'::regclass);
+SELECT view, "offset" IS NOT NULL AS has_offset, error FROM ssp.dead_letters
+WHERE view IN ('inf_hop'::regclass, 'inf_plain'::regclass) ORDER BY error;
 SELECT view, dead_letters, late_events FROM ssp.views WHERE view IN ('inf_hop'::regclass, 'inf_plain'::regclass)
 ORDER BY view::text;
 DROP SERVER kafka CASCADE;

@@ -331,6 +331,21 @@ SELECT ssp.agg_finalize('sum(int8)', 42::int8, NULL::text, NULL::int8);
 SELECT ssp.agg_finalize('max(int4)', 42, NULL::text, NULL::int4);
 SELECT ssp.agg_finalize('max(int4)', 42, NULL::int4, NULL::int4, NULL::int4);
 SELECT ssp.agg_finalize('max(int4)', 42, NULL::int4, NULL::int4);
+-- nor inputs a call of the aggregate would have coerced first (polymorphic
+-- ones not yet of the type they resolve to, an unknown literal), an
+-- ordered-set aggregate's direct arguments, or a VARIADIC array
+CREATE AGGREGATE pair_replace(anycompatible, anycompatible) (SFUNC = array_replace,
+  STYPE = anycompatiblearray, INITCOND = '{1}', COMBINEFUNC = array_cat);
+SELECT ssp.agg_partial('pair_replace(anycompatible,anycompatible)', NULL::numeric[], 1, 2.5);
+SELECT ssp.agg_partial('pair_replace(anycompatible,anycompatible)', NULL::numeric[], 1.0, 2.5);
+SELECT ssp.agg_partial('max(text)', NULL::text, 'abc');
+CREATE AGGREGATE ordered_cat(int ORDER BY text) (SFUNC = textcat, STYPE = text, INITCOND = '',
+  COMBINEFUNC = textcat);
+SELECT ssp.agg_partial('ordered_cat(int,text)', NULL::text, 42, 'x'::text);
+CREATE AGGREGATE cat_all(VARIADIC int[]) (SFUNC = array_cat, STYPE = int[], COMBINEFUNC = array_cat);
+SELECT ssp.agg_partial('cat_all(int[])', NULL::int[], 1, 2);
+DROP AGGREGATE pair_replace(anycompatible, anycompatible), ordered_cat(int ORDER BY text),
+  cat_all(VARIADIC int[]);
 -- var_pop(numeric)'s state: count, sum and sum of squares as numeric.c
 -- writes them (digits, weight, sign, scale, the digits), largest scale and
 -- its count, the counts of NaN and infinities

@@ -93,6 +93,22 @@ same_layout(Oid from, Oid to)
 }
 
 /*
+ * resolve_type: what polymorphic type is resolves to, given the call's
+ * inputs for the aggregate's n declared argument types (left as they are:
+ * Postgres writes resolved types over a copy).
+ */
+static Oid
+resolve_type(AggFns *f, const Oid *declared, int n, Oid type)
+{
+	Oid		   *copy = palloc(sizeof(Oid) * Max(n, 1));
+
+	memcpy(copy, declared, sizeof(Oid) * n);
+	type = enforce_generic_type_consistency(f->argtypes, copy, n, type, false);
+	pfree(copy);
+	return type;
+}
+
+/*
  * check_types: refuse a call whose types are not the aggregate's.  Its
  * functions read each argument as the type they declare: an integer given
  * where they take a numeric, a stored state of another type, or a result
@@ -112,7 +128,13 @@ check_types(AggFns *f, Oid statetype, Oid rettype)
 	bool		polymorphic = IsPolymorphicType(declared_ret);
 	int			i;
 
-	if (OidIsValid(variadic) ? f->nargs < ndeclared - 1 : f->nargs != ndeclared)
+	/* the calls pass each input as itself: a VARIADIC array cannot be built */
+	if (OidIsValid(variadic) && variadic != ANYOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate function %s takes a VARIADIC array, which ssp cannot pass it",
+						name)));
+	if (OidIsValid(variadic) ? f->nargs < ndeclared : f->nargs != ndeclared)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg_plural("aggregate function %s takes %d argument, not %d",
@@ -120,21 +142,41 @@ check_types(AggFns *f, Oid statetype, Oid rettype)
 							   ndeclared, name, ndeclared, f->nargs)));
 	for (i = 0; i < f->nargs; i++)
 	{
-		Oid			want = OidIsValid(variadic) && i >= ndeclared - 1 ? variadic : declared[i];
+		/* (VARIADIC "any": its own functions read the types of the rest) */
+		Oid			want = i < ndeclared ? declared[i] : ANYOID;
 
-		if (IsPolymorphicType(want))
-			polymorphic = true;
-		else if (want != ANYOID && !same_layout(f->argtypes[i], want))
+		if (want == ANYOID)
+			continue;
+		/* an unknown literal is a C string, whatever it would resolve to */
+		if (f->argtypes[i] == UNKNOWNOID ||
+			(!IsPolymorphicType(want) && !same_layout(f->argtypes[i], want)))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("aggregate function %s does not take type %s as argument %d",
 							name, format_type_be(f->argtypes[i]), i + 1)));
+		if (IsPolymorphicType(want))
+			polymorphic = true;
 	}
-	/* polymorphic arguments must agree, as in a call of the aggregate */
+
+	/*
+	 * Polymorphic arguments must agree, as in a call of the aggregate, and
+	 * each must be of its resolved type already: the parser would coerce an
+	 * integer to the numeric an anycompatible pair resolves to, but nothing
+	 * coerces what these functions are given.
+	 */
 	if (polymorphic)
-		declared_ret = enforce_generic_type_consistency(f->argtypes, declared,
-														Min(ndeclared, f->nargs),
-														declared_ret, false);
+	{
+		int			n = Min(ndeclared, f->nargs);
+
+		declared_ret = resolve_type(f, declared, n, declared_ret);
+		for (i = 0; i < n; i++)
+			if (IsPolymorphicType(declared[i]) &&
+				!same_layout(f->argtypes[i], resolve_type(f, declared, n, declared[i])))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("aggregate function %s does not take type %s as argument %d",
+								name, format_type_be(f->argtypes[i]), i + 1)));
+	}
 	if (OidIsValid(statetype) && !same_layout(statetype, stored))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -172,6 +214,12 @@ load_fns(Oid aggfnoid, int nargs, const Oid *argtypes, Oid collation, Oid statet
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
 				 errmsg("aggregate function %u does not exist", aggfnoid)));
 	agg = (Form_pg_aggregate) GETSTRUCT(tup);
+	/* its direct arguments would be taken for aggregated ones */
+	if (agg->aggkind != AGGKIND_NORMAL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate function %s is an ordered-set aggregate",
+						format_procedure(aggfnoid))));
 	if (!OidIsValid(agg->aggcombinefn))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

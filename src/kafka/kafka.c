@@ -478,6 +478,8 @@ print_options(uint64 h, int cacheid, HeapTuple tup, AttrNumber attnum)
 
 		h = hash_combine64(h, hash_bytes_extended((const unsigned char *) VARDATA_ANY(v),
 												  VARSIZE_ANY_EXHDR(v), 0));
+		if ((Pointer) v != DatumGetPointer(options))
+			pfree(v);			/* stored compressed (long certificates) */
 	}
 	return hash_combine64(h, isnull ? 1 : 2);
 }
@@ -485,7 +487,8 @@ print_options(uint64 h, int cacheid, HeapTuple tup, AttrNumber attnum)
 /*
  * options_print: a hash of the server's owner and options and of the user
  * mappings for userid and PUBLIC, the catalog rows its properties come
- * from (0: the server is gone).  Read as stored: nothing here can fail.
+ * from (0: the server is gone).  Read as stored, nothing is checked:
+ * nothing here fails but for want of memory.
  */
 static uint64
 options_print(Oid serverid, Oid userid)

@@ -346,6 +346,31 @@ CREATE AGGREGATE cat_all(VARIADIC int[]) (SFUNC = array_cat, STYPE = int[], COMB
 SELECT ssp.agg_partial('cat_all(int[])', NULL::int[], 1, 2);
 DROP AGGREGATE pair_replace(anycompatible, anycompatible), ordered_cat(int ORDER BY text),
   cat_all(VARIADIC int[]);
+-- nor a way around a REVOKE: the caller needs EXECUTE on the aggregate,
+-- and its owner on the aggregate's functions, as in a query of it
+CREATE ROLE ssp_agg_owner;
+CREATE ROLE ssp_no_execute;
+CREATE FUNCTION priv_add(int, int) RETURNS int LANGUAGE sql IMMUTABLE STRICT AS 'SELECT $1 + $2';
+CREATE AGGREGATE priv_sum(int) (SFUNC = priv_add, STYPE = int, COMBINEFUNC = priv_add);
+ALTER AGGREGATE priv_sum(int) OWNER TO ssp_agg_owner;
+REVOKE EXECUTE ON FUNCTION priv_sum(int) FROM PUBLIC;
+SET ROLE ssp_no_execute;
+SELECT priv_sum(x) FROM (VALUES (1), (2)) v(x);
+SELECT ssp.agg_partial('priv_sum(int)', NULL::int, x) FROM (VALUES (1), (2)) v(x);
+SELECT ssp.agg_combine('priv_sum(int)', 1, 2, NULL::int);
+SELECT ssp.agg_finalize('priv_sum(int)', 3, NULL::int, NULL::int);
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION priv_sum(int) TO ssp_no_execute;
+SET ROLE ssp_no_execute;
+SELECT ssp.agg_combine('priv_sum(int)', 1, 2, NULL::int) AS granted;
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION priv_add(int, int) FROM PUBLIC;
+SELECT priv_sum(x) FROM (VALUES (1), (2)) v(x);
+SELECT ssp.agg_partial('priv_sum(int)', NULL::int, x) FROM (VALUES (1), (2)) v(x);
+SELECT ssp.agg_combine_agg('priv_sum(int)', x, NULL::int) FROM (VALUES (1), (2)) v(x);
+DROP AGGREGATE priv_sum(int);
+DROP FUNCTION priv_add(int, int);
+DROP ROLE ssp_agg_owner, ssp_no_execute;
 -- var_pop(numeric)'s state: count, sum and sum of squares as numeric.c
 -- writes them (digits, weight, sign, scale, the digits), largest scale and
 -- its count, the counts of NaN and infinities

@@ -27,15 +27,18 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/objectaccess.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/nodeAgg.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_coerce.h"
 #include "parser/parse_agg.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/expandeddatum.h"
@@ -190,9 +193,46 @@ check_types(AggFns *f, Oid statetype, Oid rettype)
 }
 
 /*
+ * check_execute: may the current user run the aggregate, as in a query of
+ * it?  The user needs EXECUTE on the aggregate, and its owner on each of
+ * its functions (what nodeAgg.c asks of a query): these functions are
+ * anyone's to call, and are no way around a REVOKE.
+ */
+static void
+check_execute(Oid aggfnoid, Form_pg_aggregate agg)
+{
+	Oid			fns[] = {agg->aggtransfn, agg->aggcombinefn, agg->aggfinalfn,
+	agg->aggserialfn, agg->aggdeserialfn};
+	HeapTuple	tup;
+	Oid			owner;
+	AclResult	aclresult;
+	int			i;
+
+	aclresult = pg_proc_aclcheck(aggfnoid, GetUserId(), ACL_EXECUTE);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_AGGREGATE, get_func_name(aggfnoid));
+	InvokeFunctionExecuteHook(aggfnoid);
+
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(aggfnoid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for function %u", aggfnoid);
+	owner = ((Form_pg_proc) GETSTRUCT(tup))->proowner;
+	ReleaseSysCache(tup);
+	for (i = 0; i < lengthof(fns); i++)
+	{
+		if (!OidIsValid(fns[i]))
+			continue;
+		aclresult = pg_proc_aclcheck(fns[i], owner, ACL_EXECUTE);
+		if (aclresult != ACLCHECK_OK)
+			aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(fns[i]));
+		InvokeFunctionExecuteHook(fns[i]);
+	}
+}
+
+/*
  * load_fns: look up aggregate aggfnoid called with argument types argtypes
  * (nargs of them; NULL: its declared ones), in memory context cxt, and
- * check the call's types (check_types).
+ * check the call's privileges (check_execute) and types (check_types).
  */
 static AggFns *
 load_fns(Oid aggfnoid, int nargs, const Oid *argtypes, Oid collation, Oid statetype,
@@ -214,6 +254,7 @@ load_fns(Oid aggfnoid, int nargs, const Oid *argtypes, Oid collation, Oid statet
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
 				 errmsg("aggregate function %u does not exist", aggfnoid)));
 	agg = (Form_pg_aggregate) GETSTRUCT(tup);
+	check_execute(aggfnoid, agg);
 	/* its direct arguments would be taken for aggregated ones */
 	if (agg->aggkind != AGGKIND_NORMAL)
 		ereport(ERROR,

@@ -461,6 +461,8 @@ watch_options(void)
 	{
 		CacheRegisterSyscacheCallback(FOREIGNSERVEROID, option_invalidate, 0);
 		CacheRegisterSyscacheCallback(USERMAPPINGOID, option_invalidate, 0);
+		/* a role made or no longer superuser (options_print) */
+		CacheRegisterSyscacheCallback(AUTHOID, option_invalidate, 0);
 		option_callbacks_registered = true;
 	}
 }
@@ -487,20 +489,25 @@ print_options(uint64 h, int cacheid, HeapTuple tup, AttrNumber attnum)
 /*
  * options_print: a hash of the server's owner and options and of the user
  * mappings for userid and PUBLIC, the catalog rows its properties come
- * from (0: the server is gone).  Read as stored, nothing is checked:
- * nothing here fails but for want of memory.
+ * from, and of whether the owner and userid are superusers, which decides
+ * the properties they may set (0: the server is gone).  Read as stored,
+ * nothing is checked: nothing here fails but for want of memory.
  */
 static uint64
 options_print(Oid serverid, Oid userid)
 {
 	HeapTuple	tup = SearchSysCache1(FOREIGNSERVEROID, ObjectIdGetDatum(serverid));
 	Oid			users[2] = {userid, InvalidOid};
+	Oid			owner;
 	uint64		h;
 	int			i;
 
 	if (!HeapTupleIsValid(tup))
 		return 0;
-	h = hash_combine64(1, ((Form_pg_foreign_server) GETSTRUCT(tup))->srvowner);
+	owner = ((Form_pg_foreign_server) GETSTRUCT(tup))->srvowner;
+	h = hash_combine64(1, owner);
+	h = hash_combine64(h, superuser_arg(owner) ? 1 : 2);
+	h = hash_combine64(h, superuser_arg(userid) ? 1 : 2);
 	h = print_options(h, FOREIGNSERVEROID, tup, Anum_pg_foreign_server_srvoptions);
 	ReleaseSysCache(tup);
 	for (i = 0; i < lengthof(users); i++)

@@ -6,7 +6,8 @@
 # with ssp.broker_timeout at two minutes (and a user mapping made while it
 # waits restarts it as soon); a user mapping created,
 # altered (a rotated password) and dropped restarts the worker each time;
-# the server's owner losing superuser stops the worker with the reason; and
+# the server's owner losing superuser stops the worker with the reason (within
+# seconds too while it waits for brokers); and
 # an unrelated server's change leaves the worker alone.
 use strict;
 use warnings;
@@ -150,6 +151,25 @@ $produced = 4000;
 SspTest::wait_views($node, 'postgres', 'by_region');
 is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), $produced,
 	'superuser again, it goes on exactly once');
+# the same while it waits for brokers that refuse it, with
+# ssp.broker_timeout at two minutes: its request ends within a slice
+$node->safe_psql('postgres', "ALTER SYSTEM SET ssp.broker_timeout = '120s'; SELECT pg_reload_conf()");
+move_to_refusing_brokers('with a superuser\'s property');
+my $demoted = time;
+$node->safe_psql('postgres', 'ALTER ROLE admin NOSUPERUSER');
+ok($node->poll_query_until('postgres', q{
+		SELECT last_error LIKE 'permission denied to set Kafka property "debug":%'
+		FROM ssp.views WHERE view = 'by_region'::regclass}),
+	'the server\'s owner lost superuser while the view waits: the worker stops, saying why');
+cmp_ok(time - $demoted, '<', 40, '... within 40 s of the change, not at ssp.broker_timeout (2 minutes)');
+$node->safe_psql('postgres', 'ALTER ROLE admin SUPERUSER');
+$node->safe_psql('postgres', qq{ALTER SERVER kafka OPTIONS (SET brokers '$b')});
+$node->safe_psql('postgres', "ALTER SYSTEM RESET ssp.broker_timeout; SELECT pg_reload_conf()");
+$node->safe_psql('postgres', "INSERT INTO orders_in SELECT g, 'r' || g % 5 FROM generate_series(4001, 4500) g");
+$produced = 4500;
+SspTest::wait_views($node, 'postgres', 'by_region');
+is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), $produced,
+	'superuser again and moved back, it goes on exactly once');
 
 $node->stop;
 done_testing();

@@ -1098,6 +1098,36 @@ check_elapsed(SspKafka *kafka, instr_time start, const char *topic, int timeout_
 }
 
 /*
+ * check_moved: end a wait for the broker once the server or user mapping
+ * the producer was made of is no longer so (its brokers moved, a password
+ * rotated): what is not acknowledged is purged and the statement fails, as
+ * at ssp.broker_timeout, rather than wait that out on the old brokers; a
+ * view's worker then publishes again with a producer of the new options.
+ * (Outside a transaction no invalidation is taken.)
+ */
+static void
+check_moved(SspKafka *kafka, const char *topic)
+{
+	int			pending;
+
+	if (!IsTransactionState())
+		return;
+	AcceptInvalidationMessages();
+	if (!options_changed(kafka))
+		return;
+	pending = rd_kafka_outq_len(kafka->rk);
+	ssp_kafka_purge(kafka);
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
+			 errmsg("could not produce to topic \"%s\": server \"%s\" or its user mapping changed",
+					topic, kafka->servername),
+			 errdetail_plural("%d message was not acknowledged when it changed.",
+							  "%d messages were not acknowledged when it changed.",
+							  pending, pending),
+			 errhint("Some messages may have been delivered.")));
+}
+
+/*
  * ssp_kafka_produce: queue one message for topic; ssp_kafka_flush waits
  * for the broker's acknowledgement.
  */
@@ -1150,6 +1180,7 @@ ssp_kafka_produce(SspKafka *kafka, const char *topic, SspOutMessage *out)
 		CHECK_FOR_INTERRUPTS();
 		rd_kafka_poll(kafka->rk, SSP_POLL_MS);
 		check_elapsed(kafka, start, topic, ssp_broker_timeout);
+		check_moved(kafka, topic);
 	}
 	rd_kafka_poll(kafka->rk, 0);
 }
@@ -1190,6 +1221,7 @@ ssp_kafka_flush(SspKafka *kafka, const char *topic, int timeout_ms)
 		CHECK_FOR_INTERRUPTS();
 		rd_kafka_flush(kafka->rk, SSP_POLL_MS);
 		check_elapsed(kafka, start, topic, timeout_ms);
+		check_moved(kafka, topic);
 	}
 	rd_kafka_poll(kafka->rk, 0);
 	if (kafka->failed > failed_before)

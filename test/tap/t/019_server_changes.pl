@@ -7,7 +7,8 @@
 # waits restarts it as soon); a user mapping created,
 # altered (a rotated password) and dropped restarts the worker each time;
 # the server's owner losing superuser stops the worker with the reason (within
-# seconds too while it waits for brokers); and
+# seconds too while it waits for brokers); an INSERT waiting for brokers
+# that refuse it ends when the server moves; and
 # an unrelated server's change leaves the worker alone.
 use strict;
 use warnings;
@@ -170,6 +171,28 @@ $produced = 4500;
 SspTest::wait_views($node, 'postgres', 'by_region');
 is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), $produced,
 	'superuser again and moved back, it goes on exactly once');
+
+# an INSERT into a stream whose brokers refuse it, waiting for their
+# acknowledgements, ends when the server is moved back, not at
+# ssp.broker_timeout (nothing it sent counts: the view stays exact)
+$node->safe_psql('postgres', q{ALTER SERVER kafka OPTIONS (SET brokers '127.0.0.1:1')});
+my $inserter = $node->background_psql('postgres', on_error_stop => 0);
+$inserter->query_safe("SET ssp.broker_timeout = '120s'");
+$inserter->query_until(qr/inserting/, "\\echo inserting\nINSERT INTO orders VALUES (-1, 'lost');\n");
+sleep 2;
+$node->safe_psql('postgres', qq{ALTER SERVER kafka OPTIONS (SET brokers '$b')});
+$moved_back = time;
+$inserter->query("SELECT 'after'");
+like($inserter->{stderr},
+	qr/could not produce to topic "orders": server "kafka" or its user mapping changed/,
+	'an INSERT waiting for the old brokers fails when the server is moved back');
+cmp_ok(time - $moved_back, '<', 40, '... within 40 s of the change, not at ssp.broker_timeout (2 minutes)');
+$inserter->quit;
+$node->safe_psql('postgres', "INSERT INTO orders_in SELECT g, 'r' || g % 5 FROM generate_series(4501, 4600) g");
+$produced = 4600;
+SspTest::wait_views($node, 'postgres', 'by_region');
+is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), $produced,
+	'the view goes on exactly once');
 
 $node->stop;
 done_testing();

@@ -27,9 +27,11 @@
 #include "catalog/index.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_depend.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "executor/spi.h"
 #include "foreign/foreign.h"
@@ -44,17 +46,22 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
 
 #include "ssp.h"
 #include "stream/stream.h"
 #include "kafka/kafka.h"
 #include "runtime/shmem.h"
+#include "runtime/supervisor.h"
 #include "compile/view.h"
 
 static ProcessUtility_hook_type prev_utility_hook = NULL;
 static post_parse_analyze_hook_type prev_analyze_hook = NULL;
 static bool wake_launcher_at_commit = false;
 static bool wake_scheduler_at_commit = false;
+/* databases ssp's processes are kept out of until the transaction ends */
+static List *held_databases = NIL;
 
 /* statements of ssp's own on the parts of views (ssp_spi_exec) under way */
 int			ssp_own_ddl = 0;
@@ -543,6 +550,101 @@ owner_changed(AlterTableStmt *stmt)
 		ssp_continuous_view_owner_changed(relid);
 }
 
+/* may_create_databases: has the current user CREATEDB (or superuser)? */
+static bool
+may_create_databases(void)
+{
+	HeapTuple	tup;
+	bool		result;
+
+	if (superuser())
+		return true;
+	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(GetUserId()));
+	result = HeapTupleIsValid(tup) && ((Form_pg_authid) GETSTRUCT(tup))->rolcreatedb;
+	if (HeapTupleIsValid(tup))
+		ReleaseSysCache(tup);
+	return result;
+}
+
+/*
+ * database_to_hold: the database a statement needs to itself, with no
+ * other process connected, and that ssp's processes must leave first
+ * (ssp_hold_database): that of DROP DATABASE, of ALTER DATABASE ...
+ * RENAME TO or SET TABLESPACE, and the template of CREATE DATABASE.  Only
+ * for its owner (or a superuser), who may drop it anyway: another role's
+ * statement fails as Postgres says, and stops no view.  InvalidOid: none.
+ */
+static Oid
+database_to_hold(Node *parsetree, bool toplevel)
+{
+	const char *name = NULL;
+	ListCell   *lc;
+	Oid			dboid;
+
+	switch (nodeTag(parsetree))
+	{
+		case T_DropdbStmt:
+			name = ((DropdbStmt *) parsetree)->dbname;
+			break;
+		case T_RenameStmt:
+			if (((RenameStmt *) parsetree)->renameType == OBJECT_DATABASE)
+				name = ((RenameStmt *) parsetree)->subname;
+			break;
+		case T_AlterDatabaseStmt:
+			foreach(lc, ((AlterDatabaseStmt *) parsetree)->options)
+				if (strcmp(((DefElem *) lfirst(lc))->defname, "tablespace") == 0)
+					name = ((AlterDatabaseStmt *) parsetree)->dbname;
+			break;
+		case T_CreatedbStmt:
+			foreach(lc, ((CreatedbStmt *) parsetree)->options)
+			{
+				DefElem    *def = lfirst(lc);
+
+				if (strcmp(def->defname, "template") == 0 && def->arg != NULL)
+					name = defGetString(def);
+			}
+			break;
+		default:
+			break;
+	}
+	if (name == NULL || ssp_shared == NULL)
+		return InvalidOid;
+	dboid = get_database_oid(name, true);
+	if (!OidIsValid(dboid) || dboid == MyDatabaseId ||
+		!pg_database_ownercheck(dboid, GetUserId()))
+		return InvalidOid;
+
+	/*
+	 * What Postgres refuses before it looks at who is connected stops no
+	 * view either: DROP, CREATE and SET TABLESPACE in a transaction block
+	 * or a function, a rename to a name taken, a rename or a copy without
+	 * CREATEDB.
+	 */
+	if (!IsA(parsetree, RenameStmt) && (!toplevel || IsTransactionBlock()))
+		return InvalidOid;
+	if (IsA(parsetree, RenameStmt) &&
+		OidIsValid(get_database_oid(((RenameStmt *) parsetree)->newname, true)))
+		return InvalidOid;
+	if ((IsA(parsetree, RenameStmt) || IsA(parsetree, CreatedbStmt)) && !may_create_databases())
+		return InvalidOid;
+	return dboid;
+}
+
+/* next_utility: what runs a statement after ssp's hook */
+static void
+next_utility(PlannedStmt *pstmt, const char *queryString,
+			 bool readOnlyTree, ProcessUtilityContext context,
+			 ParamListInfo params, QueryEnvironment *queryEnv,
+			 DestReceiver *dest, QueryCompletion *qc)
+{
+	if (prev_utility_hook)
+		prev_utility_hook(pstmt, queryString, readOnlyTree, context, params,
+						  queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
 static void
 ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 					bool readOnlyTree, ProcessUtilityContext context,
@@ -551,6 +653,7 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 	Oid			replaced = InvalidOid;
+	Oid			held;
 
 	/* CREATE VIEW ... WITH (ssp.continuous) or (ssp.rollup): ours to carry out */
 	if (IsA(parsetree, ViewStmt) && ssp_view_flag((ViewStmt *) parsetree, "continuous"))
@@ -609,12 +712,26 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 			check_topic_change((AlterTableStmt *) parsetree);
 	}
 
-	if (prev_utility_hook)
-		prev_utility_hook(pstmt, queryString, readOnlyTree, context, params,
-						  queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
+	/*
+	 * Held until the transaction ends, when the launcher would see it done
+	 * (listed first: an error while the processes leave releases it too).
+	 * SET TABLESPACE commits halfway and goes on under a session lock, which
+	 * a scheduler started then waits for as it connects.
+	 */
+	held = database_to_hold(parsetree, context == PROCESS_UTILITY_TOPLEVEL);
+	if (OidIsValid(held))
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		held_databases = lappend_oid(held_databases, held);
+		MemoryContextSwitchTo(old);
+		if (ssp_hold_database(held))
+			(void) ssp_clear_database(held);
+		else
+			held_databases = list_delete_last(held_databases);
+	}
+	next_utility(pstmt, queryString, readOnlyTree, context, params,
+				 queryEnv, dest, qc);
 
 	if (OidIsValid(replaced))
 		check_plain_replace(replaced);
@@ -677,7 +794,9 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
  * After CREATE EXTENSION ssp commits, the launcher starts a scheduler;
  * after a transaction that made, replaced, paused, resumed or reset a
  * continuous view commits, the database's scheduler looks at once (it
- * would at its next round, up to SCHEDULER_NAPTIME_MS later).
+ * would at its next round, up to SCHEDULER_NAPTIME_MS later).  Databases
+ * held for the transaction's statements (database_to_hold) are released
+ * however it ends.
  */
 static void
 xact_callback(XactEvent event, void *arg)
@@ -688,6 +807,16 @@ xact_callback(XactEvent event, void *arg)
 		ssp_wake_scheduler(MyDatabaseId);
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
 		wake_launcher_at_commit = wake_scheduler_at_commit = false;
+	if ((event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		 event == XACT_EVENT_PREPARE) && held_databases != NIL)
+	{
+		ListCell   *lc;
+
+		foreach(lc, held_databases)
+			ssp_release_database(lfirst_oid(lc));
+		list_free(held_databases);
+		held_databases = NIL;
+	}
 }
 
 /* ssp_wake_scheduler_at_commit: the scheduler has work once this commits */

@@ -97,6 +97,8 @@ typedef struct SspDbSlot
 	int			pid;			/* the scheduler, 0 if none */
 	bool		no_extension;	/* its last check found no ssp there */
 	bool		look_now;		/* CREATE EXTENSION ssp committed there since */
+	int			holds;			/* statements that need the database to
+								 * themselves (ssp_hold_database) */
 	Latch	   *latch;
 } SspDbSlot;
 

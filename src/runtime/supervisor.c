@@ -39,6 +39,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
@@ -140,6 +141,145 @@ static bool
 alive(int pid)
 {
 	return pid != 0 && BackendPidGetProc(pid) != NULL;
+}
+
+/*
+ * held: is the database held off for statements that need it to themselves
+ * (ssp_hold_database)?  Its scheduler is not started, and one or a worker
+ * started just before leaves.
+ */
+static bool
+held(SspDbSlot *slot)
+{
+	bool		result;
+
+	LWLockAcquire(ssp_shared->lock, LW_SHARED);
+	result = slot->holds > 0;
+	LWLockRelease(ssp_shared->lock);
+	return result;
+}
+
+/* ssp_database_held: held(), for a process of database dboid */
+bool
+ssp_database_held(Oid dboid)
+{
+	SspDbSlot  *slot = ssp_db_slot(dboid, false);
+
+	return slot != NULL && held(slot);
+}
+
+/*
+ * terminate_processes_in: send SIGTERM to each of ssp's processes
+ * connected to database dboid but this one (its scheduler and its
+ * workers, wherever their pids are kept); how many.  The pids read
+ * without a lock are hints, each checked again: a pid of shared memory may
+ * be of a process that has exited, and taken since by another.
+ */
+static int
+terminate_processes_in(Oid dboid)
+{
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < ProcGlobal->allProcCount; i++)
+	{
+		PGPROC	   *hint = &ProcGlobal->allProcs[i];
+		int			pid = hint->pid;
+		PGPROC	   *proc;
+		const char *type;
+
+		if (pid <= 0 || pid == MyProcPid || hint->databaseId != dboid || !hint->isBackgroundWorker)
+			continue;
+		proc = BackendPidGetProc(pid);
+		if (proc == NULL || !proc->isBackgroundWorker || proc->databaseId != dboid)
+			continue;
+		type = GetBackgroundWorkerTypeByPid(pid);
+		if (type == NULL || strncmp(type, "ssp ", 4) != 0)
+			continue;
+		(void) kill(pid, SIGTERM);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * ssp_hold_database: keep ssp's processes out of database dboid until
+ * ssp_release_database (at the end of the transaction), for a statement
+ * that needs it to itself: DROP DATABASE, ALTER DATABASE ... RENAME TO or
+ * SET TABLESPACE, CREATE DATABASE ... TEMPLATE.  Each would otherwise fail
+ * ("database is being accessed by other users"), as a scheduler and the
+ * views' workers stay connected.  Several statements may hold a database
+ * at once (two copies of one template).  False: no slot in shared memory
+ * to hold it with (then nothing is held).  ssp_clear_database then makes
+ * the processes there leave.
+ */
+bool
+ssp_hold_database(Oid dboid)
+{
+	SspDbSlot  *slot = ssp_db_slot(dboid, true);
+
+	if (slot == NULL)
+		return false;
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	slot->holds++;
+	LWLockRelease(ssp_shared->lock);
+	return true;
+}
+
+/*
+ * ssp_clear_database: terminate ssp's processes in database dboid, which
+ * this process holds, and wait up to SSP_HOLD_WAIT_MS for them to exit;
+ * false if some are still there (the statement then fails as it would
+ * have).  A worker stopped mid-batch leaves nothing of it (its transaction
+ * aborts), and the views go on from their offsets once the database is
+ * released.  (A scheduler or worker that connects after this finds the
+ * database held, and leaves.)
+ */
+#define SSP_HOLD_WAIT_MS 30000
+
+bool
+ssp_clear_database(Oid dboid)
+{
+	instr_time	start;
+
+	INSTR_TIME_SET_CURRENT(start);
+	while (terminate_processes_in(dboid) > 0)
+	{
+		instr_time	now;
+
+		INSTR_TIME_SET_CURRENT(now);
+		INSTR_TIME_SUBTRACT(now, start);
+		if (INSTR_TIME_GET_MILLISEC(now) > SSP_HOLD_WAIT_MS)
+			return false;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 20, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	return true;
+}
+
+/*
+ * ssp_release_database: a transaction that held dboid is over: once no
+ * other holds it, the launcher starts its scheduler again now (if the
+ * database is still there).
+ */
+void
+ssp_release_database(Oid dboid)
+{
+	SspDbSlot  *slot = ssp_db_slot(dboid, false);
+	Latch	   *latch;
+
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	if (slot && slot->dboid == dboid && slot->holds > 0)
+	{
+		slot->holds--;
+		slot->look_now = true;
+	}
+	latch = ssp_shared->launcher_latch;
+	LWLockRelease(ssp_shared->lock);
+	if (latch)
+		SetLatch(latch);
 }
 
 /* ssp_supervisor_init: register the launcher (from _PG_init). */
@@ -278,6 +418,9 @@ ssp_launcher_main(Datum arg)
 			slot = ssp_db_slot(dboid, true);
 			/* a scheduler started by a launcher before this one */
 			if (slot && alive(slot->pid))
+				continue;
+			/* a statement needs the database to itself */
+			if (slot && held(slot))
 				continue;
 			/*
 			 * A database without ssp is looked at again now and then, or at
@@ -1007,12 +1150,13 @@ ssp_scheduler_main(Datum arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+	/* started just before a statement held the database: not now */
+	slot = ssp_db_slot(dboid, true);
+	if (slot == NULL || held(slot))
+		proc_exit(0);
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	ssp_bgworker_session();
 
-	slot = ssp_db_slot(dboid, true);
-	if (slot == NULL)
-		proc_exit(0);
 	if (!ssp_lock_process(SSP_LOCK_SCHEDULER, InvalidOid, 0))
 	{
 		ereport(LOG,
@@ -1037,6 +1181,17 @@ ssp_scheduler_main(Datum arg)
 
 	for (;;)
 	{
+		if (held(slot))
+		{
+			ListCell   *lc;
+
+			/* workers not started yet too */
+			foreach(lc, views)
+				if (((SchedView *) lfirst(lc))->handle)
+					TerminateBackgroundWorker(((SchedView *) lfirst(lc))->handle);
+			(void) terminate_processes_in(dboid);
+			proc_exit(0);
+		}
 		reconcile(&views);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 SCHEDULER_NAPTIME_MS, PG_WAIT_EXTENSION);

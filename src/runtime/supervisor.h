@@ -26,5 +26,9 @@ extern void ssp_supervisor_init(void);
 extern bool ssp_lock_process(uint16 kind, Oid id, int part);
 extern void ssp_unlock_process(uint16 kind, Oid id, int part);
 extern void ssp_bgworker_session(void);
+extern bool ssp_hold_database(Oid dboid);
+extern bool ssp_clear_database(Oid dboid);
+extern void ssp_release_database(Oid dboid);
+extern bool ssp_database_held(Oid dboid);
 
 #endif							/* SSP_SUPERVISOR_H */

@@ -1133,6 +1133,9 @@ ssp_worker_main(Datum arg)
 	 * operation) cannot SET ROLE back to the session's superuser.
 	 */
 	BackgroundWorkerInitializeConnectionByOid(wargs.dboid, InvalidOid, 0);
+	/* started just before a statement that needs the database to itself */
+	if (ssp_database_held(wargs.dboid))
+		proc_exit(0);
 
 	ssp_bgworker_session();
 	set_work_mem();

@@ -28,6 +28,7 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_depend.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
@@ -580,6 +581,8 @@ database_to_hold(Node *parsetree, bool toplevel)
 	const char *name = NULL;
 	ListCell   *lc;
 	Oid			dboid;
+	HeapTuple	tup;
+	Oid			owner;
 
 	switch (nodeTag(parsetree))
 	{
@@ -610,8 +613,15 @@ database_to_hold(Node *parsetree, bool toplevel)
 	if (name == NULL || ssp_shared == NULL)
 		return InvalidOid;
 	dboid = get_database_oid(name, true);
-	if (!OidIsValid(dboid) || dboid == MyDatabaseId ||
-		!pg_database_ownercheck(dboid, GetUserId()))
+	if (!OidIsValid(dboid) || dboid == MyDatabaseId)
+		return InvalidOid;
+	/* (dropped since, by a statement beside this one: Postgres says so) */
+	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(dboid));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	owner = ((Form_pg_database) GETSTRUCT(tup))->datdba;
+	ReleaseSysCache(tup);
+	if (!has_privs_of_role(GetUserId(), owner))
 		return InvalidOid;
 
 	/*

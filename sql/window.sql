@@ -18,6 +18,13 @@ SELECT w FROM ssp.hop_windows('2024-05-01 12:34:56+00', '1 hour', '15 minutes') 
 -- ends at 00:00:50), 00:00:10 in those of 23:59:40 and 00:00:00
 SELECT w FROM ssp.hop_windows('2024-01-01 00:00:50+00', '50 s', '20 s') w;
 SELECT w FROM ssp.hop_windows('2024-01-01 00:00:10+00', '50 s', '20 s') w;
+-- neither infinity is in a window (the series to infinity never ended)
+SET statement_timeout = '60s';
+SELECT count(*) FROM ssp.hop_windows('infinity', '1 hour', '1 minute');
+SELECT count(*) FROM ssp.hop_windows('-infinity', '1 hour', '1 minute');
+SELECT t, count(w) FROM (VALUES ('infinity'::timestamptz), ('2024-01-01 00:00:10+00'), ('-infinity')) v(t)
+  LEFT JOIN LATERAL ssp.hop_windows(t, '50 s', '20 s') w ON true GROUP BY t ORDER BY t;
+RESET statement_timeout;
 SELECT ssp.hop(now(), '1 hour', '10 minutes');
 SELECT ssp.tumble(now(), '1 month');
 SELECT ssp.tumble(now(), '-1 minute');

@@ -13,6 +13,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time);
 use SspTest;
 
 # the test's own sessions are users that have set these back
@@ -116,6 +117,7 @@ is($node->safe_psql('postgres', "SELECT status FROM ssp.views WHERE view = 'tota
 # a database for DROP DATABASE, as they do for ALTER DATABASE ... RENAME
 # TO and CREATE DATABASE ... TEMPLATE, and come back after those
 $node->safe_psql('postgres', 'DROP VIEW totals, by_region');
+my $orders = 25000;
 for my $round (1 .. 6)
 {
 	$node->safe_psql('postgres', "CREATE DATABASE gone$round");
@@ -126,17 +128,45 @@ for my $round (1 .. 6)
 		  OPTIONS (topic 'orders');
 		CREATE VIEW n WITH (ssp.continuous) AS SELECT count(*) AS n FROM orders});
 	my $started = $node->poll_query_until("gone$round",
-		"SELECT n = 25000 FROM n");
+		"SELECT n = $orders FROM n");
 	ok($started, "round $round: the view of a new database starts and catches up");
 	last unless $started;
 	if ($round == 1)
 	{
 		# (one database's scheduler and worker at a time: the slots)
 		my $old = $node->safe_psql('gone1', q{SELECT worker_pid FROM ssp.views WHERE view = 'n'::regclass});
-		my $runs = qq{SELECT v.status = 'running' AND v.worker_pid <> $old AND n.n = 25000
+		my $oid = $node->safe_psql('postgres', q{SELECT oid FROM pg_database WHERE datname = 'gone1'});
+
+		# 5,000 more orders, 100 a statement, sent while the rename stops
+		# the worker (mid-batch or not) and while its transaction keeps the
+		# database held
+		my $producer = $node->background_psql('postgres');
+		$producer->query_until(qr/sending/, q{\echo sending
+			DO $$ BEGIN FOR i IN 0 .. 49 LOOP
+			  INSERT INTO orders SELECT g, 'r' || g % 10, g % 100, g % 8
+			  FROM generate_series(25001 + i * 100, 25100 + i * 100) g;
+			  PERFORM pg_sleep(0.02);
+			END LOOP; END $$;
+});
+		$orders += 5000;
+		my $renamer = $node->background_psql('postgres');
+		$renamer->query_safe('BEGIN');
+		my $t0 = time;
+		$renamer->query_safe('ALTER DATABASE gone1 RENAME TO gone1r');
+		my $took = time - $t0;
+		# (without the hold, the launcher starts a scheduler there again and
+		# again, and the rename waits 30 s for ssp's processes to leave)
+		ok($took < 15, sprintf("round 1: the rename does not wait for ssp's processes to come back (took %.2f s)", $took));
+		$producer->quit;
+		is($node->safe_psql('postgres', qq{SELECT count(*) FROM pg_stat_activity
+			WHERE datid = $oid AND backend_type LIKE 'ssp %'}),
+			'0', 'round 1: while the rename is open, no process of ssp is in the database');
+		$renamer->query_safe('COMMIT');
+		$renamer->quit;
+		my $runs = qq{SELECT v.status = 'running' AND v.worker_pid <> $old AND n.n = $orders
 			FROM ssp.views v, n WHERE v.view = 'n'::regclass};
-		$node->safe_psql('postgres', 'ALTER DATABASE gone1 RENAME TO gone1r');
-		ok($node->poll_query_until('gone1r', $runs), 'round 1: renamed, the view runs again, exact');
+		ok($node->poll_query_until('gone1r', $runs),
+			'round 1: renamed, the view runs again and counts the orders sent meanwhile exactly once');
 		$node->safe_psql('postgres', 'CREATE DATABASE gone1c TEMPLATE gone1r');
 		$node->safe_psql('postgres', 'DROP DATABASE gone1r');
 		ok($node->poll_query_until('gone1c', $runs), 'round 1: copied, the copy of the view runs, exact');

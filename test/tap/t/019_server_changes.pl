@@ -8,7 +8,8 @@
 # altered (a rotated password) and dropped restarts the worker each time;
 # the server's owner losing superuser stops the worker with the reason (within
 # seconds too while it waits for brokers); an INSERT waiting for brokers
-# that refuse it ends when the server moves; and
+# that refuse it, for their acknowledgements or for room in its queue,
+# ends when the server moves; and
 # an unrelated server's change leaves the worker alone.
 use strict;
 use warnings;
@@ -186,6 +187,24 @@ $inserter->query("SELECT 'after'");
 like($inserter->{stderr},
 	qr/could not produce to topic "orders": server "kafka" or its user mapping changed/,
 	'an INSERT waiting for the old brokers fails when the server is moved back');
+cmp_ok(time - $moved_back, '<', 40, '... within 40 s of the change, not at ssp.broker_timeout (2 minutes)');
+$inserter->quit;
+
+# the same for an INSERT waiting for room in the producer's queue, before
+# it waits for acknowledgements: 100 rows, and room for 10
+$node->safe_psql('postgres', q{ALTER SERVER kafka OPTIONS (SET brokers '127.0.0.1:1',
+	ADD "queue.buffering.max.messages" '10')});
+$inserter = $node->background_psql('postgres', on_error_stop => 0);
+$inserter->query_safe("SET ssp.broker_timeout = '120s'");
+$inserter->query_until(qr/inserting/,
+	"\\echo inserting\nINSERT INTO orders SELECT -g, 'lost' FROM generate_series(1, 100) g;\n");
+sleep 2;
+$node->safe_psql('postgres', qq{ALTER SERVER kafka OPTIONS (SET brokers '$b', DROP "queue.buffering.max.messages")});
+$moved_back = time;
+$inserter->query("SELECT 'after'");
+like($inserter->{stderr},
+	qr/could not produce to topic "orders": server "kafka" or its user mapping changed/,
+	'an INSERT waiting for room in the queue fails when the server is moved back');
 cmp_ok(time - $moved_back, '<', 40, '... within 40 s of the change, not at ssp.broker_timeout (2 minutes)');
 $inserter->quit;
 $node->safe_psql('postgres', "INSERT INTO orders_in SELECT g, 'r' || g % 5 FROM generate_series(4501, 4600) g");

@@ -107,14 +107,16 @@ LEFT JOIN (
 -- that may hold ts starts ceil(size / slide) - 1 slides before ts's own.
 -- Neither infinity is in a window (a stream refuses such an event time):
 -- from infinity to infinity the series would never end, and would fill
--- the disk with temporary files; for them it stops at null: no rows.
+-- the disk with temporary files; for them it stops at null: no rows.  (A
+-- slide of 0 is ssp.tumble's to refuse, not a division's.)
 CREATE OR REPLACE FUNCTION hop_windows(ts timestamptz, size interval, slide interval, origin text DEFAULT NULL)
 RETURNS SETOF timestamptz
 LANGUAGE sql STABLE PARALLEL SAFE ROWS 60 AS
 $$ SELECT w FROM pg_catalog.generate_series(
        ssp.tumble(ts, slide, origin) OPERATOR(pg_catalog.-)
-         ((pg_catalog.ceil(EXTRACT(epoch FROM size) OPERATOR(pg_catalog./) EXTRACT(epoch FROM slide))::int4
-           OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) slide),
+         (((CASE WHEN EXTRACT(epoch FROM slide) OPERATOR(pg_catalog.<>) 0
+                 THEN pg_catalog.ceil(EXTRACT(epoch FROM size) OPERATOR(pg_catalog./) EXTRACT(epoch FROM slide))
+            END)::int4 OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) slide),
        CASE WHEN pg_catalog.isfinite(ts) THEN ssp.tumble(ts, slide, origin) END, slide) AS w
    WHERE w OPERATOR(pg_catalog.+) size OPERATOR(pg_catalog.>) ts $$;
 

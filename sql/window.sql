@@ -25,6 +25,7 @@ SELECT count(*) FROM ssp.hop_windows('-infinity', '1 hour', '1 minute');
 SELECT t, count(w) FROM (VALUES ('infinity'::timestamptz), ('2024-01-01 00:00:10+00'), ('-infinity')) v(t)
   LEFT JOIN LATERAL ssp.hop_windows(t, '50 s', '20 s') w ON true GROUP BY t ORDER BY t;
 RESET statement_timeout;
+SELECT count(*) FROM ssp.hop_windows(now(), '1 hour', '0 s');
 SELECT ssp.hop(now(), '1 hour', '10 minutes');
 SELECT ssp.tumble(now(), '1 month');
 SELECT ssp.tumble(now(), '-1 minute');

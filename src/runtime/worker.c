@@ -854,9 +854,12 @@ recover_lost(SspWorker *w)
 				 * nothing: it stays.  A reader reads behind the views it
 				 * has (adopt moves it back to a view that joins behind),
 				 * and only the one behind lost messages; moving the others
-				 * back too would apply theirs again.
+				 * back too would apply theirs again.  Nor did a view that
+				 * has read nothing of the partition yet (a new view, its
+				 * ssp.start 'earliest'): it starts at the oldest message
+				 * there is, whatever the broker deleted before.
 				 */
-				if (vfrom >= low && vfrom <= high)
+				if ((vfrom >= low && vfrom <= high) || s->committed[slot] < 0)
 					continue;
 
 				/*

@@ -2,7 +2,8 @@
 # paused view reads them are reported in ssp.dead_letters and counted, and
 # the view goes on from the oldest message there is.  A view resumed behind
 # the reader of its stream's other views, past what the broker still has:
-# it alone lost messages, and the views ahead of it count none twice.
+# it alone lost messages, and the views ahead of it count none twice; nor
+# does a new view lose any that starts in one process with a view behind.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -10,7 +11,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SspTest;
 
-my $broker = SspTest::start_broker(topics => ['small:1', 'shared:1']);
+my $broker = SspTest::start_broker(topics => ['small:1', 'shared:1', 'third:1']);
 my $node = SspTest::new_node('retention');
 $node->safe_psql('postgres', qq{
 	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$broker->{bootstrap}');
@@ -85,6 +86,45 @@ SspTest::wait_views($node, 'postgres', qw(behind ahead1 ahead2));
 is($node->safe_psql('postgres', q{SELECT string_agg(v.processed + v.dead_letters || '', ',' ORDER BY v.view::text)
 		FROM ssp.views v WHERE view IN ('ahead1'::regclass, 'ahead2'::regclass, 'behind'::regclass)}),
 	'10110,10110,10110', 'and read on together: every message in each view or its dead letters');
+
+# A new view (ssp.start 'earliest') that starts in one process with a view
+# behind what the broker still has: that process finds the one behind's
+# offset gone, and records its loss; the new view starts at the oldest
+# message there is and lost nothing (it recorded every message the broker
+# had deleted before it was made)
+$node->safe_psql('postgres', q{
+	CREATE FOREIGN TABLE s3 (id bigint, pad text, o bigint OPTIONS (meta 'offset')) SERVER kafka OPTIONS (topic 'third');
+	CREATE VIEW behind3 WITH (ssp.continuous) AS SELECT count(*) AS n FROM s3;
+	INSERT INTO s3 SELECT g, 'x' FROM generate_series(1, 100) g;
+});
+SspTest::wait_views($node, 'postgres', 'behind3');
+$node->safe_psql('postgres', "SELECT ssp.pause('behind3')");
+for my $i (0 .. 9)
+{
+	$node->safe_psql('postgres',
+		"INSERT INTO s3 SELECT g, repeat('p', 1000) FROM generate_series(1, 1000) g");
+}
+my $oldest3 = $node->safe_psql('postgres', 'SELECT min(o) FROM s3');
+ok($oldest3 > 100, "the broker deleted the oldest messages of third (oldest offset now $oldest3)");
+$node->safe_psql('postgres', q{BEGIN;
+	CREATE VIEW fresh3 WITH (ssp.continuous) AS SELECT count(*) AS n FROM s3;
+	SELECT ssp.resume('behind3');
+	COMMIT});
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 2 AND count(DISTINCT worker_pid) = 1
+	FROM ssp.views WHERE view IN ('behind3'::regclass, 'fresh3'::regclass)}),
+	'the new view and the resumed one start in one process');
+SspTest::wait_views($node, 'postgres', qw(behind3 fresh3));
+my $kept3 = $node->safe_psql('postgres', 'SELECT count(*) FROM s3');
+is($node->safe_psql('postgres', 'SELECT (SELECT n FROM fresh3), n FROM behind3'),
+	"$kept3|" . (100 + $kept3), 'each counts the messages still there, and behind3 what it read before');
+is($node->safe_psql('postgres', q{SELECT view, "offset", error FROM ssp.dead_letters
+		WHERE view IN ('behind3'::regclass, 'fresh3'::regclass)}),
+	"behind3|100|messages at offsets 100 to " . ($oldest3 - 1)
+	  . " were deleted by the broker before the view read them",
+	'only behind3 lost messages; the new view lost none');
+is($node->safe_psql('postgres', q{SELECT string_agg(v.processed + v.dead_letters || '', ',' ORDER BY v.view::text)
+		FROM ssp.views v WHERE view IN ('behind3'::regclass, 'fresh3'::regclass)}),
+	"10100,$kept3", 'behind3 accounts for every message of the topic, fresh3 for those there when it started');
 
 # CREATE OR REPLACE of a view over a topic whose oldest messages are gone:
 # the new definition, read from the log's start, could not count what the

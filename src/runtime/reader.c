@@ -851,6 +851,18 @@ claim(SspWorkerSlot *slot)
 	return true;
 }
 
+/* has_offset: has one of the process's views an offset on the slot? */
+static bool
+has_offset(SspWorker *w, int slot)
+{
+	ListCell   *lc;
+
+	foreach(lc, w->served)
+		if (((SspServed *) lfirst(lc))->committed[slot] >= 0)
+			return true;
+	return false;
+}
+
 /*
  * adopt: take over a view this process claimed: once its worker has
  * exited, take its lock, load it, and read from the smaller of its
@@ -935,6 +947,16 @@ adopt(SspWorker *w, SspWorkerSlot *slot, TimestampTz exit_by)
 	}
 	s->rate_at = GetCurrentTimestamp();
 	w->served = lappend(w->served, s);
+	/*
+	 * Where the process reads from the oldest message there is (its views
+	 * there were all new, or this one is), a view with an offset would
+	 * skip without a word what the broker deleted past it: no fetch at
+	 * its offset ever fails.  The worker asks the broker where the
+	 * partition starts (recover_lost) before it reads on.
+	 */
+	for (p = 0; p < w->src.nslots; p++)
+		if (ssp_worker_reads(w, p) && w->next[p] < 0 && has_offset(w, p))
+			w->lost[p] = true;
 	ssp_reader_union_streams(w);
 	set_lock_timeout(w);
 	mark_attached(w);

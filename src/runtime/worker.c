@@ -804,10 +804,11 @@ collect(SspWorker *w, WaitEventSet *wait, bool *dirty)
 
 /*
  * recover_lost: for each partition whose next offset the broker no longer
- * has, record the loss for each view that had not read it and go on from
- * the oldest message there is; views whose offsets the broker still has
- * stay where they are.  A view that no longer wants this worker
- * is left out of its views.
+ * has, or that the process reads from its oldest message while a view has
+ * an offset there (adopt), record the loss for each view that had not
+ * read it and go on from the oldest message there is; views whose offsets
+ * the broker still has stay where they are.  A view that no longer wants
+ * this worker is left out of its views.
  */
 static void
 recover_lost(SspWorker *w)
@@ -825,12 +826,14 @@ recover_lost(SspWorker *w)
 			int			slot = src->base[i] + p;
 			int64		low,
 						high,
-						from = Max(w->next[slot], 0);
+						from = w->next[slot];	/* -1: from the oldest */
 			ListCell   *lc;
 			List	   *views;
 
 			if (!w->lost[slot])
 				continue;
+			if (w->served == NIL)
+				return;			/* the last view left: nothing to read on for */
 			w->lost[slot] = false;
 			SetCurrentStatementStartTimestamp();
 			StartTransactionCommand();
@@ -1076,9 +1079,10 @@ run(SspWorker *w, Oid viewoid, int part)
 		for (i = 0; i < w->src.n; i++)
 			ssp_kafka_commit(w->kafka[i], w->src.nparts[i], next + w->src.base[i]);
 		pfree(next);
-		recover_lost(w);
 		w->catching_up = batch_lag > Min(w->batch_size, SSP_CATCHING_UP);
 		after_batch(w, n, batch_lag);
+		/* last: a view that joined may have flagged a partition (adopt) */
+		recover_lost(w);
 		if (config_changed(w, false))
 			return;
 	}

@@ -3,7 +3,8 @@
 # the view goes on from the oldest message there is.  A view resumed behind
 # the reader of its stream's other views, past what the broker still has:
 # it alone lost messages, and the views ahead of it count none twice; nor
-# does a new view lose any that starts in one process with a view behind.
+# does a new view lose any that shares a process with a view behind, and
+# the one behind records its loss, whichever the process started with.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -11,7 +12,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SspTest;
 
-my $broker = SspTest::start_broker(topics => ['small:1', 'shared:1', 'third:1']);
+my $broker = SspTest::start_broker(topics => ['small:1', 'shared:1', 'third:1', 'fourth:1']);
 my $node = SspTest::new_node('retention');
 $node->safe_psql('postgres', qq{
 	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$broker->{bootstrap}');
@@ -87,45 +88,6 @@ is($node->safe_psql('postgres', q{SELECT string_agg(v.processed + v.dead_letters
 		FROM ssp.views v WHERE view IN ('ahead1'::regclass, 'ahead2'::regclass, 'behind'::regclass)}),
 	'10110,10110,10110', 'and read on together: every message in each view or its dead letters');
 
-# A new view (ssp.start 'earliest') that starts in one process with a view
-# behind what the broker still has: that process finds the one behind's
-# offset gone, and records its loss; the new view starts at the oldest
-# message there is and lost nothing (it recorded every message the broker
-# had deleted before it was made)
-$node->safe_psql('postgres', q{
-	CREATE FOREIGN TABLE s3 (id bigint, pad text, o bigint OPTIONS (meta 'offset')) SERVER kafka OPTIONS (topic 'third');
-	CREATE VIEW behind3 WITH (ssp.continuous) AS SELECT count(*) AS n FROM s3;
-	INSERT INTO s3 SELECT g, 'x' FROM generate_series(1, 100) g;
-});
-SspTest::wait_views($node, 'postgres', 'behind3');
-$node->safe_psql('postgres', "SELECT ssp.pause('behind3')");
-for my $i (0 .. 9)
-{
-	$node->safe_psql('postgres',
-		"INSERT INTO s3 SELECT g, repeat('p', 1000) FROM generate_series(1, 1000) g");
-}
-my $oldest3 = $node->safe_psql('postgres', 'SELECT min(o) FROM s3');
-ok($oldest3 > 100, "the broker deleted the oldest messages of third (oldest offset now $oldest3)");
-$node->safe_psql('postgres', q{BEGIN;
-	CREATE VIEW fresh3 WITH (ssp.continuous) AS SELECT count(*) AS n FROM s3;
-	SELECT ssp.resume('behind3');
-	COMMIT});
-ok($node->poll_query_until('postgres', q{SELECT count(*) = 2 AND count(DISTINCT worker_pid) = 1
-	FROM ssp.views WHERE view IN ('behind3'::regclass, 'fresh3'::regclass)}),
-	'the new view and the resumed one start in one process');
-SspTest::wait_views($node, 'postgres', qw(behind3 fresh3));
-my $kept3 = $node->safe_psql('postgres', 'SELECT count(*) FROM s3');
-is($node->safe_psql('postgres', 'SELECT (SELECT n FROM fresh3), n FROM behind3'),
-	"$kept3|" . (100 + $kept3), 'each counts the messages still there, and behind3 what it read before');
-is($node->safe_psql('postgres', q{SELECT view, "offset", error FROM ssp.dead_letters
-		WHERE view IN ('behind3'::regclass, 'fresh3'::regclass)}),
-	"behind3|100|messages at offsets 100 to " . ($oldest3 - 1)
-	  . " were deleted by the broker before the view read them",
-	'only behind3 lost messages; the new view lost none');
-is($node->safe_psql('postgres', q{SELECT string_agg(v.processed + v.dead_letters || '', ',' ORDER BY v.view::text)
-		FROM ssp.views v WHERE view IN ('behind3'::regclass, 'fresh3'::regclass)}),
-	"10100,$kept3", 'behind3 accounts for every message of the topic, fresh3 for those there when it started');
-
 # CREATE OR REPLACE of a view over a topic whose oldest messages are gone:
 # the new definition, read from the log's start, could not count what the
 # old one did: refused, unless the user says where it starts
@@ -137,6 +99,81 @@ $node->safe_psql('postgres', q{
 	CREATE OR REPLACE VIEW total WITH (ssp.continuous, ssp.start = 'earliest') AS SELECT count(*) AS n FROM s WHERE id > 0});
 ok($node->poll_query_until('postgres', "SELECT n = $kept FROM total"),
 	'with ssp.start = earliest it is taken, and counts what the log holds once it has replaced the old one');
+
+# A view with an offset on a partition and a new view (ssp.start
+# 'earliest') in one process, the broker having deleted what the first had
+# not read.  The process reads from the oldest message there is for the
+# new view; the other lost what was deleted, and records it, whichever of
+# the two the process started with.  The process's first fetch waits 15 s
+# at the broker, so that it has read nothing of the partition yet when the
+# second view joins it (the order is the test's, not the scheduler's); the
+# other views are paused, so that no other fetch takes that wait.  New view
+# first: the process reads from the oldest message, where the view behind
+# used to skip the deleted messages without a dead letter.  View behind
+# first: its fetch, still waiting when the process moves to the oldest
+# message for the new view, then fails too; the loss is recorded once.
+sub behind_and_new
+{
+	my ($topic, $first) = @_;
+	my ($stream, $behind, $new) = ("s_$topic", "behind_$topic", "new_$topic");
+
+	$node->safe_psql('postgres', qq{
+		CREATE FOREIGN TABLE $stream (id bigint, pad text, o bigint OPTIONS (meta 'offset')) SERVER kafka OPTIONS (topic '$topic');
+		CREATE VIEW $behind WITH (ssp.continuous) AS SELECT count(*) AS n FROM $stream;
+		INSERT INTO $stream SELECT g, 'x' FROM generate_series(1, 100) g;
+	});
+	SspTest::wait_views($node, 'postgres', $behind);
+	$node->safe_psql('postgres', "SELECT ssp.pause('$behind')");
+	for my $i (0 .. 9)
+	{
+		$node->safe_psql('postgres',
+			"INSERT INTO $stream SELECT g, repeat('p', 1000) FROM generate_series(1, 1000) g");
+	}
+	my $oldest = $node->safe_psql('postgres', "SELECT min(o) FROM $stream");
+	ok($oldest > 100, "$topic: the broker deleted the oldest messages (oldest offset now $oldest)");
+
+	SspTest::ctl($broker, 'delay Fetch 1 15000');
+	my $reading = qq{SELECT count(*) = 1 FROM ssp.readers r JOIN ssp.views v ON v.worker_pid = r.pid
+		WHERE r.streams = ARRAY['$stream'::regclass]};
+	if ($first eq 'new')
+	{
+		$node->safe_psql('postgres',
+			"CREATE VIEW $new WITH (ssp.continuous) AS SELECT count(*) AS n FROM $stream");
+		ok($node->poll_query_until('postgres', $reading), "$topic: the new view's process reads the stream");
+		$node->safe_psql('postgres', "SELECT ssp.resume('$behind')");
+	}
+	else
+	{
+		$node->safe_psql('postgres', "SELECT ssp.resume('$behind')");
+		ok($node->poll_query_until('postgres', $reading), "$topic: the resumed view's process reads the stream");
+		$node->safe_psql('postgres',
+			"CREATE VIEW $new WITH (ssp.continuous) AS SELECT count(*) AS n FROM $stream");
+	}
+	ok($node->poll_query_until('postgres', qq{SELECT count(*) = 2 AND count(DISTINCT worker_pid) = 1
+			AND bool_and(attached) AND sum(processed) = 100
+		FROM ssp.views WHERE view IN ('$behind'::regclass, '$new'::regclass)}),
+		"$topic: the $first view's process took the other before it read a message");
+
+	SspTest::wait_views($node, 'postgres', $behind, $new);
+	my $kept = $node->safe_psql('postgres', "SELECT count(*) FROM $stream");
+	is($node->safe_psql('postgres', "SELECT (SELECT n FROM $new), n FROM $behind"),
+		"$kept|" . (100 + $kept), "$topic: each counts the messages still there, and $behind what it read before");
+	is($node->safe_psql('postgres', qq{SELECT view, "offset", error FROM ssp.dead_letters
+			WHERE view IN ('$behind'::regclass, '$new'::regclass)}),
+		"$behind|100|messages at offsets 100 to " . ($oldest - 1)
+		  . " were deleted by the broker before the view read them",
+		"$topic: only $behind lost messages; the new view lost none");
+	is($node->safe_psql('postgres', qq{SELECT string_agg(v.processed + v.dead_letters || '', ',' ORDER BY v.view::text)
+			FROM ssp.views v WHERE view IN ('$behind'::regclass, '$new'::regclass)}),
+		"10100,$kept", "$topic: $behind accounts for every message of the topic, $new for those there when it started");
+	# and out of the way of the next case's wait
+	$node->safe_psql('postgres', "DROP VIEW $behind, $new");
+	ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM ssp.readers'), "$topic: no reader left");
+}
+$node->safe_psql('postgres', "SELECT ssp.pause(v) FROM unnest(ARRAY['total', 'ahead1', 'ahead2', 'behind']::regclass[]) v");
+ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM ssp.readers'), 'the other views are paused');
+behind_and_new('third', 'new');
+behind_and_new('fourth', 'behind');
 
 $node->stop;
 done_testing();

@@ -173,40 +173,34 @@ SspTest::wait_views($node, 'postgres', 'by_region');
 is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), $produced,
 	'superuser again and moved back, it goes on exactly once');
 
-# an INSERT into a stream whose brokers refuse it, waiting for their
-# acknowledgements, ends when the server is moved back, not at
-# ssp.broker_timeout (nothing it sent counts: the view stays exact)
-$node->safe_psql('postgres', q{ALTER SERVER kafka OPTIONS (SET brokers '127.0.0.1:1')});
-my $inserter = $node->background_psql('postgres', on_error_stop => 0);
-$inserter->query_safe("SET ssp.broker_timeout = '120s'");
-$inserter->query_until(qr/inserting/, "\\echo inserting\nINSERT INTO orders VALUES (-1, 'lost');\n");
-sleep 2;
-$node->safe_psql('postgres', qq{ALTER SERVER kafka OPTIONS (SET brokers '$b')});
-$moved_back = time;
-$inserter->query("SELECT 'after'");
-like($inserter->{stderr},
-	qr/could not produce to topic "orders": server "kafka" or its user mapping changed/,
-	'an INSERT waiting for the old brokers fails when the server is moved back');
-cmp_ok(time - $moved_back, '<', 40, '... within 40 s of the change, not at ssp.broker_timeout (2 minutes)');
-$inserter->quit;
-
-# the same for an INSERT waiting for room in the producer's queue, before
-# it waits for acknowledgements: 100 rows, and room for 10
-$node->safe_psql('postgres', q{ALTER SERVER kafka OPTIONS (SET brokers '127.0.0.1:1',
-	ADD "queue.buffering.max.messages" '10')});
-$inserter = $node->background_psql('postgres', on_error_stop => 0);
-$inserter->query_safe("SET ssp.broker_timeout = '120s'");
-$inserter->query_until(qr/inserting/,
-	"\\echo inserting\nINSERT INTO orders SELECT -g, 'lost' FROM generate_series(1, 100) g;\n");
-sleep 2;
-$node->safe_psql('postgres', qq{ALTER SERVER kafka OPTIONS (SET brokers '$b', DROP "queue.buffering.max.messages")});
-$moved_back = time;
-$inserter->query("SELECT 'after'");
-like($inserter->{stderr},
-	qr/could not produce to topic "orders": server "kafka" or its user mapping changed/,
-	'an INSERT waiting for room in the queue fails when the server is moved back');
-cmp_ok(time - $moved_back, '<', 40, '... within 40 s of the change, not at ssp.broker_timeout (2 minutes)');
-$inserter->quit;
+# an INSERT into a stream whose brokers refuse it ends when the server is
+# moved back, not at ssp.broker_timeout (nothing it sent counts: the view
+# stays exact): given the options that point the server away and back, the
+# INSERT, and what it waits for
+sub insert_fails_on_move
+{
+	my ($away, $back, $insert, $waits_for) = @_;
+	$node->safe_psql('postgres', "ALTER SERVER kafka OPTIONS ($away)");
+	my $inserter = $node->background_psql('postgres', on_error_stop => 0);
+	$inserter->query_safe("SET ssp.broker_timeout = '120s'");
+	$inserter->query_until(qr/inserting/, "\\echo inserting\n$insert;\n");
+	sleep 2;
+	$node->safe_psql('postgres', "ALTER SERVER kafka OPTIONS ($back)");
+	my $moved = time;
+	$inserter->query("SELECT 'after'");
+	like($inserter->{stderr},
+		qr/could not produce to topic "orders": server "kafka" or its user mapping changed/,
+		"an INSERT waiting for $waits_for fails when the server is moved back");
+	cmp_ok(time - $moved, '<', 40, '... within 40 s of the change, not at ssp.broker_timeout (2 minutes)');
+	$inserter->quit;
+}
+insert_fails_on_move("SET brokers '127.0.0.1:1'", "SET brokers '$b'",
+	"INSERT INTO orders VALUES (-1, 'lost')", 'the old brokers');
+# waiting for room in the producer's queue, before the acknowledgements:
+# 100 rows, and room for 10
+insert_fails_on_move(q{SET brokers '127.0.0.1:1', ADD "queue.buffering.max.messages" '10'},
+	qq{SET brokers '$b', DROP "queue.buffering.max.messages"},
+	"INSERT INTO orders SELECT -g, 'lost' FROM generate_series(1, 100) g", 'room in the queue');
 $node->safe_psql('postgres', "INSERT INTO orders_in SELECT g, 'r' || g % 5 FROM generate_series(4501, 4600) g");
 $produced = 4600;
 SspTest::wait_views($node, 'postgres', 'by_region');

@@ -803,6 +803,39 @@ collect(SspWorker *w, WaitEventSet *wait, bool *dirty)
 }
 
 /*
+ * watermarks: the oldest and the next offset of partition p of source i.
+ * While the brokers cannot say, every view of the process waits (status
+ * "waiting for broker"), reading nothing, and asks again each second: a
+ * view at an offset the broker may have deleted must not read on from
+ * the oldest message before its loss is known.
+ */
+static void
+watermarks(SspWorker *w, int i, int32 p, int64 *low, int64 *high)
+{
+	volatile bool done = false;
+
+	while (!done)
+	{
+		MemoryContext old = CurrentMemoryContext;
+
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PG_TRY();
+		{
+			ssp_kafka_watermarks(w->kafka[i], p, low, high);
+			CommitTransactionCommand();
+			done = true;
+		}
+		PG_CATCH();
+		{
+			wait_out(w, old, SSP_WAITING_FOR_BROKER);
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(old);
+	}
+}
+
+/*
  * recover_lost: for each partition whose next offset the broker no longer
  * has, or that the process reads from its oldest message while a view has
  * an offset there (adopt), record the loss for each view that had not
@@ -835,10 +868,7 @@ recover_lost(SspWorker *w)
 			if (w->served == NIL)
 				return;			/* the last view left: nothing to read on for */
 			w->lost[slot] = false;
-			SetCurrentStatementStartTimestamp();
-			StartTransactionCommand();
-			ssp_kafka_watermarks(w->kafka[i], p, &low, &high);
-			CommitTransactionCommand();
+			watermarks(w, i, p, &low, &high);
 			if (from >= low)
 				ereport(WARNING,
 						(errmsg("continuous view \"%s\": offset %lld of partition %d of topic \"%s\" is past its end (%lld); reading from %lld",

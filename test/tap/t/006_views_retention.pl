@@ -12,7 +12,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SspTest;
 
-my $broker = SspTest::start_broker(topics => ['small:1', 'shared:1', 'third:1', 'fourth:1']);
+my $broker = SspTest::start_broker(topics => ['small:1', 'shared:1', 'third:1', 'fourth:1', 'fifth:1']);
 my $node = SspTest::new_node('retention');
 $node->safe_psql('postgres', qq{
 	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$broker->{bootstrap}');
@@ -114,7 +114,7 @@ ok($node->poll_query_until('postgres', "SELECT n = $kept FROM total"),
 # message for the new view, then fails too; the loss is recorded once.
 sub behind_and_new
 {
-	my ($topic, $first) = @_;
+	my ($topic, $first, $down) = @_;
 	my ($stream, $behind, $new) = ("s_$topic", "behind_$topic", "new_$topic");
 
 	$node->safe_psql('postgres', qq{
@@ -134,12 +134,13 @@ sub behind_and_new
 
 	SspTest::ctl($broker, 'delay Fetch 1 15000');
 	my $reading = qq{SELECT count(*) = 1 FROM ssp.readers r JOIN ssp.views v ON v.worker_pid = r.pid
-		WHERE r.streams = ARRAY['$stream'::regclass]};
+		WHERE r.streams = ARRAY['$stream'::regclass] AND r.partitions = 1};
 	if ($first eq 'new')
 	{
 		$node->safe_psql('postgres',
 			"CREATE VIEW $new WITH (ssp.continuous) AS SELECT count(*) AS n FROM $stream");
 		ok($node->poll_query_until('postgres', $reading), "$topic: the new view's process reads the stream");
+		SspTest::ctl($broker, 'down all') if $down;
 		$node->safe_psql('postgres', "SELECT ssp.resume('$behind')");
 	}
 	else
@@ -153,6 +154,26 @@ sub behind_and_new
 			AND bool_and(attached) AND sum(processed) = 100
 		FROM ssp.views WHERE view IN ('$behind'::regclass, '$new'::regclass)}),
 		"$topic: the $first view's process took the other before it read a message");
+	if ($down)
+	{
+		# it cannot learn where the partition starts: both views wait for
+		# the broker, past ssp.broker_timeout, reading nothing, and fail not
+		my $pid = $node->safe_psql('postgres', "SELECT worker_pid FROM ssp.views WHERE view = '$new'::regclass");
+		my $state = qq{SELECT string_agg(status || ':' || CASE WHEN worker_pid = $pid THEN 'same' ELSE 'other' END
+				|| ':' || processed, ',' ORDER BY view::text)
+			FROM ssp.views WHERE view IN ('$behind'::regclass, '$new'::regclass)};
+		my $waiting = 'waiting for broker:same:100,waiting for broker:same:0';
+		ok($node->poll_query_until('postgres', $state, $waiting), "$topic: with the broker down, both wait for it");
+		my %seen;
+		for (1 .. 16)
+		{
+			$seen{ $node->safe_psql('postgres', $state) } = 1;
+			select(undef, undef, undef, 0.5);
+		}
+		is(join(' | ', sort keys %seen), $waiting,
+			"$topic: ... for 8 s, past ssp.broker_timeout, in one process, reading nothing, failing not");
+		SspTest::ctl($broker, 'up all');
+	}
 
 	SspTest::wait_views($node, 'postgres', $behind, $new);
 	my $kept = $node->safe_psql('postgres', "SELECT count(*) FROM $stream");
@@ -174,6 +195,10 @@ $node->safe_psql('postgres', "SELECT ssp.pause(v) FROM unnest(ARRAY['total', 'ah
 ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM ssp.readers'), 'the other views are paused');
 behind_and_new('third', 'new');
 behind_and_new('fourth', 'behind');
+# and the broker down when the view behind joins (ssp.broker_timeout 2 s)
+$node->append_conf('postgresql.conf', "ssp.broker_timeout = '2s'");
+$node->reload;
+behind_and_new('fifth', 'new', 1);
 
 $node->stop;
 done_testing();

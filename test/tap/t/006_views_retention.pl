@@ -12,7 +12,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use SspTest;
 
-my $broker = SspTest::start_broker(topics => ['small:1', 'shared:1', 'third:1', 'fourth:1', 'fifth:1']);
+my $broker = SspTest::start_broker(topics => ['small:1', 'shared:1', 'third:1', 'fourth:1', 'fifth:1', 'sixth:1', 'seventh:1']);
 my $node = SspTest::new_node('retention');
 $node->safe_psql('postgres', qq{
 	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$broker->{bootstrap}');
@@ -114,7 +114,7 @@ ok($node->poll_query_until('postgres', "SELECT n = $kept FROM total"),
 # message for the new view, then fails too; the loss is recorded once.
 sub behind_and_new
 {
-	my ($topic, $first, $down) = @_;
+	my ($topic, $first, $down) = @_;	# $down: wait, kill or drop, or none
 	my ($stream, $behind, $new) = ("s_$topic", "behind_$topic", "new_$topic");
 
 	$node->safe_psql('postgres', qq{
@@ -172,7 +172,42 @@ sub behind_and_new
 		}
 		is(join(' | ', sort keys %seen), $waiting,
 			"$topic: ... for 8 s, past ssp.broker_timeout, in one process, reading nothing, failing not");
+		if ($down eq 'kill')
+		{
+			# the process terminated while it waits: a new one starts with
+			# one of the views and waits for the broker too (the scheduler
+			# holds the other until a process reads the stream); whichever
+			# view it starts with, the loss is recorded once
+			$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+			ok($node->poll_query_until('postgres', qq{SELECT count(*) = 2 AND count(worker_pid) >= 1
+					AND bool_and(worker_pid IS DISTINCT FROM $pid)
+					AND bool_and(status = 'waiting for broker') AND sum(processed) = 100
+				FROM ssp.views WHERE view IN ('$behind'::regclass, '$new'::regclass)}),
+				"$topic: terminated while it waits, a new process waits for the broker in its place");
+		}
+		elsif ($down eq 'drop')
+		{
+			# the view behind dropped while it waits: DROP VIEW does not wait
+			# for the broker, and the new view goes on alone, with no loss
+			$node->safe_psql('postgres', "SET statement_timeout = '5s'; DROP VIEW $behind");
+			pass("$topic: DROP VIEW $behind returned while its process waits for the broker");
+		}
 		SspTest::ctl($broker, 'up all');
+	}
+	if ($down && $down eq 'drop')
+	{
+		SspTest::wait_views($node, 'postgres', $new);
+		my $kept = $node->safe_psql('postgres', "SELECT count(*) FROM $stream");
+		is($node->safe_psql('postgres', "SELECT n FROM $new"), $kept,
+			"$topic: $new counts the messages still there");
+		is($node->safe_psql('postgres', qq{SELECT count(*) FROM ssp.dead_letters d
+				WHERE d.view = '$new'::regclass OR NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = d.view)}), '0',
+			"$topic: no dead letter for $new, nor one left of $behind");
+		is($node->safe_psql('postgres', qq{SELECT processed, dead_letters, attached FROM ssp.views WHERE view = '$new'::regclass}),
+			"$kept|0|f", "$topic: $new read each message once, alone (attached to no other view)");
+		$node->safe_psql('postgres', "DROP VIEW $new");
+		ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM ssp.readers'), "$topic: no reader left");
+		return;
 	}
 
 	SspTest::wait_views($node, 'postgres', $behind, $new);
@@ -198,7 +233,9 @@ behind_and_new('fourth', 'behind');
 # and the broker down when the view behind joins (ssp.broker_timeout 2 s)
 $node->append_conf('postgresql.conf', "ssp.broker_timeout = '2s'");
 $node->reload;
-behind_and_new('fifth', 'new', 1);
+behind_and_new('fifth', 'new', 'wait');
+behind_and_new('sixth', 'new', 'kill');
+behind_and_new('seventh', 'new', 'drop');
 
 $node->stop;
 done_testing();

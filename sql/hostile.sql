@@ -94,6 +94,38 @@ DROP FOREIGN TABLE hidden_names;
 -- a topic name that Kafka cannot have is refused with the stream
 CREATE FOREIGN TABLE bad_topic (x int) SERVER kafka OPTIONS (topic 'x''; DROP TABLE victim; --');
 SELECT * FROM victim;
+-- a view's owner may write its rows in ssp.offsets and
+-- ssp.continuous_views (a restore does): what CREATE VIEW would refuse
+-- there fails the view, saying what is wrong, not its process (a
+-- partition of -2147483648 wrote 16 GB before an array) nor the scheduler
+-- (which listed 2147483647 parallel parts); a row of a table starts none
+\set topic hostile_cat_ :run
+CREATE FOREIGN TABLE cat_s (x int) SERVER kafka OPTIONS (topic :'topic');
+INSERT INTO cat_s VALUES (1);
+CREATE VIEW cat_off WITH (ssp.continuous) AS SELECT count(*) FROM cat_s;
+CREATE VIEW cat_par WITH (ssp.continuous) AS SELECT count(*) FROM cat_s;
+SELECT ssp.wait('cat_off'), ssp.wait('cat_par');
+SELECT ssp.pause('cat_off');
+INSERT INTO ssp.offsets (view, topic, partition, next_offset) VALUES ('cat_off', :'topic', -2147483648, 0);
+SELECT ssp.resume('cat_off');
+UPDATE ssp.continuous_views SET parallelism = 2147483647 WHERE view = 'cat_par'::regclass;
+CREATE TABLE cat_t ();
+INSERT INTO ssp.continuous_views (view, mrel, streams, topics, apply_sql, start, commit_interval_ms,
+    batch_size, on_error, names, options, parallelism)
+  VALUES ('cat_t', 'cat_t', '{}', '{}', '', 'earliest', 1000, 1, 'skip', '{}', '{}', 16);
+DO $$
+BEGIN
+  FOR i IN 1..300 LOOP
+    EXIT WHEN (SELECT count(*) FROM ssp.views WHERE status = 'failed'
+               AND view IN ('cat_off'::regclass, 'cat_par'::regclass)) = 2;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END $$;
+SELECT view, status, last_error FROM ssp.views
+  WHERE view IN ('cat_off'::regclass, 'cat_par'::regclass, 'cat_t'::regclass) ORDER BY view::text;
+DELETE FROM ssp.continuous_views WHERE view = 'cat_t'::regclass;
+DROP VIEW cat_off, cat_par;
+DROP TABLE cat_t;
 DROP VIEW "v""; DROP TABLE victim; --";
 DROP TABLE victim;
 DROP SERVER kafka CASCADE;

@@ -172,6 +172,35 @@ ssp_check_extension_version(void)
 }
 
 /*
+ * check_row: a view's owner may write its catalog row (a restore does), so
+ * the numbers the worker sizes its arrays and loops by are checked against
+ * what CREATE VIEW accepts: a row outside them fails the view, with a
+ * message, rather than the process.
+ */
+static void
+check_row(SspView *v)
+{
+	const char *what = NULL;
+	int64		value = 0;
+
+	/* parallelism 0: a view over shards, which no worker runs */
+	if (v->parallelism < 0 || v->parallelism > SSP_MAX_PARALLELISM)
+		what = "parallelism", value = v->parallelism;
+	else if (v->parallelism > 0 && (v->nsources < 1 || v->nsources > SSP_MAX_STREAMS))
+		what = "streams", value = v->nsources;
+	else if (v->batch_size < 1 || v->batch_size > SSP_MAX_BATCH_SIZE)
+		what = "batch_size", value = v->batch_size;
+	else if (v->commit_interval_ms < 1 || v->commit_interval_ms > SSP_MAX_COMMIT_INTERVAL_MS)
+		what = "commit_interval_ms", value = v->commit_interval_ms;
+	if (what)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("continuous view \"%s\" has an invalid row in ssp.continuous_views", v->name),
+				 errdetail("Its %s is %lld, which CREATE VIEW does not accept.", what, (long long) value),
+				 errhint("Restore the row as it was, or drop the view and create it again.")));
+}
+
+/*
  * ssp_view_load: the catalog row of a continuous view, allocated in the
  * caller's memory context; NULL if there is none and missing_ok.
  */
@@ -300,6 +329,7 @@ ssp_view_load(Oid view, bool missing_ok)
 			}
 		}
 		MemoryContextSwitchTo(old);
+		check_row(v);
 	}
 	SPI_finish();
 	if (v == NULL && !missing_ok)

@@ -198,11 +198,11 @@ ssp_parse_view_options(List *options)
 		{
 			int64		v = int_option(def);
 
-			if (v < 1 || v > 10000000)
+			if (v < 1 || v > SSP_MAX_BATCH_SIZE)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("ssp.batch_size must be between 1 and 10000000, not %lld",
-								(long long) v)));
+						 errmsg("ssp.batch_size must be between 1 and %d, not %lld",
+								SSP_MAX_BATCH_SIZE, (long long) v)));
 			opts.batch_size = (int) v;
 		}
 		else if (strcmp(n, "on_error") == 0)

@@ -14,6 +14,10 @@
 
 #define SSP_DEFAULT_COMMIT_INTERVAL_MS 100
 #define SSP_DEFAULT_BATCH_SIZE 200000
+#define SSP_MAX_BATCH_SIZE 10000000
+#define SSP_MAX_COMMIT_INTERVAL_MS 3600000
+/* partitions a topic of a view may have (Kafka has no limit of its own) */
+#define SSP_MAX_PARTITIONS 1000000
 
 /* streams one continuous view joins at most */
 #define SSP_MAX_STREAMS 3

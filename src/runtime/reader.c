@@ -287,6 +287,15 @@ load_served(SspServed *s, Oid viewoid, int part, SspReaderKey *key)
 			continue;			/* a topic the view no longer reads */
 		so->partition = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
 		so->next = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		/* written by the view's owner, maybe: it sizes and indexes arrays */
+		if (so->partition < 0 || so->partition >= SSP_MAX_PARTITIONS || so->next < -1)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("continuous view \"%s\" has an invalid row in ssp.offsets", s->view->name),
+					 errdetail("Partition %d of topic \"%s\" is at offset %lld.",
+							   so->partition, topic, (long long) so->next),
+					 errhint("Partitions are numbered from 0 (up to %d here), and offsets from 0 (-1: nothing read yet).",
+							 SSP_MAX_PARTITIONS - 1)));
 		d = SPI_getbinval(tup, desc, 4, &isnull);
 		so->maxev = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
 		d = SPI_getbinval(tup, desc, 5, &isnull);

@@ -767,9 +767,18 @@ read_views(List **views)
 		why = version_waits(version);
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "ssp: SPI_connect failed");
+		/*
+		 * a row's owner may have written it (a restore does): only rows of
+		 * views, and at most as many workers as CREATE VIEW allows, whose
+		 * view then fails saying what is wrong (ssp_view_load), rather than
+		 * a series of billions here; none for parallelism 0, a view over
+		 * shards
+		 */
 		if (SPI_execute("SELECT c.view::oid, r.relowner, c.paused, c.generation, part "
-						"FROM ssp.continuous_views c JOIN pg_catalog.pg_class r ON r.oid = c.view, "
-						"pg_catalog.generate_series(0, c.parallelism - 1) part",
+						"FROM ssp.continuous_views c JOIN pg_catalog.pg_class r ON r.oid = c.view "
+						"AND r.relkind = 'v', "
+						"pg_catalog.generate_series(0, LEAST(c.parallelism, "
+						CppAsString2(SSP_MAX_PARALLELISM) ") - 1) part",
 						true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "ssp: could not read ssp.continuous_views");
 		for (i = 0; i < SPI_processed; i++)

@@ -84,6 +84,19 @@ FROM rt_meta;
 (SELECT id, region, ts, note FROM src EXCEPT ALL SELECT id, region, ts, note FROM rt_meta)
 UNION ALL
 (SELECT id, region, ts, note FROM rt_meta EXCEPT ALL SELECT id, region, ts, note FROM src);
+-- a message timestamp Kafka cannot carry is refused (librdkafka sent 0 as
+-- the time of sending, a reader took a negative one for none), and
+-- infinity did not fit; an event time that cannot be one leaves the
+-- message the time of sending, the event time in its value
+INSERT INTO rt_meta (id, ts, kts) VALUES (-1, now(), '1970-01-01 00:00:00+00');
+INSERT INTO rt_meta (id, ts, kts) VALUES (-1, now(), '1969-12-31 23:00:00+00');
+INSERT INTO rt_meta (id, ts, kts) VALUES (-1, now(), 'infinity');
+INSERT INTO rt_meta (id, ts, kts) VALUES (-1, now(), '-infinity');
+INSERT INTO rt_meta (id, ts, kts) VALUES (-1, now(), '1970-01-01 00:00:00.001+00');
+INSERT INTO rt_meta (id, ts) VALUES (-2, '1960-06-01 00:00:00+00'), (-3, 'infinity');
+SELECT id, kts = '1970-01-01 00:00:00.001+00' AS as_given, kts > now() - interval '1 hour' AS sent_now,
+       CASE WHEN id < -1 THEN ts END AS ts
+FROM rt_meta WHERE id < 0 ORDER BY id;
 -- the same topic seen with the key as one column, and the value alone
 CREATE FOREIGN TABLE rt_meta_raw (k text OPTIONS (meta 'key'), v jsonb)
   SERVER kafka OPTIONS (topic :'topic', format 'text');

@@ -313,8 +313,14 @@ ssp_timestamptz_to_ms(Datum ts)
 {
 	int64		epoch_us = (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
 		SECS_PER_DAY * USECS_PER_SEC;
+	TimestampTz t = DatumGetTimestampTz(ts);
 
-	return (DatumGetTimestampTz(ts) + epoch_us) / 1000;
+	/* the infinities as far as milliseconds go, without overflow */
+	if (TIMESTAMP_IS_NOBEGIN(t))
+		return PG_INT64_MIN / 1000;
+	if (TIMESTAMP_IS_NOEND(t))
+		return PG_INT64_MAX / 1000;
+	return (t + epoch_us) / 1000;
 }
 
 /*

@@ -346,6 +346,25 @@ framed_writer(SspStream *stream, SspSource source, StringInfo buf)
 	}
 }
 
+/*
+ * kafka_timestamp: a timestamp as a Kafka message's, in *ms: milliseconds
+ * since 1970, at least 1 (librdkafka takes 0 for "now", and a reader takes
+ * a negative one for none); false, *ms untouched, where it cannot be one.
+ */
+static bool
+kafka_timestamp(Datum ts, int64 *ms)
+{
+	int64		v;
+
+	if (TIMESTAMP_NOT_FINITE(DatumGetTimestampTz(ts)))
+		return false;
+	v = ssp_timestamptz_to_ms(ts);
+	if (v < 1)
+		return false;
+	*ms = v;
+	return true;
+}
+
 static void
 encode_value(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
 {
@@ -502,8 +521,9 @@ ssp_encode_row(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out
 	out->timestamp_ms = 0;
 	out->headers = NIL;
 
+	/* the event time, where it can be the Kafka timestamp (else: now) */
 	if (stream->timestamp_attnum > 0 && !nulls[stream->timestamp_attnum - 1])
-		out->timestamp_ms = ssp_timestamptz_to_ms(values[stream->timestamp_attnum - 1]);
+		(void) kafka_timestamp(values[stream->timestamp_attnum - 1], &out->timestamp_ms);
 
 	for (i = 0; i < stream->ncolumns; i++)
 	{
@@ -528,7 +548,13 @@ ssp_encode_row(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out
 				break;
 			case SSP_SRC_TIMESTAMP:
 				/* timestamp and timestamptz share a representation */
-				out->timestamp_ms = ssp_timestamptz_to_ms(values[a]);
+				if (!kafka_timestamp(values[a], &out->timestamp_ms))
+					ereport(ERROR,
+							(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+							 errmsg("column \"%s\" of stream \"%s\" cannot give a message the timestamp %s",
+									col->name, stream->relname,
+									timestamptz_to_str(DatumGetTimestampTz(values[a]))),
+							 errdetail("A Kafka timestamp counts the milliseconds after 1970-01-01 00:00:00 UTC.")));
 				break;
 			case SSP_SRC_RAWKEY:
 				raw_bytes(&out->key, col, values[a]);

@@ -138,6 +138,8 @@ lookup_named(SchemaParse *ps, const char *name, const char *ns)
 	ListCell   *lc;
 	char	   *qualified = strchr(name, '.') || ns == NULL || !ns[0] ? NULL : psprintf("%s.%s", ns, name);
 
+	/* a schema of many named types takes long (the list is searched): let it be cancelled */
+	CHECK_FOR_INTERRUPTS();
 	foreach(lc, ps->named)
 	{
 		SspAvroType *t = lfirst(lc);
@@ -246,6 +248,7 @@ parse_record(SchemaParse *ps, JsonbContainer *obj, const char *ns, const char *w
 		t->names[i] = key_string(f->val.binary.data, "name", "a field");
 		if (t->names[i] == NULL)
 			schema_error("field %d of record \"%s\" has no \"name\"", i + 1, t->name);
+		CHECK_FOR_INTERRUPTS();
 		for (j = 0; j < i; j++)
 			if (strcmp(t->names[j], t->names[i]) == 0)
 				schema_error("record \"%s\" has two fields \"%s\"", t->name, t->names[i]);

@@ -119,6 +119,8 @@ typedef struct SspStream
 	List	   *pb_plans;		/* decode.c: SspPbPlan per message type and source */
 	StringInfo	pb_json[2];		/* decode.c: a Protobuf value [0] or key [1] as JSON */
 	struct SspSchema *last_schema[2];	/* decode.c: the last value's and key's schema */
+	char	   *signature;		/* reader.c: its definition when a view's
+								 * process opened it (ssp_stream_signature) */
 } SspStream;
 
 /* A message as decode.c sees it; kafka.c fills it. */

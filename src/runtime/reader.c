@@ -64,6 +64,8 @@ ssp_error_text(ErrorData *edata)
 	return edata->detail ? psprintf("%s: %s", edata->message, edata->detail) : edata->message;
 }
 
+static void set_lock_timeout(SspWorker *w);
+
 /* open_view_stream: a stream of the view, decoding what the view reads. */
 static SspStream *
 open_view_stream(SspView *view, int i)
@@ -84,6 +86,8 @@ open_view_stream(SspView *view, int i)
 				 errmsg("continuous view \"%s\" reads topic \"%s\", but its stream \"%s\" now names topic \"%s\"",
 						view->name, view->topics[i], get_rel_name(view->streams[i]), stream->topic),
 				 errhint("Set the stream's topic back, or drop the view and create it again.")));
+	/* in the transaction that opened it: ssp_reader_union_streams compares it */
+	stream->signature = ssp_stream_signature(stream->relid);
 	if (view->some_columns)
 	{
 		int			c;
@@ -363,12 +367,14 @@ ssp_reader_union_streams(SspWorker *w)
 	MemoryContext old;
 	ListCell   *lc;
 	bool		stale = false;
+	char	   *altered = NULL;
 	int			i;
 
 	if (w->streams_cxt)
 		MemoryContextDelete(w->streams_cxt);
 	w->streams_cxt = AllocSetContextCreate(TopMemoryContext, "ssp reader streams",
 										   ALLOCSET_DEFAULT_SIZES);
+	ssp_reader_stream_locks(w, true);
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	old = MemoryContextSwitchTo(w->streams_cxt);
@@ -388,6 +394,16 @@ ssp_reader_union_streams(SspWorker *w)
 		{
 			SspStream  *vs = ((SspServed *) lfirst(lc))->src.streams[i];
 
+			/*
+			 * A view decodes for itself as its stream was when it was
+			 * loaded (behind the reader, a batch split after a bad
+			 * message): an ALTER since, which this transaction takes in
+			 * before config_changed could see it, restarts the process
+			 * here instead, or that view would read what INSERT now
+			 * writes elsewhere as nulls.
+			 */
+			if (vs->signature && strcmp(vs->signature, w->definition[i]) != 0)
+				altered = stream->relname;
 			if (vs->needed == NULL)
 				all = true;
 			else
@@ -414,11 +430,19 @@ ssp_reader_union_streams(SspWorker *w)
 	}
 	MemoryContextSwitchTo(old);
 	CommitTransactionCommand();
+	ssp_reader_stream_locks(w, false);
 	if (stale)
 	{
 		ereport(LOG,
 				(errmsg("ssp: the Kafka properties of the streams of continuous view \"%s\" changed while its worker started; its worker starts again",
 						((SspServed *) linitial(w->served))->view->name)));
+		proc_exit(0);
+	}
+	if (altered)
+	{
+		ereport(LOG,
+				(errmsg("ssp: stream \"%s\" of continuous view \"%s\" was altered; its worker starts again",
+						altered, ((SspServed *) linitial(w->served))->view->name)));
 		proc_exit(0);
 	}
 }
@@ -587,6 +611,23 @@ ssp_reader_requests_waiting(SspWorker *w)
 	}
 	LWLockRelease(ssp_shared->lock);
 	return found;
+}
+
+/*
+ * ssp_reader_stream_locks: with waiting, until called again without, the
+ * process waits for a lock as long as it takes: while it opens its streams,
+ * whose locks are every view's of the process alike (an ALTER FOREIGN TABLE
+ * in progress); giving up on one after ssp.attached_lock_timeout, which is
+ * for a view's own table, failed them all.  (Not SET LOCAL: a value set
+ * from PGC_S_OVERRIDE replaces the one a transaction's end restores.)
+ */
+void
+ssp_reader_stream_locks(SspWorker *w, bool waiting)
+{
+	if (waiting)
+		SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	else
+		set_lock_timeout(w);
 }
 
 /*

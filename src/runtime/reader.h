@@ -105,6 +105,7 @@ extern bool ssp_served_record_lost(SspWorker *w, SspServed *s, int source,
 								   int32 partition, int64 stored, int64 from, int64 to);
 extern bool ssp_worker_reads(SspWorker *w, int slot);
 extern void ssp_reader_union_streams(SspWorker *w);
+extern void ssp_reader_stream_locks(SspWorker *w, bool waiting);
 extern void ssp_reader_report(SspWorker *w, int64 lag);
 extern bool ssp_reader_requests_waiting(SspWorker *w);
 extern void ssp_reader_answer_requests(SspWorker *w);

@@ -200,6 +200,7 @@ config_changed(SspWorker *w, bool take_in)
 	if (config_changes == seen || w->served == NIL)
 		return false;
 	seen = config_changes;
+	ssp_reader_stream_locks(w, true);
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	for (i = 0; i < w->src.n && !changed; i++)
@@ -226,6 +227,7 @@ config_changed(SspWorker *w, bool take_in)
 							((SspServed *) linitial(w->served))->view->name)));
 		}
 	CommitTransactionCommand();
+	ssp_reader_stream_locks(w, false);
 	return changed;
 }
 

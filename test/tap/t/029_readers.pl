@@ -6,9 +6,10 @@
 # query; a view created, paused, reset (shown starting at once) and
 # dropped while the others run, a parallel view reset;
 # a view whose table stays locked leaves the reader while the others keep
-# up; a view created while orders flow joins the reader; views created
-# behind the reader catch up in one reader of their own, which hands them
-# to it; every view of a reader dropped with a change of their server.
+# up, and none fails while the stream is locked; a view created while
+# orders flow joins the reader; views created behind the reader catch up
+# in one reader of their own, which hands them to it; every view of a
+# reader dropped with a change of their server.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -269,6 +270,27 @@ $locker->quit;
 produce(1000);
 attached('the lock released', @shared);
 check_all('after the lock');
+$faults++;
+
+# the stream itself locked (an ALTER FOREIGN TABLE not committed yet) past
+# ssp.attached_lock_timeout while a view leaves the reader: the reader
+# waits for the lock, as each of its views must, and none fails (they all
+# failed, and each started again alone after a backoff)
+my $reader = reader_pid();
+my $slocker = $node->background_psql('postgres');
+$slocker->query_safe("BEGIN; ALTER FOREIGN TABLE orders ALTER COLUMN amount OPTIONS (ADD field 'amount')");
+$node->safe_psql('postgres', "SELECT ssp.pause('spread')");
+sleep(3);
+is(reader_pid() . '|' . $node->safe_psql('postgres', q{SELECT string_agg(view::text, ',') FROM ssp.views
+		WHERE status = 'failed' OR last_error LIKE '%lock timeout%'}), "$reader|",
+	'with the stream locked past ssp.attached_lock_timeout as a view leaves, no view fails, nor the reader');
+$slocker->query_safe('ROLLBACK');
+$slocker->quit;
+$node->safe_psql('postgres', "SELECT ssp.resume('spread')");
+produce(1000);
+attached('the stream unlocked', @shared);
+is(reader_pid(), $reader, 'the same process reads the stream');
+check_all('after the stream was locked');
 $faults++;
 
 # a view created while orders flow joins the reader

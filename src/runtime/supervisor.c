@@ -709,6 +709,58 @@ swap_replacements(void)
 }
 
 /*
+ * try_repair: a view over shards made whole again, in a subtransaction: a
+ * catalog row its owner wrote wrong (ssp_view_load refuses it) is said
+ * once, as a WARNING, rather than end the scheduler at each round, which
+ * then started no worker in the database.
+ */
+static void
+try_repair(Oid view)
+{
+	static List *warned = NIL;
+	MemoryContext old = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(old);
+	PG_TRY();
+	{
+		SspView    *v;
+
+		/* the view before its catalog row, as DROP VIEW takes them */
+		LockRelationOid(view, AccessShareLock);
+		v = ssp_view_load(view, true);
+		if (v)
+			ssp_view_repair_dependencies(v);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(old);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		if (!list_member_oid(warned, view))
+		{
+			MemoryContext top = MemoryContextSwitchTo(TopMemoryContext);
+
+			warned = lappend_oid(warned, view);
+			MemoryContextSwitchTo(top);
+			ereport(WARNING,
+					(errmsg("ssp: continuous view %u over shards could not be repaired: %s",
+							view, edata->message),
+					 edata->detail ? errdetail("%s", edata->detail) : 0));
+		}
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	CurrentResourceOwner = owner;
+}
+
+/*
  * repair_views_over_shards: a view over shards (ssp.shards) has no worker
  * to make its tables part of it again after pg_dump and restore or
  * pg_upgrade, as a worker does for its view when it loads it: the
@@ -721,7 +773,9 @@ repair_views_over_shards(void)
 	ListCell   *lc;
 	uint64		i;
 
-	if (SPI_execute("SELECT c.view::oid FROM ssp.continuous_views c WHERE c.parallelism = 0 AND NOT EXISTS ("
+	if (SPI_execute("SELECT c.view::oid FROM ssp.continuous_views c "
+					"JOIN pg_catalog.pg_class r ON r.oid = c.view AND r.relkind = 'v' "
+					"WHERE c.parallelism = 0 AND NOT EXISTS ("
 					"SELECT FROM pg_catalog.pg_depend d WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
 					"AND d.objid = c.mrel AND d.refobjid = c.view AND d.deptype = 'i')", true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
@@ -733,15 +787,7 @@ repair_views_over_shards(void)
 																  SPI_tuptable->tupdesc, 1, &isnull)));
 	}
 	foreach(lc, views)
-	{
-		SspView    *v;
-
-		/* the view before its catalog row, as DROP VIEW takes them */
-		LockRelationOid(lfirst_oid(lc), AccessShareLock);
-		v = ssp_view_load(lfirst_oid(lc), true);
-		if (v)
-			ssp_view_repair_dependencies(v);
-	}
+		try_repair(lfirst_oid(lc));
 }
 
 /* read_views: update the scheduler's list from the catalog; false if ssp is gone. */

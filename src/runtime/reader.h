@@ -58,7 +58,8 @@ typedef struct SspWorker
 	SspDecoded *decoded;		/* msgs[0, decoded->n) decoded for every view */
 	MemoryContext batch_cxt;	/* decoded's, reset after each batch */
 	int			fetched;		/* msgs[0, fetched): their schemas fetched */
-	int			schema_retries;	/* the batch's: unknown schema ids asked again */
+	int			schema_retries;	/* unknown schema ids asked again since: */
+	TimestampTz schema_retry_since;
 	int64	   *upto;			/* per slot: past the batch's messages, while collected */
 	bool		catching_up;	/* the last batch left many messages waiting */
 	SspMessage *vmsgs;			/* the messages of a view not at the reader's offsets */

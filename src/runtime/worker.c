@@ -325,14 +325,31 @@ partition_count(SspWorker *w, int i)
 /*
  * fetch_schema: the schema a framed value or key names, into this process's
  * cache (registry.c), in a transaction of its own; an id the registry does
- * not know, once it said so three times, a second apart, as long as the
- * batch has asked again fewer than twice, else at once: a batch of
- * messages naming many unknown ids, which anyone who may write the topic
- * can send, held every view of the process up two seconds for each.  While the registry
+ * not know, once it said so three times, a second apart, where
+ * may_ask_again lets it, else once.  While the registry
  * cannot give it, every view of the process waits, with status "waiting for
  * schema registry" and the registry's error, and tries again each second;
  * a change of the server's options meanwhile starts a fresh worker.
  */
+/*
+ * may_ask_again: may the process wait a second to ask the registry again
+ * for an id it said it does not know?  Twice in any 10 s: messages naming
+ * unknown ids, which anyone who may write the topic can send, held every
+ * view of the process up two seconds for each.
+ */
+static bool
+may_ask_again(SspWorker *w)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (TimestampDifferenceExceeds(w->schema_retry_since, now, 10000))
+	{
+		w->schema_retry_since = now;
+		w->schema_retries = 0;
+	}
+	return w->schema_retries++ < 2;
+}
+
 static void
 fetch_schema(SspWorker *w, SspRegistry *reg, const char *data, size_t len)
 {
@@ -358,7 +375,7 @@ fetch_schema(SspWorker *w, SspRegistry *reg, const char *data, size_t len)
 			 * its messages go to the dead letters.
 			 */
 			if (schema->missing && schema->text == NULL && ++unknown < 3 &&
-				w->schema_retries++ < 2)
+				may_ask_again(w))
 			{
 				ssp_registry_forget(reg, id);
 				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -671,7 +688,6 @@ forget_decoded(SspWorker *w)
 	ssp_decoded_free(w->decoded);
 	w->decoded = NULL;
 	w->fetched = 0;
-	w->schema_retries = 0;
 	MemoryContextReset(w->batch_cxt);
 }
 

@@ -323,15 +323,6 @@ partition_count(SspWorker *w, int i)
 }
 
 /*
- * fetch_schema: the schema a framed value or key names, into this process's
- * cache (registry.c), in a transaction of its own; an id the registry does
- * not know, once it said so three times, a second apart, where
- * may_ask_again lets it, else once.  While the registry
- * cannot give it, every view of the process waits, with status "waiting for
- * schema registry" and the registry's error, and tries again each second;
- * a change of the server's options meanwhile starts a fresh worker.
- */
-/*
  * may_ask_again: may the process wait a second to ask the registry again
  * for an id it said it does not know?  Twice in any 10 s: messages naming
  * unknown ids, which anyone who may write the topic can send, held every
@@ -350,6 +341,15 @@ may_ask_again(SspWorker *w)
 	return w->schema_retries++ < 2;
 }
 
+/*
+ * fetch_schema: the schema a framed value or key names, into this process's
+ * cache (registry.c), in a transaction of its own; an id the registry does
+ * not know, once it said so three times, a second apart, where
+ * may_ask_again lets it, else once.  While the registry
+ * cannot give it, every view of the process waits, with status "waiting for
+ * schema registry" and the registry's error, and tries again each second;
+ * a change of the server's options meanwhile starts a fresh worker.
+ */
 static void
 fetch_schema(SspWorker *w, SspRegistry *reg, const char *data, size_t len)
 {

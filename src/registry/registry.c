@@ -7,8 +7,8 @@
  * Messages in Confluent's wire format start with a magic byte 0 and the
  * big-endian id of their writer's schema; GET /schemas/ids/{id} gives the
  * schema.  An id never changes meaning, so each process keeps every schema
- * it fetched (and every id the registry said it does not know) for its
- * life, keyed by the registry's settings.
+ * it fetched for its life, keyed by the registry's settings, and up to
+ * MAX_MISSING ids the registry said it does not know, each for ten seconds.
  *
  * What the registry answers decides what becomes of a message:
  *	- the schema: the message is decoded with it;
@@ -73,8 +73,16 @@ typedef struct CacheEntry
  */
 #define MISSING_TTL_MS 10000
 
+/*
+ * The most ids the registry did not know that a process remembers: anyone
+ * who may write a topic can name a new id in each message.  Past it, they
+ * are all forgotten, and asked again if named again.
+ */
+#define MAX_MISSING 256
+
 static HTAB *cache = NULL;
 static MemoryContext cache_cxt = NULL;
+static int	nmissing = 0;		/* entries of cache for unknown ids */
 
 /* An answer, in malloc'd memory: curl's callbacks must not ereport. */
 typedef struct Answer
@@ -635,6 +643,54 @@ fetch(SspRegistry *reg, int32 id)
 	return s;
 }
 
+/* unknown: is s the answer for an id the registry did not know? */
+static bool
+unknown(SspSchema *s)
+{
+	return s->missing != NULL && s->text == NULL;
+}
+
+/*
+ * drop_entry: remove key's entry from the cache, freeing the answer of an
+ * unknown id.  Only a schema the registry gave is pointed to from outside
+ * the cache (decode.c's last_schema, its compiled form); the answer for an
+ * unknown id is read only by the caller that fetched it, at once.
+ */
+static void
+drop_entry(CacheKey *key)
+{
+	CacheEntry *e = hash_search(cache, key, HASH_FIND, NULL);
+
+	if (e == NULL)
+		return;
+	if (unknown(e->schema))
+	{
+		pfree(e->schema->missing);
+		pfree(e->schema);
+		nmissing--;
+	}
+	(void) hash_search(cache, key, HASH_REMOVE, NULL);
+}
+
+/* forget_unknown: drop every unknown id from the cache. */
+static void
+forget_unknown(void)
+{
+	HASH_SEQ_STATUS seq;
+	CacheEntry *e;
+	List	   *keys = NIL;
+	ListCell   *lc;
+
+	hash_seq_init(&seq, cache);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		if (unknown(e->schema))
+			keys = lappend(keys, &e->key);
+	/* removal keeps an entry's memory: its key stays readable */
+	foreach(lc, keys)
+		drop_entry(lfirst(lc));
+	list_free(keys);
+}
+
 /* ssp_registry_cached: the schema of id if this process has it, else NULL. */
 SspSchema *
 ssp_registry_cached(SspRegistry *reg, int32 id)
@@ -647,7 +703,7 @@ ssp_registry_cached(SspRegistry *reg, int32 id)
 	key.hash = reg->hash;
 	key.id = id;
 	e = hash_search(cache, &key, HASH_FIND, NULL);
-	if (e && e->schema->missing && e->schema->text == NULL &&
+	if (e && unknown(e->schema) &&
 		TimestampDifferenceExceeds(e->missing_at, GetCurrentTimestamp(), MISSING_TTL_MS))
 		return NULL;			/* ask again */
 	return e ? e->schema : NULL;
@@ -663,7 +719,7 @@ ssp_registry_forget(SspRegistry *reg, int32 id)
 	memset(&key, 0, sizeof(key));
 	key.hash = reg->hash;
 	key.id = id;
-	(void) hash_search(cache, &key, HASH_REMOVE, NULL);
+	drop_entry(&key);
 }
 
 /*
@@ -684,9 +740,14 @@ ssp_registry_schema(SspRegistry *reg, int32 id)
 	memset(&key, 0, sizeof(key));
 	key.hash = reg->hash;
 	key.id = id;
+	drop_entry(&key);			/* an unknown id's answer, asked again */
+	if (unknown(s) && nmissing >= MAX_MISSING)
+		forget_unknown();
 	e = hash_search(cache, &key, HASH_ENTER, NULL);
 	e->schema = s;
 	e->missing_at = GetCurrentTimestamp();
+	if (unknown(s))
+		nmissing++;
 	return s;
 }
 

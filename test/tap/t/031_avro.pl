@@ -224,6 +224,31 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM ssp.dead_letters
 my $asked = $gets->() - $gets_before;
 ok($asked >= 20 && $asked < 30, "the registry was asked for each once, and again twice in 10 s ($asked; three times each: 60)");
 
+# 4,000 more, each naming an id of its own: the process remembers at most
+# 256 unknown ids (it kept each, 200 bytes, for its life: anyone who may
+# write the topic could fill its memory)
+my $pid = $node->safe_psql('postgres', q{SELECT worker_pid FROM ssp.views WHERE view = 'by_region'::regclass});
+$node->safe_psql('postgres', q{
+	INSERT INTO evolve_raw SELECT decode('00' || lpad(to_hex(200000 + g), 8, '0') || '02', 'hex'), 0
+	FROM generate_series(1, 4000) g;
+});
+SspTest::wait_views($node, 'postgres', 'by_region');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM ssp.dead_letters
+		WHERE view = 'by_region'::regclass AND error ~ 'has no schema 20'}), '4000',
+	'messages naming 4,000 unknown ids are dead letters');
+my $log_from = -s $node->logfile;
+$node->safe_psql('postgres', qq{SELECT pg_log_backend_memory_contexts($pid)});
+my %ctx;
+for (1 .. 300)
+{
+	%ctx = substr(slurp_file($node->logfile), $log_from) =~ /(ssp schema registry|ssp schemas): (\d+) total/g;
+	last if keys %ctx == 2;
+	select(undef, undef, undef, 0.1);
+}
+is(join(',', sort keys %ctx), 'ssp schema registry,ssp schemas', 'the worker logged its memory contexts');
+ok($ctx{'ssp schema registry'} + $ctx{'ssp schemas'} < 256 * 1024,
+	"the registry's cache stays small ($ctx{'ssp schema registry'} + $ctx{'ssp schemas'} bytes; 1.3 MB when it kept every id)");
+
 # a recursive schema, a value nested 600 deep
 my $node_schema = '{"type": "record", "name": "Node", "fields": [{"name": "next", "type": ["null", "Node"]}]}';
 my $nid = SspTest::register_schema($reg, 'nest-value', $node_schema);
@@ -276,16 +301,17 @@ SspTest::wait_views($node, 'postgres', 'by_region');
 is($node->safe_psql('postgres', q{SELECT n, ids, amount FROM by_region WHERE region = 'r5'}), '20|210|40',
 	'and counts every message once it is back');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM ssp.dead_letters WHERE view = 'by_region'::regclass}),
-	'26', 'the outages sent nothing to the dead letters');
+	'4026', 'the outages sent nothing to the dead letters');
 is($node->safe_psql('postgres', q{SELECT status FROM ssp.views WHERE view = 'by_region'::regclass}),
 	'running', 'and the view runs again');
-# every message of the topic: 9 of three versions, 7 and 20 raw, 50 during
-# the 503s, 20 while the registry was down; 26 raw ones dead letters by design
+# every message of the topic: 9 of three versions, 7, 20 and 4,000 raw, 50
+# during the 503s, 20 while the registry was down; 4,026 raw ones dead
+# letters by design
 my ($applied, $dead) = split /\|/, $node->safe_psql('postgres', q{
 	SELECT processed, dead_letters FROM ssp.views WHERE view = 'by_region'::regclass});
 is($node->safe_psql('postgres', 'SELECT sum(n) FROM by_region'), $applied, 'the view holds what it applied');
-SspTest::report(faults => 2, produced => 9 + 7 + 20 + 50 + 20, applied => $applied, dead_letters => $dead,
-	lost => 9 + 7 + 20 + 50 + 20 - $applied - $dead, twice => 0, broker => 'apache');
+SspTest::report(faults => 2, produced => 9 + 7 + 20 + 4000 + 50 + 20, applied => $applied, dead_letters => $dead,
+	lost => 9 + 7 + 20 + 4000 + 50 + 20 - $applied - $dead, twice => 0, broker => 'apache');
 
 # 5. A registry that wants a token ---------------------------------------------
 my $secure = SspTest::start_registry($k, token => 'sekret-token-42');

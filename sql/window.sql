@@ -29,6 +29,10 @@ SELECT count(*) FROM ssp.hop_windows(now(), '1 hour', '0 s');
 SELECT ssp.hop(now(), '1 hour', '10 minutes');
 SELECT ssp.tumble(now(), '1 month');
 SELECT ssp.tumble(now(), '-1 minute');
+-- a null time or size: no window (a null size crashed the server)
+SELECT ssp.tumble(NULL, '1 minute') IS NULL AS no_time, ssp.tumble(now(), NULL) IS NULL AS no_size,
+       ssp.tumble(now(), '1 minute', NULL) IS NOT NULL AS default_origin,
+       (SELECT count(*) FROM ssp.hop_windows(now(), '1 hour', NULL)) AS no_slide;
 
 \set topic win_ :run
 -- the steps below use two partitions: a topic of two (the test broker would

@@ -65,11 +65,16 @@ split_zone(char *origin)
 Datum
 ssp_tumble(PG_FUNCTION_ARGS)
 {
-	Datum		ts = PG_GETARG_DATUM(0);
-	Interval   *size = PG_GETARG_INTERVAL_P(1);
+	Datum		ts;
+	Interval   *size;
 	char	   *origin;
 	char	   *zone;
 
+	/* not STRICT, for the origin that defaults to NULL */
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	ts = PG_GETARG_DATUM(0);
+	size = PG_GETARG_INTERVAL_P(1);
 	if (size->month != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -200,6 +200,52 @@ INSERT INTO alice_stream VALUES (4);
 SELECT ssp.wait('alice_view', '90 s');
 SELECT n FROM alice_view;
 
+-- a view's owner may write its row in ssp.continuous_views, but what the
+-- row names as the view's parts is taken only where it is the owner's: a
+-- row naming another role's table neither hands that table over with the
+-- view (ALTER VIEW ... OWNER TO gave it away, unchecked), nor is run by a
+-- worker, nor made a part of the view (dropped with it) by the repair the
+-- scheduler runs for a row of parallelism 0
+CREATE TABLE precious (x int);
+INSERT INTO precious VALUES (42);
+GRANT ssp_carol TO ssp_alice;
+GRANT CREATE ON SCHEMA public TO ssp_carol;
+SET ROLE ssp_alice;
+CREATE VIEW forged AS SELECT 1 AS x;
+INSERT INTO ssp.continuous_views (view, mrel, streams, topics, apply_sql, start, commit_interval_ms,
+    batch_size, on_error, names, options, paused)
+  VALUES ('forged', 'precious', '{}', '{}', '', 'earliest', 1000, 1, 'skip', '{}', '{}', true);
+ALTER VIEW forged OWNER TO ssp_carol;
+CREATE VIEW forged_run AS SELECT 1 AS x;
+INSERT INTO ssp.continuous_views (view, mrel, streams, topics, apply_sql, start, commit_interval_ms,
+    batch_size, on_error, names, options)
+  SELECT 'forged_run', 'precious', streams, topics, 'SELECT 1', 'earliest', 1000, 1, 'skip', '{}', '{}'
+  FROM ssp.continuous_views WHERE view = 'alice_view'::regclass;
+CREATE VIEW forged_repair AS SELECT 1 AS x;
+INSERT INTO ssp.continuous_views (view, mrel, streams, topics, apply_sql, start, commit_interval_ms,
+    batch_size, on_error, names, options, parallelism)
+  VALUES ('forged_repair', 'precious', '{}', '{}', '', 'earliest', 1000, 1, 'skip', '{}', '{}', 0);
+RESET ROLE;
+SELECT relowner::regrole AS precious_owner FROM pg_class WHERE oid = 'precious'::regclass;
+SELECT wait_for_error('forged_run');
+DO $$
+BEGIN
+  FOR i IN 1..30 LOOP
+    EXIT WHEN EXISTS (SELECT FROM pg_depend WHERE objid = 'precious'::regclass AND deptype = 'i');
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END $$;
+SELECT count(*) AS precious_parts FROM pg_depend WHERE objid = 'precious'::regclass AND deptype = 'i';
+SET ROLE ssp_alice;
+DELETE FROM ssp.continuous_views WHERE view IN ('forged'::regclass, 'forged_run'::regclass, 'forged_repair'::regclass);
+DROP VIEW forged_run, forged_repair;
+RESET ROLE;
+DROP VIEW forged;
+SELECT * FROM precious;
+DROP TABLE precious;
+REVOKE ssp_carol FROM ssp_alice;
+REVOKE CREATE ON SCHEMA public FROM ssp_carol;
+
 DROP VIEW alice_view;
 DROP FOREIGN TABLE alice_stream, dave_stream;
 DROP SERVER alices CASCADE;

@@ -31,9 +31,10 @@ CREATE VIEW rows_total WITH (ssp.continuous, ssp.batch_size = 500) AS
 COMMIT;
 
 -- a trigger on a view's table whose transition table is named like the
--- batch: its statement reads its own rows, not the batch's
+-- batch: its statement reads its own rows, not the batch's.  (The view's
+-- worker runs with search_path pg_catalog: the function names its schema.)
 CREATE TABLE rows_seen (n bigint);
-CREATE FUNCTION rows_count_new() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION rows_count_new() RETURNS trigger LANGUAGE plpgsql SET search_path = public AS $$
 BEGIN
   INSERT INTO rows_seen SELECT count(*) FROM ssp_batch;
   RETURN NULL;

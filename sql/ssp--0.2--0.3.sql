@@ -152,3 +152,17 @@ AS 'MODULE_PATHNAME', 'ssp_handover' LANGUAGE C STRICT VOLATILE;
 
 CREATE FUNCTION reshard(view regclass, shard text, handovers jsonb) RETURNS void
 AS 'MODULE_PATHNAME', 'ssp_reshard' LANGUAGE C STRICT VOLATILE;
+
+-- SQL that ssp runs finds only pg_catalog's operators and functions, so
+-- that whoever may create objects in a schema on the search path cannot
+-- have one of theirs run instead, as the role that calls these functions
+-- (an exact "=" for oid and regclass would be taken over pg_catalog's).
+CREATE OR REPLACE FUNCTION owns(v regclass) RETURNS boolean LANGUAGE sql STABLE AS
+$$ SELECT pg_catalog.pg_has_role((SELECT c.relowner FROM pg_catalog.pg_class c
+                                  WHERE c.oid OPERATOR(pg_catalog.=) v::pg_catalog.oid), 'USAGE') $$;
+ALTER FUNCTION wait(regclass, interval) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION pause(regclass) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION resume(regclass) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION reset(regclass, text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION handover(regclass) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION reshard(regclass, text, jsonb) SET search_path = pg_catalog, pg_temp;

@@ -168,3 +168,20 @@ _PG_init(void)
 	if (!IsBinaryUpgrade)
 		ssp_supervisor_init();
 }
+
+/*
+ * ssp_pin_search_path: only pg_catalog on the search path until
+ * AtEOXact_GUC(true, the level returned), for SQL that ssp runs in a
+ * user's session over objects it already resolved: whoever may create
+ * objects in a schema on the user's path could otherwise have an exact
+ * "=" of theirs (for oid and regclass) run, as the user, in its place.
+ */
+int
+ssp_pin_search_path(void)
+{
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return level;
+}

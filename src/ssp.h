@@ -159,6 +159,9 @@ typedef struct SspHeader
 /* state_check.c */
 extern void ssp_check_stored_state(Oid deserialfn, Oid aggfnoid, const bytea *state);
 
+/* ssp.c */
+extern int	ssp_pin_search_path(void);
+
 /* utility.c */
 extern void ssp_utility_init(void);
 extern void ssp_wake_scheduler_at_commit(void);

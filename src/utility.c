@@ -532,11 +532,11 @@ check_part_change(Node *parsetree)
 }
 
 /*
- * owner_changed: after ALTER VIEW (or TABLE) ... OWNER TO of a continuous
- * view, its parts and its workers follow (ssp_continuous_view_owner_changed).
+ * owned_view: the continuous view ALTER VIEW (or TABLE) ... OWNER TO
+ * changes the owner of, or InvalidOid.
  */
-static void
-owner_changed(AlterTableStmt *stmt)
+static Oid
+owned_view(AlterTableStmt *stmt)
 {
 	ListCell   *lc;
 	Oid			relid;
@@ -545,10 +545,9 @@ owner_changed(AlterTableStmt *stmt)
 		if (((AlterTableCmd *) lfirst(lc))->subtype == AT_ChangeOwner)
 			break;
 	if (lc == NULL)
-		return;
+		return InvalidOid;
 	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
-	if (OidIsValid(relid) && ssp_is_continuous_view(relid))
-		ssp_continuous_view_owner_changed(relid);
+	return OidIsValid(relid) && ssp_is_continuous_view(relid) ? relid : InvalidOid;
 }
 
 /* may_create_databases: has the current user CREATEDB (or superuser)? */
@@ -663,6 +662,8 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 	Oid			replaced = InvalidOid;
+	Oid			owned = InvalidOid;	/* a continuous view given a new owner */
+	Oid			owner_before = InvalidOid;	/* and its owner before */
 	Oid			held;
 
 	/* CREATE VIEW ... WITH (ssp.continuous) or (ssp.rollup): ours to carry out */
@@ -720,6 +721,9 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 		check_ssp_reloptions((AlterTableStmt *) parsetree);
 		if (((AlterTableStmt *) parsetree)->objtype == OBJECT_FOREIGN_TABLE)
 			check_topic_change((AlterTableStmt *) parsetree);
+		else if (context != PROCESS_UTILITY_SUBCOMMAND &&
+				 OidIsValid(owned = owned_view((AlterTableStmt *) parsetree)))
+			owner_before = ssp_rel_owner(owned);
 	}
 
 	/*
@@ -761,8 +765,8 @@ ssp_process_utility(PlannedStmt *pstmt, const char *queryString,
 		case T_AlterTableStmt:
 			if (((AlterTableStmt *) parsetree)->objtype == OBJECT_FOREIGN_TABLE)
 				check_stream(((AlterTableStmt *) parsetree)->relation);
-			else
-				owner_changed((AlterTableStmt *) parsetree);
+			else if (OidIsValid(owned))
+				ssp_continuous_view_owner_changed(owned, owner_before);
 			break;
 		case T_RenameStmt:
 			if (((RenameStmt *) parsetree)->renameType == OBJECT_COLUMN &&

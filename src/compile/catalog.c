@@ -29,11 +29,13 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/timestamp.h"
 
 #include "ssp.h"
@@ -171,17 +173,56 @@ ssp_check_extension_version(void)
 						 version)));
 }
 
+/* invalid_row: the error of a catalog row CREATE VIEW could not have written */
+static void
+invalid_row(SspView *v, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("continuous view \"%s\" has an invalid row in ssp.continuous_views", v->name),
+			 errdetail("%s", detail),
+			 errhint("Restore the row as it was, or drop the view and create it again.")));
+}
+
+/*
+ * check_part: relation rel, named by v's row as one of its parts (what,
+ * "table", "query" ...), must be the view owner's: the parts follow the
+ * view's owner, are made part of it (dropped with it) by a repair that a
+ * superuser runs, and change owner with it without a privilege check.
+ */
+static void
+check_part(SspView *v, Oid owner, Oid rel, const char *what)
+{
+	HeapTuple	tup;
+	Oid			relowner;
+
+	if (!OidIsValid(rel))
+		return;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(rel));
+	if (!HeapTupleIsValid(tup))
+		invalid_row(v, psprintf("Its %s, relation %u, does not exist.", what, rel));
+	relowner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	if (relowner != owner)
+		invalid_row(v, psprintf("Its %s, \"%s\", is not owned by the view's owner.",
+								what, get_rel_name(rel)));
+}
+
 /*
  * check_row: a view's owner may write its catalog row (a restore does), so
  * the numbers the worker sizes its arrays and loops by are checked against
- * what CREATE VIEW accepts: a row outside them fails the view, with a
- * message, rather than the process.
+ * what CREATE VIEW accepts, and the relations it names as the view's parts
+ * must be the view owner's: a row outside them fails the view, with a
+ * message, rather than the process, and acts on no one else's relation.
  */
 static void
 check_row(SspView *v)
 {
 	const char *what = NULL;
 	int64		value = 0;
+	Oid			owner = ssp_rel_owner(v->view);
+	ListCell   *lc;
+	int			i;
 
 	/* parallelism 0: a view over shards, which no worker runs */
 	if (v->parallelism < 0 || v->parallelism > SSP_MAX_PARALLELISM)
@@ -193,11 +234,32 @@ check_row(SspView *v)
 	else if (v->commit_interval_ms < 1 || v->commit_interval_ms > SSP_MAX_COMMIT_INTERVAL_MS)
 		what = "commit_interval_ms", value = v->commit_interval_ms;
 	if (what)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("continuous view \"%s\" has an invalid row in ssp.continuous_views", v->name),
-				 errdetail("Its %s is %lld, which CREATE VIEW does not accept.", what, (long long) value),
-				 errhint("Restore the row as it was, or drop the view and create it again.")));
+		invalid_row(v, psprintf("Its %s is %lld, which CREATE VIEW does not accept.",
+								what, (long long) value));
+
+	check_part(v, owner, v->mrel, "table");
+	check_part(v, owner, v->query, "query");
+	check_part(v, owner, v->outbox, "outbox");
+	check_part(v, owner, v->shard_status, "table of shards");
+	foreach(lc, v->buffers)
+		check_part(v, owner, lfirst_oid(lc), "buffer");
+	if (OidIsValid(v->changes))
+	{
+		HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(v->changes));
+		Oid			proowner;
+
+		if (!HeapTupleIsValid(tup))
+			invalid_row(v, psprintf("Its trigger function %u does not exist.", v->changes));
+		proowner = ((Form_pg_proc) GETSTRUCT(tup))->proowner;
+		ReleaseSysCache(tup);
+		if (proowner != owner)
+			invalid_row(v, psprintf("Its trigger function %s is not owned by the view's owner.",
+									format_procedure(v->changes)));
+	}
+	/* the view depends on its streams: foreign tables, as CREATE VIEW took */
+	for (i = 0; i < v->nsources; i++)
+		if (get_rel_relkind(v->streams[i]) != RELKIND_FOREIGN_TABLE)
+			invalid_row(v, psprintf("Its stream %u is not a foreign table.", v->streams[i]));
 }
 
 /*
@@ -475,6 +537,9 @@ ssp_view_repair_dependencies(SspView *v)
 		}
 		for (i = 0; i < v->nsources; i++)
 		{
+			/* as CREATE VIEW asks, for a view to depend on what it reads */
+			if (pg_class_aclcheck(v->streams[i], ssp_rel_owner(v->view), ACL_SELECT) != ACLCHECK_OK)
+				aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FOREIGN_TABLE, get_rel_name(v->streams[i]));
 			ObjectAddressSet(streamaddr, RelationRelationId, v->streams[i]);
 			recordDependencyOn(&viewaddr, &streamaddr, DEPENDENCY_NORMAL);
 		}

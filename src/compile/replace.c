@@ -394,8 +394,15 @@ typedef struct Parts
 	int			generation;
 } Parts;
 
+/*
+ * read_parts: the parts of view, from its catalog row: those that are
+ * parts of it in pg_depend (CREATE VIEW, or a repair, made them so) or
+ * are owner's, and its outbox's trigger function if owner's.  The row is
+ * its owner's to write, and the callers change owners and move
+ * dependencies without a privilege check: nothing else it names is taken.
+ */
 static void
-read_parts(Oid view, Parts *parts)
+read_parts(Oid view, Oid owner, Parts *parts)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(view)};
@@ -433,10 +440,36 @@ read_parts(Oid view, Parts *parts)
 			parts->rels = lappend_oid(parts->rels, DatumGetObjectId(elems[i]));
 	}
 	parts->generation = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
+
+	{
+		List	   *rels = parts->rels;
+		ListCell   *lc;
+
+		parts->rels = NIL;
+		foreach(lc, rels)
+		{
+			args[0] = ObjectIdGetDatum(lfirst_oid(lc));
+			if (SPI_execute_with_args("SELECT 1 FROM pg_catalog.pg_depend WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+									  "AND objid OPERATOR(pg_catalog.=) $1 AND refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+									  "AND refobjid OPERATOR(pg_catalog.=) $2 AND deptype OPERATOR(pg_catalog.=) 'i'",
+									  2, (Oid[]) {OIDOID, OIDOID}, (Datum[]) {args[0], ObjectIdGetDatum(view)},
+									  NULL, false, 1) != SPI_OK_SELECT)
+				elog(ERROR, "ssp: could not read pg_depend");
+			if (SPI_processed == 1 || ssp_rel_owner(lfirst_oid(lc)) == owner)
+				parts->rels = lappend_oid(parts->rels, lfirst_oid(lc));
+			else if (lfirst_oid(lc) == parts->mrel)
+				parts->mrel = InvalidOid;
+		}
+	}
+	if (!OidIsValid(parts->mrel))
+		return;
 	args[0] = ObjectIdGetDatum(parts->mrel);
-	if (SPI_execute_with_args("SELECT tgfoid FROM pg_catalog.pg_trigger WHERE tgrelid = $1 "
-							  "AND tgname = 'ssp_changes_insert'",
-							  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
+	if (SPI_execute_with_args("SELECT p.oid FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p "
+							  "ON p.oid OPERATOR(pg_catalog.=) t.tgfoid WHERE t.tgrelid OPERATOR(pg_catalog.=) $1 "
+							  "AND t.tgname OPERATOR(pg_catalog.=) 'ssp_changes_insert' "
+							  "AND p.proowner OPERATOR(pg_catalog.=) $2",
+							  2, (Oid[]) {OIDOID, OIDOID}, (Datum[]) {args[0], ObjectIdGetDatum(owner)},
+							  NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read pg_trigger");
 	if (SPI_processed == 1)
 		parts->changes = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
@@ -452,7 +485,7 @@ read_parts(Oid view, Parts *parts)
  * new generation, which fences what ran as the old one).
  */
 void
-ssp_continuous_view_owner_changed(Oid view)
+ssp_continuous_view_owner_changed(Oid view, Oid owner_before)
 {
 	Oid			owner = ssp_rel_owner(view);
 	Oid			argtypes[1] = {OIDOID};
@@ -461,10 +494,11 @@ ssp_continuous_view_owner_changed(Oid view)
 	List	   *pending = NIL;
 	ListCell   *lc;
 	uint64		i;
+	int			level = ssp_pin_search_path();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	read_parts(view, &parts);
+	read_parts(view, owner_before, &parts);
 	foreach(lc, parts.rels)
 		if (ssp_rel_owner(lfirst_oid(lc)) != owner)
 			ATExecChangeOwner(lfirst_oid(lc), owner, true, AccessExclusiveLock);
@@ -487,14 +521,18 @@ ssp_continuous_view_owner_changed(Oid view)
 		pending = lappend_oid(pending, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
 																	  SPI_tuptable->tupdesc, 1, &isnull)));
 	}
-	/* this function again, for each, through the utility hook */
+	/*
+	 * this function again, for each, through the utility hook (a view of
+	 * another role's whose row names this one is no replacement of it)
+	 */
 	foreach(lc, pending)
-		if (ssp_rel_owner(lfirst_oid(lc)) != owner)
+		if (ssp_rel_owner(lfirst_oid(lc)) == owner_before && owner_before != owner)
 			ssp_spi_exec(psprintf("ALTER VIEW %s OWNER TO %s",
 								  quote_qualified_identifier(get_namespace_name(get_rel_namespace(lfirst_oid(lc))),
 															 get_rel_name(lfirst_oid(lc))),
 								  quote_identifier(GetUserNameFromId(owner, false))));
 	SPI_finish();
+	AtEOXact_GUC(true, level);
 	ssp_wake_scheduler_at_commit();
 }
 
@@ -509,9 +547,11 @@ ssp_continuous_views_reassigned(Oid owner)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(owner)};
+	int			level;
 
 	if (!OidIsValid(get_extension_oid("ssp", true)))
 		return;
+	level = ssp_pin_search_path();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
 	if (SPI_execute_with_args("UPDATE ssp.continuous_views c SET generation = c.generation + 1 "
@@ -521,6 +561,7 @@ ssp_continuous_views_reassigned(Oid owner)
 	if (SPI_processed > 0)
 		ssp_wake_scheduler_at_commit();
 	SPI_finish();
+	AtEOXact_GUC(true, level);
 }
 
 /* oid_array: an oid[] of a list */
@@ -611,6 +652,18 @@ ssp_replace_swap(Oid shadow, Oid view)
 	if (!ConditionalLockRelationOid(shadow, AccessExclusiveLock))
 		return false;
 
+	/*
+	 * CREATE OR REPLACE VIEW gives the new definition the view's owner, and
+	 * the two change owner together.  The row that names the view it
+	 * replaces is its owner's to write: one that names another role's
+	 * view would hand that view, as a superuser, to the row's owner.
+	 */
+	if (ssp_rel_owner(shadow) != ssp_rel_owner(view))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("continuous view \"%s\" does not have the owner of the view it replaces, \"%s\"",
+						shadowname, name)));
+
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
 	args[0] = ObjectIdGetDatum(view);
@@ -626,8 +679,8 @@ ssp_replace_swap(Oid shadow, Oid view)
 		SPI_finish();
 		return false;
 	}
-	read_parts(view, &old);
-	read_parts(shadow, &new);
+	read_parts(view, ssp_rel_owner(view), &old);
+	read_parts(shadow, ssp_rel_owner(view), &new);
 
 	/* the parts change hands; the view reads what its new query reads */
 	move_parts(&old, shadow);

@@ -155,7 +155,7 @@ extern Oid	ssp_continuous_view_mrel(Oid relid);
 extern bool ssp_continuous_view_changed_here(Oid relid);
 extern void ssp_replace_continuous_view(ViewStmt *stmt, const char *queryString, Oid viewoid);
 extern bool ssp_replace_swap(Oid shadow, Oid view);
-extern void ssp_continuous_view_owner_changed(Oid view);
+extern void ssp_continuous_view_owner_changed(Oid view, Oid owner_before);
 extern void ssp_continuous_views_reassigned(Oid owner);
 
 /* outbox.c */

@@ -21,6 +21,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
@@ -29,6 +30,7 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
+#include "parser/parse_oper.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -582,6 +584,7 @@ typedef struct MrelCols
 	StringInfoData outer;
 	StringInfoData dstates;
 	List	   *keycols;
+	List	   *keyops;			/* char *: each key's equality (eq_operator) */
 	List	   *nulltests;
 	List	   *exprs;			/* char *: each column's expression, as in sel */
 	int			n;
@@ -636,12 +639,39 @@ add_distinct_state(MrelCols *m, AggPlan *p, int n, const char *col, const char *
 	appendStringInfo(&m->dstates, ", %s AS %s", partial, col);
 }
 
+/*
+ * eq_operator: "OPERATOR(schema.name)", the equality by which GROUP BY and
+ * the view's unique index compare values of type typid.  A bare "=" would
+ * find another type's (text's for citext, where its schema is not on the
+ * search path) or an operator of whoever may create one where the search
+ * path looks first.
+ */
+static char *
+eq_operator(Oid typid)
+{
+	Oid			eq;
+	HeapTuple	tup;
+	char	   *name;
+
+	get_sort_group_operators(typid, false, true, false, NULL, &eq, NULL, NULL);
+	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(eq));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", eq);
+	name = psprintf("OPERATOR(%s.%s)",
+					quote_identifier(get_namespace_name(((Form_pg_operator) GETSTRUCT(tup))->oprnamespace)),
+					NameStr(((Form_pg_operator) GETSTRUCT(tup))->oprname));
+	ReleaseSysCache(tup);
+	return name;
+}
+
 static void
-add_key(MrelCols *m, const char *col, const char *type, const char *expr, const char *nulltest)
+add_key(MrelCols *m, const char *col, Oid typid, const char *type, const char *expr,
+		const char *nulltest)
 {
 	add_column(m, col, type, expr);
 	appendStringInfo(&m->keys, "%s%s", m->keycols ? ", " : "", col);
 	m->keycols = lappend(m->keycols, (char *) col);
+	m->keyops = lappend(m->keyops, eq_operator(typid));
 	m->nulltests = lappend(m->nulltests, (char *) nulltest);
 }
 
@@ -936,7 +966,8 @@ merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const c
 	{
 		const char *c = lfirst(lc);
 
-		appendStringInfo(&on, "%sm.%s = excluded.%s", on.len ? " AND " : "", c, c);
+		appendStringInfo(&on, "%sm.%s %s excluded.%s", on.len ? " AND " : "", c,
+						 (char *) list_nth(m->keyops, foreach_current_index(lc)), c);
 		if (lfirst(e) == NULL)
 			continue;
 		appendStringInfo(&notnull, "%sexcluded.%s IS NOT NULL", notnull.len ? " AND " : "", c);
@@ -1147,7 +1178,8 @@ share_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const c
 		const char *c = lfirst(lc);
 
 		i++;
-		appendStringInfo(&on, "%sm.%s = excluded.%s", on.len ? " AND " : "", c, c);
+		appendStringInfo(&on, "%sm.%s %s excluded.%s", on.len ? " AND " : "", c,
+						 (char *) list_nth(m->keyops, foreach_current_index(lc)), c);
 		if (lfirst(e) == NULL)
 			continue;
 		appendStringInfo(&notnull, "%sexcluded.%s IS NOT NULL", notnull.len ? " AND " : "", c);
@@ -1285,7 +1317,8 @@ build_changelog(Build *b, List *names, const char *mrel, const char *view,
 		appendStringInfo(&kdefs, "%s %s NOT NULL, ", k, format_type_with_typemod(col->typid, col->typmod));
 		appendStringInfo(&kcols, "%s%s", kcols.len ? ", " : "", k);
 		appendStringInfo(&ksel, "%sb.%s", ksel.len ? ", " : "", quote_identifier(col->name));
-		appendStringInfo(&match, "%sv.%s = b.%s", match.len ? " AND " : "", k, quote_identifier(col->name));
+		appendStringInfo(&match, "%sv.%s %s b.%s", match.len ? " AND " : "", k, eq_operator(col->typid),
+						 quote_identifier(col->name));
 	}
 	i = 0;
 	foreach(lc, b->group_exprs)
@@ -1362,12 +1395,12 @@ build_changelog(Build *b, List *names, const char *mrel, const char *view,
 		Node	   *e = lfirst(lc);
 
 		i++;
-		add_key(&m, quote_identifier(list_nth(b->group_cols, i - 1)),
+		add_key(&m, quote_identifier(list_nth(b->group_cols, i - 1)), exprType(e),
 				format_type_with_typemod(exprType(e), exprTypmod(e)), psprintf("d._g%d", i), "");
 		appendStringInfo(&group, "%s%d", i > 1 ? ", " : " GROUP BY ", i);
 	}
 	if (b->group_exprs == NIL)
-		add_key(&m, "_g0", "boolean NOT NULL DEFAULT true", "true", NULL);
+		add_key(&m, "_g0", BOOLOID, "boolean NOT NULL DEFAULT true", "true", NULL);
 	add_states(b, &m, &set);
 	if (set.len > 0)
 		appendStringInfoString(&set, ", ");
@@ -1484,19 +1517,19 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 		const char *expr = i == b->window ? b->window_start : ssp_deparse(b, e);
 
 		/* a hopping window's start comes from generate_series: never null */
-		add_key(&m, quote_identifier(list_nth(b->group_cols, i)),
+		add_key(&m, quote_identifier(list_nth(b->group_cols, i)), exprType(e),
 				format_type_with_typemod(exprType(e), exprTypmod(e)), expr,
 				i == b->window && b->spec.hop ? NULL : expr);
 		i++;
 	}
 	if (b->step_expr)
-		add_key(&m, "_step", "timestamp with time zone", b->step_expr, b->step_expr);
+		add_key(&m, "_step", TIMESTAMPTZOID, "timestamp with time zone", b->step_expr, b->step_expr);
 	/* each parallel worker its own row per group, merged at read time */
 	if (b->opts->parallelism > 1)
-		add_key(&m, "_w", "smallint NOT NULL", "$3::smallint", NULL);
+		add_key(&m, "_w", INT2OID, "smallint NOT NULL", "$3::smallint", NULL);
 	/* one group: a constant key, so the statements have something to match */
 	if (b->group_exprs == NIL)
-		add_key(&m, "_g0", "boolean NOT NULL DEFAULT true", "true", NULL);
+		add_key(&m, "_g0", BOOLOID, "boolean NOT NULL DEFAULT true", "true", NULL);
 	add_states(b, &m, &set);
 	/*
 	 * Half-empty pages: a group's new state then usually fits on its page,
@@ -1598,6 +1631,7 @@ build_keyed(Build *b, List *names, const char *mrel, StringInfo create, StringIn
 	{
 		char	   *name = lfirst(lc);
 		bool		found = false;
+		char	   *eq = NULL;
 		ListCell   *tc;
 		int			j = 0;
 
@@ -1610,6 +1644,7 @@ build_keyed(Build *b, List *names, const char *mrel, StringInfo create, StringIn
 			if (strcmp(list_nth(names, j), name) == 0)
 			{
 				appendStringInfo(&pkexprs, "%s%s", pkexprs.len ? ", " : "", ssp_deparse(b, (Node *) tle->expr));
+				eq = eq_operator(exprType((Node *) tle->expr));
 				found = true;
 			}
 			j++;
@@ -1619,7 +1654,7 @@ build_keyed(Build *b, List *names, const char *mrel, StringInfo create, StringIn
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
 					 errmsg("ssp.primary_key names \"%s\", which is not a column of the view", name)));
 		appendStringInfo(&pk, "%s%s", pk.len ? ", " : "", quote_identifier(name));
-		appendStringInfo(&match, " AND m.%s = l.%s", quote_identifier(name), quote_identifier(name));
+		appendStringInfo(&match, " AND m.%s %s l.%s", quote_identifier(name), eq, quote_identifier(name));
 	}
 	appendStringInfo(create, "CREATE TABLE %s (", mrel);
 	foreach(lc, b->query->targetList)

@@ -367,6 +367,15 @@ launch_scheduler(LauncherDb *ldb)
 void
 ssp_bgworker_session(void)
 {
+	/*
+	 * Whoever may create objects in a schema of the database's search_path
+	 * could otherwise put an operator or function there that the SQL these
+	 * processes run finds first (an exact "=" for oid and regclass), and
+	 * have it run as the scheduler's superuser or a view's owner: only
+	 * pg_catalog, as Postgres's own maintenance commands do.  The SQL of a
+	 * view is written with every other name qualified.
+	 */
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
 }
@@ -712,7 +721,9 @@ swap_replacements(void)
  * try_repair: a view over shards made whole again, in a subtransaction: a
  * catalog row its owner wrote wrong (ssp_view_load refuses it) is said
  * once, as a WARNING, rather than end the scheduler at each round, which
- * then started no worker in the database.
+ * then started no worker in the database.  As the view's owner, as its
+ * worker repairs other views: the repair writes to the owner's tables,
+ * whose triggers must not run as the scheduler's superuser.
  */
 static void
 try_repair(Oid view)
@@ -720,7 +731,10 @@ try_repair(Oid view)
 	static List *warned = NIL;
 	MemoryContext old = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
+	Oid			save_userid;
+	int			save_sec;
 
+	GetUserIdAndSecContext(&save_userid, &save_sec);
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(old);
 	PG_TRY();
@@ -731,7 +745,12 @@ try_repair(Oid view)
 		LockRelationOid(view, AccessShareLock);
 		v = ssp_view_load(view, true);
 		if (v)
+		{
+			SetUserIdAndSecContext(ssp_rel_owner(view), save_sec | SECURITY_LOCAL_USERID_CHANGE |
+								   SECURITY_RESTRICTED_OPERATION);
 			ssp_view_repair_dependencies(v);
+			SetUserIdAndSecContext(save_userid, save_sec);
+		}
 		ReleaseCurrentSubTransaction();
 	}
 	PG_CATCH();

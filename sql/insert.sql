@@ -20,6 +20,33 @@ BEGIN;
 INSERT INTO ins (id, note, p) VALUES (4, 'four', 1);
 ROLLBACK;
 SELECT id, note, p FROM ins WHERE note IS NOT NULL ORDER BY id;
+-- a transaction that inserted cannot be prepared: a ROLLBACK PREPARED would
+-- leave its messages in the topic
+BEGIN;
+INSERT INTO ins (id, note) VALUES (5, 'five');
+PREPARE TRANSACTION 'ssp_insert';
+SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'ssp_insert';
+-- an INSERT into a partitioned table of streams opens each partition as its
+-- first row comes: a producer made stale before that (its role changed)
+-- stays until the transaction ends, for the statement's other partitions
+-- to flush (it was purged, and INSERT 0 202 had lost 200 rows)
+\set topic_a ins_pa_ :run
+\set topic_b ins_pb_ :run
+CREATE TABLE ins_parted (id int, p int) PARTITION BY LIST (p);
+CREATE FOREIGN TABLE ins_pa PARTITION OF ins_parted FOR VALUES IN (1) SERVER kafka OPTIONS (topic :'topic_a');
+CREATE FOREIGN TABLE ins_pb PARTITION OF ins_parted FOR VALUES IN (2) SERVER kafka OPTIONS (topic :'topic_b');
+CREATE FUNCTION touch_role(i int) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+  IF i = 201 THEN
+    EXECUTE format('ALTER ROLE %I VALID UNTIL %L', current_user, 'infinity');
+  END IF;
+  RETURN i;
+END $$;
+INSERT INTO ins_parted SELECT touch_role(g), CASE WHEN g <= 200 THEN 1 ELSE 2 END
+  FROM generate_series(1, 202) g;
+SELECT (SELECT count(*) FROM ins_pa) AS first, (SELECT count(*) FROM ins_pb) AS second;
+DROP TABLE ins_parted;
+DROP FUNCTION touch_role(int);
 -- a client that cannot start: an invalid combination of properties
 CREATE SERVER broken FOREIGN DATA WRAPPER ssp_kafka
   OPTIONS (brokers :'brokers', "security.protocol" 'sasl_ssl', "sasl.mechanisms" 'NOSUCH');

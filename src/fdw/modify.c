@@ -31,6 +31,7 @@ typedef struct SspModifyState
 {
 	SspStream  *stream;
 	SspKafka   *producer;
+	uint64		failed_before;	/* its delivery failures when this began */
 	MemoryContext rowcxt;
 } SspModifyState;
 
@@ -56,6 +57,7 @@ begin(EState *estate, ResultRelInfo *rinfo)
 	}
 	state->stream = ssp_stream_open(RelationGetRelid(rinfo->ri_RelationDesc));
 	state->producer = ssp_kafka_producer(state->stream->serverid, userid);
+	state->failed_before = ssp_kafka_failures(state->producer);
 	state->rowcxt = AllocSetContextCreate(estate->es_query_cxt, "ssp insert row",
 										  ALLOCSET_DEFAULT_SIZES);
 	rinfo->ri_FdwState = state;
@@ -105,7 +107,7 @@ ssp_modify_end(EState *estate, ResultRelInfo *rinfo)
 
 	if (state == NULL)
 		return;
-	ssp_kafka_flush(state->producer, state->stream->topic, ssp_broker_timeout);
+	ssp_kafka_flush(state->producer, state->stream->topic, ssp_broker_timeout, state->failed_before);
 }
 
 void

@@ -109,6 +109,8 @@ struct SspKafka
 
 	/* producer */
 	bool		stale;			/* server or user mapping changed */
+	uint32		server_hash;	/* of serverid, in FOREIGNSERVEROID */
+	uint32		user_hash;		/* of userid, in AUTHOID */
 	uint64		failed;			/* delivery failures since creation */
 	uint64		acked;
 	char		delivery_error[512];
@@ -119,7 +121,11 @@ static void release_wait(void);
 
 /* cached producers, in TopMemoryContext */
 static List *producers = NIL;
+/* stale ones the transaction's statements may still flush, until it ends */
+static List *retired = NIL;
 static bool producer_callbacks_registered = false;
+/* a message was queued in this transaction: it cannot be prepared */
+static bool produced_in_xact = false;
 
 /*
  * log_cb: librdkafka's log lines, into the server log; runs on our thread
@@ -959,27 +965,99 @@ producers_at_exit(int code, Datum arg)
 	foreach(lc, producers)
 		destroy_producer(lfirst(lc));
 	producers = NIL;
+	foreach(lc, retired)
+		destroy_producer(lfirst(lc));
+	retired = NIL;
 }
 
+/*
+ * producers_invalidate: the producers whose server, or whose role (it may
+ * have lost superuser: its server's options are checked again), changed
+ * are built anew at their next use; any user mapping's change (which may
+ * be the one a producer uses, new or PUBLIC) makes every one.
+ */
 static void
 producers_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 {
 	ListCell   *lc;
 
 	foreach(lc, producers)
-		((SspKafka *) lfirst(lc))->stale = true;
+	{
+		SspKafka   *kafka = lfirst(lc);
+
+		if (hashvalue == 0 || cacheid == USERMAPPINGOID ||
+			(cacheid == FOREIGNSERVEROID && hashvalue == kafka->server_hash) ||
+			(cacheid == AUTHOID && hashvalue == kafka->user_hash))
+			kafka->stale = true;
+	}
 }
 
-/* On abort, messages not yet sent are dropped rather than sent later. */
+/* purge: drop the messages not yet sent, and count them failed now */
+static void
+purge(List *list)
+{
+	ListCell   *lc;
+
+	foreach(lc, list)
+	{
+		SspKafka   *kafka = lfirst(lc);
+
+		rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE);
+		rd_kafka_poll(kafka->rk, 0);
+	}
+}
+
+/*
+ * On abort, messages not yet sent are dropped rather than sent later.  A
+ * producer retired during the transaction goes once it ends.  Kafka has
+ * no two-phase commit: a transaction that produced cannot be prepared (a
+ * ROLLBACK PREPARED would leave its messages in the topic).
+ */
 static void
 producers_xact_callback(XactEvent event, void *arg)
 {
 	ListCell   *lc;
 
-	if (event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT)
-		return;
-	foreach(lc, producers)
-		rd_kafka_purge(((SspKafka *) lfirst(lc))->rk, RD_KAFKA_PURGE_F_QUEUE);
+	if (event == XACT_EVENT_PRE_PREPARE && produced_in_xact)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot prepare a transaction that inserted into a stream"),
+				 errdetail("Kafka has no two-phase commit: the messages were sent when each INSERT ended.")));
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+	{
+		purge(producers);
+		purge(retired);
+	}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+	{
+		foreach(lc, retired)
+		{
+			destroy_producer(lfirst(lc));
+			pfree(lfirst(lc));
+		}
+		list_free(retired);
+		retired = NIL;
+		produced_in_xact = false;
+	}
+}
+
+/*
+ * On a subtransaction's abort (ROLLBACK TO SAVEPOINT, an exception block),
+ * so are the messages its statements queued: those of a statement that
+ * goes on around it too, whose flush then fails (ssp_kafka_flush counts
+ * failures from the statement's start).
+ */
+static void
+producers_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						   SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		purge(producers);
+		purge(retired);
+	}
 }
 
 /*
@@ -1001,6 +1079,7 @@ ssp_kafka_producer(Oid serverid, Oid userid)
 		/* a role that lost superuser: its server's options are checked again */
 		CacheRegisterSyscacheCallback(AUTHOID, producers_invalidate, 0);
 		RegisterXactCallback(producers_xact_callback, NULL);
+		RegisterSubXactCallback(producers_subxact_callback, NULL);
 		producer_callbacks_registered = true;
 	}
 
@@ -1012,9 +1091,17 @@ ssp_kafka_producer(Oid serverid, Oid userid)
 		/* a fatal error (an idempotent producer refused a producer id) ends it */
 		if (!kafka->stale && rd_kafka_fatal_error(kafka->rk, NULL, 0) == RD_KAFKA_RESP_ERR_NO_ERROR)
 			return kafka;
-		destroy_producer(kafka);
+
+		/*
+		 * A statement of this transaction may hold it, with messages to
+		 * flush (an INSERT into a partitioned table of streams opens each
+		 * partition as its first row comes): it goes when the transaction
+		 * ends.
+		 */
 		producers = foreach_delete_current(producers, lc);
-		pfree(kafka);
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		retired = lappend(retired, kafka);
+		MemoryContextSwitchTo(old);
 		break;
 	}
 
@@ -1022,6 +1109,8 @@ ssp_kafka_producer(Oid serverid, Oid userid)
 	kafka = palloc0(sizeof(SspKafka));
 	kafka->serverid = serverid;
 	kafka->userid = userid;
+	kafka->server_hash = GetSysCacheHashValue1(FOREIGNSERVEROID, ObjectIdGetDatum(serverid));
+	kafka->user_hash = GetSysCacheHashValue1(AUTHOID, ObjectIdGetDatum(userid));
 	kafka->topic = "";
 	MemoryContextSwitchTo(old);
 	kafka->rk = new_client(kafka, RD_KAFKA_PRODUCER);
@@ -1139,6 +1228,7 @@ ssp_kafka_produce(SspKafka *kafka, const char *topic, SspOutMessage *out)
 	instr_time	start;
 	ListCell   *lc;
 
+	produced_in_xact = true;
 	INSTR_TIME_SET_CURRENT(start);
 	for (;;)
 	{
@@ -1205,15 +1295,26 @@ delivery_hint(SspKafka *kafka, rd_kafka_resp_err_t err)
 }
 
 /*
+ * ssp_kafka_failures: the producer's delivery failures so far, from which
+ * a statement's flush counts its own.
+ */
+uint64
+ssp_kafka_failures(SspKafka *kafka)
+{
+	return kafka->failed;
+}
+
+/*
  * ssp_kafka_flush: wait until the broker has acknowledged every queued
- * message; errors if one failed or the wait passes timeout_ms (what is
- * not acknowledged then is purged).
+ * message; errors if one failed since the producer had failed_before
+ * (ssp_kafka_failures when the statement began: a message of it that a
+ * subtransaction's abort purged counts), or the wait passes timeout_ms
+ * (what is not acknowledged then is purged).
  */
 void
-ssp_kafka_flush(SspKafka *kafka, const char *topic, int timeout_ms)
+ssp_kafka_flush(SspKafka *kafka, const char *topic, int timeout_ms, uint64 failed_before)
 {
 	instr_time	start;
-	uint64		failed_before = kafka->failed;
 
 	INSTR_TIME_SET_CURRENT(start);
 	while (rd_kafka_outq_len(kafka->rk) > 0)

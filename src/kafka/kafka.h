@@ -56,7 +56,9 @@ extern bool ssp_kafka_header(SspMessage *msg, const char *name,
 extern SspKafka *ssp_kafka_producer(Oid serverid, Oid userid);
 extern void ssp_kafka_produce(SspKafka *kafka, const char *topic,
 							  SspOutMessage *out);
-extern void ssp_kafka_flush(SspKafka *kafka, const char *topic, int timeout_ms);
+extern uint64 ssp_kafka_failures(SspKafka *kafka);
+extern void ssp_kafka_flush(SspKafka *kafka, const char *topic, int timeout_ms,
+							uint64 failed_before);
 extern void ssp_kafka_purge(SspKafka *kafka);
 extern int	ssp_kafka_event_fd(SspKafka *kafka);
 extern void ssp_kafka_drain_fd(SspKafka *kafka);

@@ -57,6 +57,7 @@ static int64
 produce_changes(SspKafka *producer, SspView *v, int timeout_ms)
 {
 	int64		last = 0;
+	uint64		failed_before = ssp_kafka_failures(producer);
 	uint64		i;
 
 	for (i = 0; i < SPI_processed; i++)
@@ -83,7 +84,7 @@ produce_changes(SspKafka *producer, SspView *v, int timeout_ms)
 		ssp_kafka_produce(producer, v->output_topic, &out);
 	}
 	if (SPI_processed > 0)
-		ssp_kafka_flush(producer, v->output_topic, timeout_ms);
+		ssp_kafka_flush(producer, v->output_topic, timeout_ms, failed_before);
 	return last;
 }
 

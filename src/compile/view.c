@@ -1035,6 +1035,19 @@ ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("ssp.output_topic applies to views with aggregates, without ssp.parallelism or ssp.sliding"),
 				 errdetail("Their changes are those of one row per group; with several workers or a sliding window a group's row is merged when read.")));
+	/* the changes go to the first stream's server: not into what it reads */
+	for (i = 0; opts->output_topic && i < b->nstreams; i++)
+	{
+		/* a join's are in streams; stream is the first (or only) one */
+		SspStream  *s = i == 0 ? b->stream : b->streams[i];
+
+		if (s->serverid == b->stream->serverid && strcmp(s->topic, opts->output_topic) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("ssp.output_topic \"%s\" is the topic of stream \"%s\", which the view reads",
+							opts->output_topic, s->relname),
+					 errdetail("The view would count its own changes, again and again.")));
+	}
 	if (b->window < 0 && (opts->retention || opts->emit_final ||
 						  (!b->stream_join && (opts->grace || opts->idle_timeout))))
 		ereport(ERROR,
@@ -1113,6 +1126,17 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	b.query = parse_analyze_fixedparams(raw, queryString, NULL, 0, NULL);
 	b.opts = &opts;
 	names = ssp_target_names(b.query, stmt->aliases);
+	/* a change published adds these fields to the row's: they would replace a column's */
+	foreach(lc, names)
+		if (opts.output_topic &&
+			(strcmp(lfirst(lc), "_op") == 0 || strcmp(lfirst(lc), "_before") == 0 ||
+			 strcmp(lfirst(lc), "_seq") == 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_COLUMN),
+					 errmsg("a view with ssp.output_topic cannot have a column named \"%s\"",
+							(char *) lfirst(lc)),
+					 errdetail("Each change published adds the fields _op, _before and _seq to the row's."),
+					 errhint("Give the column another name with AS.")));
 	/* output columns named as the query NAME_query keeps them */
 	{
 		ListCell   *nlc = list_head(names);

@@ -107,8 +107,8 @@ find_window(Build *b, const char *mrel)
 		b->late_sql = psprintf("SELECT pg_catalog.count(*) FROM %s WHERE (%s) AND NOT %s + %s > COALESCE($1, '-infinity')",
 							   b->from, quals, ts, b->sizesql);
 		if (b->opts->retention)
-			b->retention_sql = psprintf("DELETE FROM %s m WHERE m._session_end + %s < $1 - %s::interval",
-										mrel, b->sizesql, quote_literal_cstr(b->opts->retention));
+			b->retention_sql = psprintf("DELETE FROM %s m WHERE m._session_end + %s + %s < $1 - %s::interval",
+										mrel, b->sizesql, b->sizesql, quote_literal_cstr(b->opts->retention));
 		return;
 	}
 	if (b->stream_join)
@@ -320,9 +320,15 @@ aggregating_view(Build *b, List *names, const char *mrel, const char *view,
 	initStringInfo(&where);
 	if (q->havingQual)
 		appendStringInfo(&where, " WHERE %s", ssp_final_sql(b, q->havingQual));
-	if (b->window >= 0)
-		b->closed_sql = closes(b, psprintf("m.%s + %s", b->spec.session ? "_session_end" :
-										   quote_identifier(list_nth(b->group_cols, b->window)),
+	/*
+	 * A session is closed only once no event that is not late can touch
+	 * it: one up to gap after its end merges with it, and is late only
+	 * once its time plus gap has passed.
+	 */
+	if (b->window >= 0 && b->spec.session)
+		b->closed_sql = closes(b, psprintf("m._session_end + %s + %s", b->sizesql, b->sizesql));
+	else if (b->window >= 0)
+		b->closed_sql = closes(b, psprintf("m.%s + %s", quote_identifier(list_nth(b->group_cols, b->window)),
 										   b->sizesql));
 	if (b->opts->emit_final)
 	{

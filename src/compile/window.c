@@ -20,6 +20,7 @@
 
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "nodes/nodeFuncs.h"
 #include "pgtime.h"
 #include "utils/builtins.h"
@@ -290,6 +291,29 @@ ssp_event_time(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls)
 }
 
 /*
+ * grace_fits: is w less grace a timestamp?  An event time a stream takes
+ * may be days from the ends of the range (4714 BC), and the subtraction,
+ * outside any message's subtransaction, failed the batch for good.  A
+ * month is at most 31 days, a day 25 hours.
+ */
+static bool
+grace_fits(TimestampTz w, Interval *grace)
+{
+	const int64 day = USECS_PER_DAY + USECS_PER_HOUR;
+	int64		span;
+	int64		m = grace->month;
+	int64		d = grace->day;
+	int64		t = grace->time;
+
+	if (pg_mul_s64_overflow(m < 0 ? -m : m, 31 * day, &span) ||
+		pg_add_s64_overflow(span, (d < 0 ? -d : d) * day, &span) ||
+		t == PG_INT64_MIN ||
+		pg_add_s64_overflow(span, t < 0 ? -t : t, &span))
+		return false;
+	return w - MIN_TIMESTAMP > span && END_TIMESTAMP - w > span;
+}
+
+/*
  * ssp_watermark: the view's watermark, less grace, never below the
  * previous one.  One rule for every view, as Flink's with idleness: it is
  * the smallest latest-event-time over the partitions that count.  A
@@ -329,7 +353,7 @@ ssp_watermark(const TimestampTz *maxev, const TimestampTz *seen_at,
 			active = Min(active, maxev[p]);
 	}
 	w = active != DT_NOEND ? active : any;
-	if (w == DT_NOBEGIN)
+	if (w == DT_NOBEGIN || !grace_fits(w, grace))
 		return previous;
 	w = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
 												TimestampTzGetDatum(w),

@@ -193,6 +193,18 @@ decode_row(SspSources *src, SspMessage *msg, Datum *values, bool *nulls, Timesta
 					 errmsg("the event time of a message cannot be infinite"),
 					 errdetail("%s", ssp_event_time_detail(stream))));
 
+		/*
+		 * Nor is an event without a time in any window (it was neither
+		 * applied, nor late, nor a dead letter).  A join of streams
+		 * (several sources) keeps such a row, as its query would: it
+		 * meets no other row's time.
+		 */
+		if (t == DT_NOBEGIN && src->n == 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("a message has no event time"),
+					 errdetail("%s", ssp_event_time_detail(stream))));
+
 		maxev[slot] = Max(maxev[slot], t);
 	}
 }

@@ -47,6 +47,23 @@ INSERT INTO ins_parted SELECT touch_role(g), CASE WHEN g <= 200 THEN 1 ELSE 2 EN
 SELECT (SELECT count(*) FROM ins_pa) AS first, (SELECT count(*) FROM ins_pb) AS second;
 DROP TABLE ins_parted;
 DROP FUNCTION touch_role(int);
+-- a subtransaction that queued nothing (an exception block in a function
+-- the INSERT calls, a lenient decode's) drops nothing of the statement's
+\set topic_c ins_sub_ :run
+CREATE FOREIGN TABLE ins_sub (id int) SERVER kafka OPTIONS (topic :'topic_c');
+CREATE FUNCTION careful(i int) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+  BEGIN
+    PERFORM 1 / (i % 100);
+  EXCEPTION WHEN division_by_zero THEN
+    RETURN -i;
+  END;
+  RETURN i;
+END $$;
+INSERT INTO ins_sub SELECT careful(g) FROM generate_series(1, 5000) g;
+SELECT count(*), count(*) FILTER (WHERE id < 0) AS caught FROM ins_sub;
+DROP FUNCTION careful(int);
+DROP FOREIGN TABLE ins_sub;
 -- a client that cannot start: an invalid combination of properties
 CREATE SERVER broken FOREIGN DATA WRAPPER ssp_kafka
   OPTIONS (brokers :'brokers', "security.protocol" 'sasl_ssl', "sasl.mechanisms" 'NOSUCH');

@@ -283,9 +283,9 @@ ssp_view_load(Oid view, bool missing_ok)
 							  "(extract(epoch FROM idle_timeout) * 1000)::bigint, watermark, columns, buffers::oid[], parallelism, "
 							  "output_topic, outbox::oid, outbox_final_sql, query::oid, names, options, "
 							  "(SELECT t.tgfoid FROM pg_catalog.pg_trigger t "
-							  " WHERE t.tgrelid = mrel AND t.tgname = 'ssp_changes_insert'), "
+							  " WHERE t.tgrelid OPERATOR(pg_catalog.=) mrel AND t.tgname OPERATOR(pg_catalog.=) 'ssp_changes_insert'), "
 							  "shard_status::oid, shard_view "
-							  "FROM ssp.continuous_views WHERE view = $1::oid::regclass",
+							  "FROM ssp.continuous_views WHERE view OPERATOR(pg_catalog.=) $1::oid::regclass",
 							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
 	if (SPI_processed == 1)
@@ -499,7 +499,7 @@ ssp_view_repair_dependencies(SspView *v)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
 	/* one at a time: a view's parallel workers start together */
-	if (SPI_execute_with_args("SELECT 1 FROM ssp.continuous_views WHERE view = $2::regclass FOR NO KEY UPDATE",
+	if (SPI_execute_with_args("SELECT 1 FROM ssp.continuous_views WHERE view OPERATOR(pg_catalog.=) $2::regclass FOR NO KEY UPDATE",
 							  2, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not lock the view's catalog row");
 	if (SPI_execute_with_args("SELECT 1 FROM pg_catalog.pg_depend WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "

@@ -204,7 +204,7 @@ check_replaceable(Oid viewoid, Oid shadowoid, const char *name)
 	if (SPI_execute_with_args("SELECT r.ev_class::regclass::text FROM pg_catalog.pg_depend d "
 							  "JOIN pg_catalog.pg_rewrite r ON d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass "
 							  "AND d.objid = r.oid "
-							  "JOIN ssp.continuous_views c ON c.view = $1::regclass AND d.refobjid = c.mrel "
+							  "JOIN ssp.continuous_views c ON c.view OPERATOR(pg_catalog.=) $1::regclass AND d.refobjid OPERATOR(pg_catalog.=) c.mrel "
 							  "WHERE d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND r.ev_class <> $1",
 							  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read pg_depend");
@@ -253,7 +253,7 @@ check_log_holds(Oid shadow, const char *name)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	if (SPI_execute_with_args("SELECT streams::oid[] FROM ssp.continuous_views WHERE view = $1::regclass",
+	if (SPI_execute_with_args("SELECT streams::oid[] FROM ssp.continuous_views WHERE view OPERATOR(pg_catalog.=) $1::regclass",
 							  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
 	deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)),
@@ -326,7 +326,7 @@ ssp_replace_continuous_view(ViewStmt *stmt, const char *queryString, Oid viewoid
 	args[0] = ObjectIdGetDatum(viewoid);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	if (SPI_execute_with_args("SELECT view::oid FROM ssp.continuous_views WHERE replaces = $1::regclass",
+	if (SPI_execute_with_args("SELECT view::oid FROM ssp.continuous_views WHERE replaces OPERATOR(pg_catalog.=) $1::regclass",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
 	for (i = 0; i < SPI_processed; i++)
@@ -374,7 +374,7 @@ ssp_replace_continuous_view(ViewStmt *stmt, const char *queryString, Oid viewoid
 	args[1] = ObjectIdGetDatum(viewoid);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET replaces = $2::regclass WHERE view = $1::regclass",
+	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET replaces = $2::regclass WHERE view OPERATOR(pg_catalog.=) $1::regclass",
 							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
 		elog(ERROR, "ssp: could not record the replacement of continuous view \"%s\"", name);
 	SPI_finish();
@@ -397,9 +397,10 @@ typedef struct Parts
 /*
  * read_parts: the parts of view, from its catalog row: those that are
  * parts of it in pg_depend (CREATE VIEW, or a repair, made them so) or
- * are owner's, and its outbox's trigger function if owner's.  The row is
- * its owner's to write, and the callers change owners and move
- * dependencies without a privilege check: nothing else it names is taken.
+ * are owner's, and its outbox's trigger function if it depends on the
+ * view or is owner's.  The row is its owner's to write, and the callers
+ * change owners and move dependencies without a privilege check: nothing
+ * else it names is taken.
  */
 static void
 read_parts(Oid view, Oid owner, Parts *parts)
@@ -467,8 +468,12 @@ read_parts(Oid view, Oid owner, Parts *parts)
 	if (SPI_execute_with_args("SELECT p.oid FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p "
 							  "ON p.oid OPERATOR(pg_catalog.=) t.tgfoid WHERE t.tgrelid OPERATOR(pg_catalog.=) $1 "
 							  "AND t.tgname OPERATOR(pg_catalog.=) 'ssp_changes_insert' "
-							  "AND p.proowner OPERATOR(pg_catalog.=) $2",
-							  2, (Oid[]) {OIDOID, OIDOID}, (Datum[]) {args[0], ObjectIdGetDatum(owner)},
+							  "AND (p.proowner OPERATOR(pg_catalog.=) $2 OR EXISTS (SELECT FROM pg_catalog.pg_depend d "
+							  "WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass "
+							  "AND d.objid OPERATOR(pg_catalog.=) p.oid AND d.refobjid OPERATOR(pg_catalog.=) $3 "
+							  "AND d.deptype OPERATOR(pg_catalog.=) 'a'))",
+							  3, (Oid[]) {OIDOID, OIDOID, OIDOID},
+							  (Datum[]) {args[0], ObjectIdGetDatum(owner), ObjectIdGetDatum(view)},
 							  NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read pg_trigger");
 	if (SPI_processed == 1)
@@ -511,8 +516,21 @@ ssp_continuous_view_owner_changed(Oid view, Oid owner_before)
 							  "WHERE view = $1::regclass",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not update ssp.continuous_views");
-	if (SPI_execute_with_args("SELECT view::oid FROM ssp.continuous_views WHERE replaces = $1::regclass",
-							  1, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
+	/*
+	 * its replacements still catching up: those CREATE OR REPLACE made (it
+	 * tied each to the view), or of the view's owner before; a view of
+	 * another role's whose row names this one is no replacement of it
+	 */
+	if (SPI_execute_with_args("SELECT c.view::oid FROM ssp.continuous_views c "
+							  "WHERE c.replaces OPERATOR(pg_catalog.=) $1::regclass "
+							  "AND (EXISTS (SELECT FROM pg_catalog.pg_depend d "
+							  "WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
+							  "AND d.objid OPERATOR(pg_catalog.=) c.view::oid AND d.refobjid OPERATOR(pg_catalog.=) $1 "
+							  "AND d.deptype OPERATOR(pg_catalog.=) 'a') "
+							  "OR (SELECT r.relowner FROM pg_catalog.pg_class r "
+							  "WHERE r.oid OPERATOR(pg_catalog.=) c.view::oid) OPERATOR(pg_catalog.=) $2)",
+							  2, (Oid[]) {OIDOID, OIDOID}, (Datum[]) {args[0], ObjectIdGetDatum(owner_before)},
+							  NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
 	for (i = 0; i < SPI_processed; i++)
 	{
@@ -521,12 +539,9 @@ ssp_continuous_view_owner_changed(Oid view, Oid owner_before)
 		pending = lappend_oid(pending, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
 																	  SPI_tuptable->tupdesc, 1, &isnull)));
 	}
-	/*
-	 * this function again, for each, through the utility hook (a view of
-	 * another role's whose row names this one is no replacement of it)
-	 */
+	/* this function again, for each, through the utility hook */
 	foreach(lc, pending)
-		if (ssp_rel_owner(lfirst_oid(lc)) == owner_before && owner_before != owner)
+		if (ssp_rel_owner(lfirst_oid(lc)) != owner)
 			ssp_spi_exec(psprintf("ALTER VIEW %s OWNER TO %s",
 								  quote_qualified_identifier(get_namespace_name(get_rel_namespace(lfirst_oid(lc))),
 															 get_rel_name(lfirst_oid(lc))),

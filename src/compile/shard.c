@@ -240,7 +240,7 @@ ssp_shard_depend(Oid viewoid, Oid status)
 	ObjectAddressSet(addr, RelationRelationId, status);
 	recordDependencyOn(&addr, &viewaddr, DEPENDENCY_INTERNAL);
 	if (SPI_execute_with_args("SELECT i.inhrelid FROM pg_catalog.pg_inherits i "
-							  "WHERE i.inhparent IN ($1, (SELECT c.mrel FROM ssp.continuous_views c WHERE c.view = $2::regclass))",
+							  "WHERE i.inhparent IN ($1, (SELECT c.mrel FROM ssp.continuous_views c WHERE c.view OPERATOR(pg_catalog.=) $2::regclass))",
 							  2, (Oid[]) {OIDOID, OIDOID}, (Datum[]) {ObjectIdGetDatum(status), ObjectIdGetDatum(viewoid)},
 							  NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read pg_inherits");
@@ -277,7 +277,7 @@ ssp_shard_record(Build *b, Oid viewoid)
 	args[2] = ObjectIdGetDatum(status);
 	args[3] = CStringGetTextDatum(quote_qualified_identifier(b->shard_view_schema, b->shard_view_name));
 	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET shards = $2, shard_status = $3, shard_view = $4 "
-							  "WHERE view = $1", 4, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
+							  "WHERE view OPERATOR(pg_catalog.=) $1", 4, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not record the shards of a view");
 	ssp_shard_depend(viewoid, status);
 }

@@ -109,6 +109,8 @@ struct SspKafka
 
 	/* producer */
 	bool		stale;			/* server or user mapping changed */
+	int			queued_level;	/* the deepest transaction nest level that
+								 * queued a message, or 0 */
 	uint32		server_hash;	/* of serverid, in FOREIGNSERVEROID */
 	uint32		user_hash;		/* of userid, in AUTHOID */
 	uint64		failed;			/* delivery failures since creation */
@@ -992,9 +994,13 @@ producers_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 	}
 }
 
-/* purge: drop the messages not yet sent, and count them failed now */
+/*
+ * purge: drop the messages not yet sent of the producers that queued some
+ * at nest level level or deeper, and count them failed now; they have
+ * queued nothing deeper than level - 1 since.
+ */
 static void
-purge(List *list)
+purge(List *list, int level)
 {
 	ListCell   *lc;
 
@@ -1002,8 +1008,11 @@ purge(List *list)
 	{
 		SspKafka   *kafka = lfirst(lc);
 
+		if (kafka->queued_level < level)
+			continue;
 		rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE);
 		rd_kafka_poll(kafka->rk, 0);
+		kafka->queued_level = level - 1;
 	}
 }
 
@@ -1025,8 +1034,8 @@ producers_xact_callback(XactEvent event, void *arg)
 				 errdetail("Kafka has no two-phase commit: the messages were sent when each INSERT ended.")));
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
 	{
-		purge(producers);
-		purge(retired);
+		purge(producers, 1);
+		purge(retired, 1);
 	}
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
@@ -1039,24 +1048,41 @@ producers_xact_callback(XactEvent event, void *arg)
 		}
 		list_free(retired);
 		retired = NIL;
+		foreach(lc, producers)
+			((SspKafka *) lfirst(lc))->queued_level = 0;
 		produced_in_xact = false;
 	}
 }
 
 /*
  * On a subtransaction's abort (ROLLBACK TO SAVEPOINT, an exception block),
- * so are the messages its statements queued: those of a statement that
- * goes on around it too, whose flush then fails (ssp_kafka_flush counts
- * failures from the statement's start).
+ * so are the messages its statements queued, if it queued any: those a
+ * statement that goes on around it queued before are purged with them
+ * (a producer's queue is one), and its flush then fails (ssp_kafka_flush
+ * counts failures from the statement's start).  A subtransaction that
+ * queued nothing (a lenient decode's, a trigger's exception block) drops
+ * nothing.  One that commits leaves what it queued to its parent.
  */
 static void
 producers_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 						   SubTransactionId parentSubid, void *arg)
 {
+	int			level = GetCurrentTransactionNestLevel();
+	ListCell   *lc;
+
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
-		purge(producers);
-		purge(retired);
+		purge(producers, level);
+		purge(retired, level);
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		foreach(lc, producers)
+			if (((SspKafka *) lfirst(lc))->queued_level >= level)
+				((SspKafka *) lfirst(lc))->queued_level = level - 1;
+		foreach(lc, retired)
+			if (((SspKafka *) lfirst(lc))->queued_level >= level)
+				((SspKafka *) lfirst(lc))->queued_level = level - 1;
 	}
 }
 
@@ -1229,6 +1255,7 @@ ssp_kafka_produce(SspKafka *kafka, const char *topic, SspOutMessage *out)
 	ListCell   *lc;
 
 	produced_in_xact = true;
+	kafka->queued_level = Max(kafka->queued_level, GetCurrentTransactionNestLevel());
 	INSTR_TIME_SET_CURRENT(start);
 	for (;;)
 	{
@@ -1308,19 +1335,26 @@ ssp_kafka_failures(SspKafka *kafka)
  * ssp_kafka_flush: wait until the broker has acknowledged every queued
  * message; errors if one failed since the producer had failed_before
  * (ssp_kafka_failures when the statement began: a message of it that a
- * subtransaction's abort purged counts), or the wait passes timeout_ms
- * (what is not acknowledged then is purged).
+ * subtransaction's abort purged counts), or the broker answers nothing
+ * for timeout_ms (what is not acknowledged then is purged).
  */
 void
 ssp_kafka_flush(SspKafka *kafka, const char *topic, int timeout_ms, uint64 failed_before)
 {
 	instr_time	start;
+	uint64		answered = kafka->acked + kafka->failed;
 
 	INSTR_TIME_SET_CURRENT(start);
 	while (rd_kafka_outq_len(kafka->rk) > 0)
 	{
 		CHECK_FOR_INTERRUPTS();
 		rd_kafka_flush(kafka->rk, SSP_POLL_MS);
+		/* a slow broker is no failure: one that answers nothing in timeout_ms is */
+		if (kafka->acked + kafka->failed != answered)
+		{
+			answered = kafka->acked + kafka->failed;
+			INSTR_TIME_SET_CURRENT(start);
+		}
 		check_elapsed(kafka, start, topic, timeout_ms);
 		check_moved(kafka, topic);
 	}

@@ -378,4 +378,26 @@ INSERT INTO ancient VALUES (2, '2024-01-01 00:00:30+00');
 SELECT ssp.wait('ancient_v');
 SELECT w, n FROM ancient_v ORDER BY w;
 SELECT status, last_error, late_events FROM ssp.views WHERE view = 'ancient_v'::regclass;
+-- a day aligned on a zone's midnight ends at the next one: Paris's
+-- 2024-10-27 lasted 25 hours (its end was taken as 24 hours after its
+-- start: a click at 23:40 local was late, and emit final closed the day an
+-- hour early)
+\set topic win_dst_ :run
+\! "$SSP_SRC/test/create_topic" "win_dst_$SSP_RUN_ID" 1 >/dev/null
+CREATE FOREIGN TABLE dst (id int, ts timestamptz) SERVER kafka OPTIONS (topic :'topic', timestamp 'ts');
+CREATE VIEW dst_days WITH (ssp.continuous) AS
+  SELECT ssp.tumble(ts, '1 day', '2000-01-01 00:00 Europe/Paris') AS day, count(*) AS n FROM dst GROUP BY day;
+CREATE VIEW dst_final WITH (ssp.continuous, ssp.emit = 'final') AS
+  SELECT ssp.tumble(ts, '1 day', '2000-01-01 00:00 Europe/Paris') AS day, count(*) AS n FROM dst GROUP BY day;
+INSERT INTO dst VALUES (1, '2024-10-27 22:10+00');
+SELECT ssp.wait('dst_days'), ssp.wait('dst_final');
+SELECT * FROM dst_final;
+INSERT INTO dst VALUES (2, '2024-10-27 22:40+00');
+SELECT ssp.wait('dst_days'), ssp.wait('dst_final');
+SELECT * FROM dst_final;
+INSERT INTO dst VALUES (3, '2024-10-27 23:00+00');
+SELECT ssp.wait('dst_days'), ssp.wait('dst_final');
+SELECT day AT TIME ZONE 'Europe/Paris' AS paris_day, n FROM dst_days ORDER BY day;
+SELECT day AT TIME ZONE 'Europe/Paris' AS paris_day, n FROM dst_final ORDER BY day;
+SELECT view, late_events FROM ssp.views WHERE view IN ('dst_days'::regclass, 'dst_final'::regclass) ORDER BY 1;
 DROP SERVER kafka CASCADE;

@@ -74,12 +74,41 @@ watermark_of(Build *b, const char *mrel)
 {
 	/* over shards: the least of theirs, once every shard has one */
 	if (b->shard_status)
-		return psprintf("(SELECT CASE WHEN pg_catalog.count(s.watermark) = %d THEN pg_catalog.min(s.watermark) END "
-						"FROM %s s WHERE s.view_schema = %s AND s.view_name = %s)",
+		return psprintf("(SELECT CASE WHEN pg_catalog.count(s.watermark) OPERATOR(pg_catalog.=) %d THEN pg_catalog.min(s.watermark) END "
+						"FROM %s s WHERE s.view_schema OPERATOR(pg_catalog.=) %s AND s.view_name OPERATOR(pg_catalog.=) %s)",
 						b->opts->shard_count, b->shard_status,
 						quote_literal_cstr(b->shard_view_schema), quote_literal_cstr(b->shard_view_name));
-	return psprintf("(SELECT c.%s FROM ssp.continuous_views c WHERE c.mrel = %s::regclass)",
+	return psprintf("(SELECT c.%s FROM ssp.continuous_views c WHERE c.mrel OPERATOR(pg_catalog.=) %s::pg_catalog.regclass)",
 					SSP_JOIN_EMITS_LATE(b) ? "batch_watermark" : "watermark", quote_literal_cstr(mrel));
+}
+
+/*
+ * window_end: SQL, the end of the window that starts at start: start plus
+ * its size, in the local time of its origin's zone where it names one (a
+ * day is 23 or 25 hours when the clocks change).
+ */
+static char *
+window_end(Build *b, const char *start)
+{
+	if (b->window_zone == NULL)
+		return psprintf("(%s + %s)", start, b->sizesql);
+	return psprintf("pg_catalog.timezone(%s, pg_catalog.timezone(%s, %s) OPERATOR(pg_catalog.+) %s)",
+					b->window_zone, b->window_zone, start, b->sizesql);
+}
+
+/*
+ * absolute_interval_sql: iv (no months) as hours, minutes and seconds: a
+ * window's size is a length of time (ssp.tumble bins by it so), which
+ * timestamptz + '1 day' is not where the session's TimeZone changes clocks.
+ */
+static char *
+absolute_interval_sql(Interval *iv)
+{
+	Interval	abs = *iv;
+
+	abs.time += (int64) abs.day * USECS_PER_DAY;
+	abs.day = 0;
+	return ssp_interval_sql(&abs);
 }
 
 static void
@@ -93,7 +122,10 @@ find_window(Build *b, const char *mrel)
 	b->window = w->index;
 	if (b->window < 0)
 		return;
-	b->sizesql = ssp_interval_sql(w->size);
+	b->sizesql = absolute_interval_sql(w->size);
+	b->window_zone = w->session ? NULL : ssp_window_zone(w->origin);
+	if (b->window_zone)
+		b->window_zone = quote_literal_cstr(b->window_zone);
 	b->window_base = "$1";
 	if (w->session)
 	{
@@ -123,19 +155,19 @@ find_window(Build *b, const char *mrel)
 		char	   *origin = w->origin ? ssp_deparse(b, w->origin) : "NULL";
 
 		b->window_from = psprintf(" CROSS JOIN LATERAL ssp.hop_windows(%s, %s, %s, %s) AS hw(w)",
-								  ts, b->sizesql, ssp_interval_sql(w->slide), origin);
+								  ts, b->sizesql, absolute_interval_sql(w->slide), origin);
 		b->window_start = "hw.w";
 		/* the last window that holds an event starts at its slide */
-		last_end = psprintf("(ssp.tumble(%s, %s, %s) + %s)", ts, ssp_interval_sql(w->slide),
-							origin, b->sizesql);
+		last_end = window_end(b, psprintf("ssp.tumble(%s, %s, %s)", ts, absolute_interval_sql(w->slide),
+										  origin));
 	}
 	else
 	{
 		b->window_from = "";
 		b->window_start = ssp_deparse(b, list_nth(b->group_exprs, b->window));
-		last_end = psprintf("(%s + %s)", b->window_start, b->sizesql);
+		last_end = window_end(b, b->window_start);
 	}
-	b->window_end = psprintf("(%s + %s)", b->window_start, b->sizesql);
+	b->window_end = window_end(b, b->window_start);
 	quals = b->query->jointree->quals ? ssp_deparse(b, b->query->jointree->quals) : "true";
 	/* a join's pairs are never late (join.c), only its streams' rows */
 	if (!b->stream_join)
@@ -143,9 +175,8 @@ find_window(Build *b, const char *mrel)
 							   b->from, quals, last_end);
 	if (b->opts->retention)
 		b->retention_sql = psprintf("DELETE FROM %s m WHERE %s < %s - %s::interval", mrel,
-									closes(b, psprintf("m.%s + %s",
-													   quote_identifier(list_nth(b->group_cols, b->window)),
-													   b->sizesql)),
+									closes(b, window_end(b, psprintf("m.%s",
+																	 quote_identifier(list_nth(b->group_cols, b->window))))),
 									b->window_base, quote_literal_cstr(b->opts->retention));
 }
 
@@ -328,8 +359,8 @@ aggregating_view(Build *b, List *names, const char *mrel, const char *view,
 	if (b->window >= 0 && b->spec.session)
 		b->closed_sql = closes(b, psprintf("m._session_end + %s + %s", b->sizesql, b->sizesql));
 	else if (b->window >= 0)
-		b->closed_sql = closes(b, psprintf("m.%s + %s", quote_identifier(list_nth(b->group_cols, b->window)),
-										   b->sizesql));
+		b->closed_sql = closes(b, window_end(b, psprintf("m.%s", quote_identifier(list_nth(b->group_cols,
+																								b->window)))));
 	if (b->opts->emit_final)
 	{
 		/* only windows the watermark has closed */
@@ -1601,7 +1632,7 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 			appendStringInfo(apply, ";\nDELETE FROM %s d WHERE d._g%d < %s - %s%s%s AND %s <= %s",
 							 b->buffers[DISTINCT_BUFFER(b)], b->window + 1, b->window_base, b->sizesql,
 							 b->window_delay ? " - " : "", b->window_delay ? b->window_delay : "",
-							 closes(b, psprintf("d._g%d + %s", b->window + 1, b->sizesql)), b->window_base);
+							 closes(b, window_end(b, psprintf("d._g%d", b->window + 1))), b->window_base);
 	}
 
 	aggregating_view(b, names, mrel, view, viewsql);

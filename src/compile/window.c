@@ -58,6 +58,20 @@ split_zone(char *origin)
 }
 
 /*
+ * ssp_window_zone: the time zone a window's origin names (windows aligned
+ * on its local time, whose length is local too), or NULL.
+ */
+char *
+ssp_window_zone(Node *origin)
+{
+	Const	   *c = (Const *) origin;
+
+	if (origin == NULL || !IsA(origin, Const) || c->constisnull || c->consttype != TEXTOID)
+		return NULL;
+	return split_zone(TextDatumGetCString(c->constvalue));
+}
+
+/*
  * ssp.tumble(ts, size [, origin]): the start of the window of the given
  * size that holds ts; windows are aligned on origin (default 2000-01-01
  * 00:00 UTC).  An origin with a time zone name aligns windows on that
@@ -305,8 +319,11 @@ grace_fits(TimestampTz w, Interval *grace)
 	int64		d = grace->day;
 	int64		t = grace->time;
 
+	int64		dspan;
+
 	if (pg_mul_s64_overflow(m < 0 ? -m : m, 31 * day, &span) ||
-		pg_add_s64_overflow(span, (d < 0 ? -d : d) * day, &span) ||
+		pg_mul_s64_overflow(d < 0 ? -d : d, day, &dspan) ||
+		pg_add_s64_overflow(span, dspan, &span) ||
 		t == PG_INT64_MIN ||
 		pg_add_s64_overflow(span, t < 0 ? -t : t, &span))
 		return false;

@@ -28,6 +28,7 @@ extern void ssp_find_window(SspStream *stream, int rtindex, List *group_exprs, S
 extern TimestampTz ssp_watermark(const TimestampTz *maxev, const TimestampTz *seen_at,
 								 const bool *lagging, int nparts,
 								 TimestampTz previous, int64 idle_ms, Interval *grace);
+extern char *ssp_window_zone(Node *origin);
 extern bool ssp_is_event_time(SspStream *stream, AttrNumber attnum);
 extern char *ssp_event_time_detail(SspStream *stream);
 extern TimestampTz ssp_event_time(SspStream *stream, SspMessage *msg,

@@ -29,6 +29,9 @@ CREATE VIEW r WITH (ssp.continuous) AS SELECT c.segment, count(*) FROM customers
 CREATE VIEW r WITH (ssp.continuous) AS SELECT segment FROM customers;
 CREATE OR REPLACE VIEW orders WITH (ssp.continuous) AS SELECT region FROM orders;
 CREATE TEMP VIEW r WITH (ssp.continuous) AS SELECT region FROM orders;
+CREATE TEMP TABLE tiers (region text, tier int);
+CREATE VIEW r WITH (ssp.continuous) AS SELECT t.tier, count(*) FROM orders o JOIN tiers t ON t.region = o.region GROUP BY 1;
+DROP TABLE tiers;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders WITH CHECK OPTION;
 -- refused: options
 CREATE VIEW r WITH (ssp.continuous, ssp.batch_size = 0) AS SELECT region FROM orders;

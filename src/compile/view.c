@@ -45,6 +45,7 @@
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
 #include "parser/parse_func.h"
+#include "parser/parse_relation.h"
 #include "parser/parse_type.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
@@ -347,6 +348,12 @@ check_query(Query *q)
 		ssp_refuse("DISTINCT over aggregates", "Each batch changes the aggregates, and with them which rows are duplicates; query the view with DISTINCT instead.");
 	if (q->sortClause)
 		ssp_refuse("ORDER BY", "A view's rows have no order; put ORDER BY in the queries that read it.");
+	/* (it failed later, naming an internal view, from inside SPI) */
+	if (isQueryUsingTempRelation(q))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a continuous view cannot read a temporary table"),
+				 errdetail("Its worker runs in a session of its own, which cannot see this session's temporary tables.")));
 	if (q->limitCount || q->limitOffset)
 		ssp_refuse("LIMIT or OFFSET", "A limit over an unbounded stream changes as rows arrive; put it in the queries that read the view.");
 	if (q->hasSubLinks &&

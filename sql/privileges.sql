@@ -246,6 +246,33 @@ DROP TABLE precious;
 REVOKE ssp_carol FROM ssp_alice;
 REVOKE CREATE ON SCHEMA public FROM ssp_carol;
 
+-- ssp's processes run with search_path pg_catalog, pg_temp: an exact "="
+-- for oid and regclass, put in a schema on the database's path by whoever
+-- may create there (its owner), runs in none of them (the scheduler ran
+-- it, as superuser, at each round)
+CREATE TABLE hijack_log (pid int, who name);
+GRANT INSERT ON hijack_log TO PUBLIC;
+CREATE FUNCTION hijack_eq(oid, regclass) RETURNS bool LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO public.hijack_log VALUES (pg_backend_pid(), current_user);
+  RETURN $1 OPERATOR(pg_catalog.=) $2::oid;
+END $$;
+CREATE FUNCTION hijack_eq(regclass, regclass) RETURNS bool LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO public.hijack_log VALUES (pg_backend_pid(), current_user);
+  RETURN $1::oid OPERATOR(pg_catalog.=) $2::oid;
+END $$;
+CREATE OPERATOR public.= (LEFTARG = oid, RIGHTARG = regclass, FUNCTION = hijack_eq);
+CREATE OPERATOR public.= (LEFTARG = regclass, RIGHTARG = regclass, FUNCTION = hijack_eq);
+CREATE VIEW hijack_v WITH (ssp.continuous) AS SELECT count(*) AS n FROM alice_stream;
+SELECT ssp.wait('hijack_v');
+SELECT pg_sleep(1);
+DROP OPERATOR public.= (oid, regclass), public.= (regclass, regclass);
+SELECT count(*) AS calls_in_ssp_processes FROM hijack_log WHERE pid <> pg_backend_pid();
+DROP VIEW hijack_v;
+DROP TABLE hijack_log;
+DROP FUNCTION hijack_eq(oid, regclass), hijack_eq(regclass, regclass);
+
 DROP VIEW alice_view;
 DROP FOREIGN TABLE alice_stream, dave_stream;
 DROP SERVER alices CASCADE;

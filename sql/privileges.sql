@@ -267,9 +267,25 @@ CREATE OPERATOR public.= (LEFTARG = regclass, RIGHTARG = regclass, FUNCTION = hi
 CREATE VIEW hijack_v WITH (ssp.continuous) AS SELECT count(*) AS n FROM alice_stream;
 SELECT ssp.wait('hijack_v');
 SELECT pg_sleep(1);
-DROP OPERATOR public.= (oid, regclass), public.= (regclass, regclass);
 SELECT count(*) AS calls_in_ssp_processes FROM hijack_log WHERE pid <> pg_backend_pid();
-DROP VIEW hijack_v;
+-- nor in this session, a superuser's, when it changes ssp's objects
+-- (ssp's own SQL in the utility hook): each of these reads ssp's catalog
+CREATE OR REPLACE VIEW hijack_v WITH (ssp.continuous) AS SELECT count(*) AS n, sum(x) AS total FROM alice_stream;
+SELECT ssp.wait('hijack_v');
+ALTER FOREIGN TABLE alice_stream RENAME COLUMN x TO y;
+ALTER FOREIGN TABLE alice_stream OPTIONS (SET topic 'priv_other');
+DO $$ BEGIN
+  EXECUTE format('ALTER TABLE %s ADD COLUMN extra int',
+                 (SELECT mrel FROM ssp.continuous_views WHERE view OPERATOR(pg_catalog.=) 'hijack_v'::regclass));
+END $$;
+ALTER VIEW hijack_v OWNER TO ssp_alice;
+ALTER VIEW hijack_v RENAME TO hijack_w;
+SELECT ssp.pause('hijack_w'), ssp.resume('hijack_w');
+SELECT ssp.reset('hijack_w');
+SELECT ssp.wait('hijack_w');
+DROP VIEW hijack_w;
+DROP OPERATOR public.= (oid, regclass), public.= (regclass, regclass);
+SELECT count(*) AS calls_in_this_session FROM hijack_log WHERE pid = pg_backend_pid();
 DROP TABLE hijack_log;
 DROP FUNCTION hijack_eq(oid, regclass), hijack_eq(regclass, regclass);
 

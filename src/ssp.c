@@ -13,6 +13,7 @@
 
 #include <limits.h>
 
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
@@ -184,4 +185,23 @@ ssp_pin_search_path(void)
 	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	return level;
+}
+
+/*
+ * ssp_spi_catalog: SPI_execute_with_args with the search path pinned
+ * (ssp_pin_search_path), for ssp's own statements on its catalog and
+ * Postgres's in a user's session (DDL, the utility hook): their "=" of
+ * regclass and oid has no exact operator in pg_catalog, and would
+ * otherwise take one from a schema on the user's path.
+ */
+int
+ssp_spi_catalog(const char *sql, int nargs, Oid *argtypes, Datum *values,
+				const char *nulls, bool read_only, long count)
+{
+	int			level = ssp_pin_search_path();
+	int			rc;
+
+	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, read_only, count);
+	AtEOXact_GUC(true, level);
+	return rc;
 }

@@ -161,6 +161,8 @@ extern void ssp_check_stored_state(Oid deserialfn, Oid aggfnoid, const bytea *st
 
 /* ssp.c */
 extern int	ssp_pin_search_path(void);
+extern int	ssp_spi_catalog(const char *sql, int nargs, Oid *argtypes, Datum *values,
+							const char *nulls, bool read_only, long count);
 
 /* utility.c */
 extern void ssp_utility_init(void);

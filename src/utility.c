@@ -126,7 +126,8 @@ check_column_rename(RenameStmt *stmt)
 	arg = ObjectIdGetDatum(relid);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	if (SPI_execute_with_args("SELECT v.oid::regclass::text, d.deptype = 'i' "
+	/* the view, a regclass: SPI_getvalue names it as the user's path shows it */
+	if (ssp_spi_catalog("SELECT v.oid::pg_catalog.regclass, d.deptype = 'i' "
 							  "FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_class v ON v.oid = "
 							  "CASE d.deptype WHEN 'i' THEN d.refobjid ELSE d.objid END "
 							  "WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
@@ -242,12 +243,12 @@ check_topic_change(AlterTableStmt *stmt)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
 	/* ssp records a continuous view's dependency on its streams itself */
-	if (SPI_execute_with_args("SELECT v.oid::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_depend d "
+	if (ssp_spi_catalog("SELECT v.oid::pg_catalog.regclass FROM pg_catalog.pg_depend d "
 							  "JOIN pg_catalog.pg_class v ON v.oid = d.objid "
 							  "WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
 							  "AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass "
 							  "AND d.refobjid = $1 AND d.deptype = 'n' AND v.relkind = 'v' "
-							  "ORDER BY 1 LIMIT 1",
+							  "ORDER BY v.oid::pg_catalog.regclass::pg_catalog.text LIMIT 1",
 							  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read pg_depend");
 	if (SPI_processed > 0)

@@ -278,7 +278,7 @@ ssp_view_load(Oid view, bool missing_ok)
 	ssp_check_extension_version();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	if (SPI_execute_with_args("SELECT mrel::oid, streams::oid[], topics, apply_sql, commit_interval_ms, "
+	if (ssp_spi_catalog("SELECT mrel::oid, streams::oid[], topics, apply_sql, commit_interval_ms, "
 							  "batch_size, on_error, paused, generation, late_sql, retention_sql, grace, "
 							  "(extract(epoch FROM idle_timeout) * 1000)::bigint, watermark, columns, buffers::oid[], parallelism, "
 							  "output_topic, outbox::oid, outbox_final_sql, query::oid, names, options, "
@@ -455,7 +455,7 @@ store_start(Oid view, Oid stream, const char *topic, const char *start)
 		args[1] = CStringGetTextDatum(topic);
 		args[2] = Int32GetDatum(p);
 		args[3] = Int64GetDatum(offset);
-		if (SPI_execute_with_args("INSERT INTO ssp.offsets (view, topic, partition, next_offset) "
+		if (ssp_spi_catalog("INSERT INTO ssp.offsets (view, topic, partition, next_offset) "
 								  "VALUES ($1::regclass, $2, $3, $4)",
 								  4, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "ssp: could not store offsets");
@@ -499,10 +499,10 @@ ssp_view_repair_dependencies(SspView *v)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
 	/* one at a time: a view's parallel workers start together */
-	if (SPI_execute_with_args("SELECT 1 FROM ssp.continuous_views WHERE view OPERATOR(pg_catalog.=) $2::regclass FOR NO KEY UPDATE",
+	if (ssp_spi_catalog("SELECT 1 FROM ssp.continuous_views WHERE view OPERATOR(pg_catalog.=) $2::regclass FOR NO KEY UPDATE",
 							  2, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not lock the view's catalog row");
-	if (SPI_execute_with_args("SELECT 1 FROM pg_catalog.pg_depend WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+	if (ssp_spi_catalog("SELECT 1 FROM pg_catalog.pg_depend WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
 							  "AND objid = $1 AND refobjid = $2 AND deptype = 'i'",
 							  2, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read pg_depend");

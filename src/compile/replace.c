@@ -191,7 +191,7 @@ check_replaceable(Oid viewoid, Oid shadowoid, const char *name)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	if (SPI_execute_with_args("SELECT 1 FROM ssp.continuous_views WHERE view IN ($1::regclass, $2::regclass) "
+	if (ssp_spi_catalog("SELECT 1 FROM ssp.continuous_views WHERE view IN ($1::regclass, $2::regclass) "
 							  "AND output_topic IS NOT NULL",
 							  2, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
@@ -201,7 +201,7 @@ check_replaceable(Oid viewoid, Oid shadowoid, const char *name)
 				 errmsg("cannot replace continuous view \"%s\": it has ssp.output_topic", name),
 				 errdetail("Both definitions would publish their changes to the topic while the new one catches up."),
 				 errhint("Create the new definition as a view of its own, with an output topic of its own.")));
-	if (SPI_execute_with_args("SELECT r.ev_class::regclass::text FROM pg_catalog.pg_depend d "
+	if (ssp_spi_catalog("SELECT r.ev_class::regclass::text FROM pg_catalog.pg_depend d "
 							  "JOIN pg_catalog.pg_rewrite r ON d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass "
 							  "AND d.objid = r.oid "
 							  "JOIN ssp.continuous_views c ON c.view OPERATOR(pg_catalog.=) $1::regclass AND d.refobjid OPERATOR(pg_catalog.=) c.mrel "
@@ -253,7 +253,7 @@ check_log_holds(Oid shadow, const char *name)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	if (SPI_execute_with_args("SELECT streams::oid[] FROM ssp.continuous_views WHERE view OPERATOR(pg_catalog.=) $1::regclass",
+	if (ssp_spi_catalog("SELECT streams::oid[] FROM ssp.continuous_views WHERE view OPERATOR(pg_catalog.=) $1::regclass",
 							  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
 	deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)),
@@ -326,7 +326,7 @@ ssp_replace_continuous_view(ViewStmt *stmt, const char *queryString, Oid viewoid
 	args[0] = ObjectIdGetDatum(viewoid);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	if (SPI_execute_with_args("SELECT view::oid FROM ssp.continuous_views WHERE replaces OPERATOR(pg_catalog.=) $1::regclass",
+	if (ssp_spi_catalog("SELECT view::oid FROM ssp.continuous_views WHERE replaces OPERATOR(pg_catalog.=) $1::regclass",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
 	for (i = 0; i < SPI_processed; i++)
@@ -374,7 +374,7 @@ ssp_replace_continuous_view(ViewStmt *stmt, const char *queryString, Oid viewoid
 	args[1] = ObjectIdGetDatum(viewoid);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET replaces = $2::regclass WHERE view OPERATOR(pg_catalog.=) $1::regclass",
+	if (ssp_spi_catalog("UPDATE ssp.continuous_views SET replaces = $2::regclass WHERE view OPERATOR(pg_catalog.=) $1::regclass",
 							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
 		elog(ERROR, "ssp: could not record the replacement of continuous view \"%s\"", name);
 	SPI_finish();
@@ -414,7 +414,7 @@ read_parts(Oid view, Oid owner, Parts *parts)
 
 	memset(parts, 0, sizeof(*parts));
 	parts->view = view;
-	if (SPI_execute_with_args("SELECT mrel::oid, query::oid, outbox::oid, buffers::oid[], generation "
+	if (ssp_spi_catalog("SELECT mrel::oid, query::oid, outbox::oid, buffers::oid[], generation "
 							  "FROM ssp.continuous_views WHERE view = $1::regclass",
 							  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "ssp: continuous view %u is gone", view);
@@ -450,7 +450,7 @@ read_parts(Oid view, Oid owner, Parts *parts)
 		foreach(lc, rels)
 		{
 			args[0] = ObjectIdGetDatum(lfirst_oid(lc));
-			if (SPI_execute_with_args("SELECT 1 FROM pg_catalog.pg_depend WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+			if (ssp_spi_catalog("SELECT 1 FROM pg_catalog.pg_depend WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
 									  "AND objid OPERATOR(pg_catalog.=) $1 AND refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass "
 									  "AND refobjid OPERATOR(pg_catalog.=) $2 AND deptype OPERATOR(pg_catalog.=) 'i'",
 									  2, (Oid[]) {OIDOID, OIDOID}, (Datum[]) {args[0], ObjectIdGetDatum(view)},
@@ -465,7 +465,7 @@ read_parts(Oid view, Oid owner, Parts *parts)
 	if (!OidIsValid(parts->mrel))
 		return;
 	args[0] = ObjectIdGetDatum(parts->mrel);
-	if (SPI_execute_with_args("SELECT p.oid FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p "
+	if (ssp_spi_catalog("SELECT p.oid FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p "
 							  "ON p.oid OPERATOR(pg_catalog.=) t.tgfoid WHERE t.tgrelid OPERATOR(pg_catalog.=) $1 "
 							  "AND t.tgname OPERATOR(pg_catalog.=) 'ssp_changes_insert' "
 							  "AND (p.proowner OPERATOR(pg_catalog.=) $2 OR EXISTS (SELECT FROM pg_catalog.pg_depend d "
@@ -512,7 +512,7 @@ ssp_continuous_view_owner_changed(Oid view, Oid owner_before)
 							  quote_qualified_identifier(get_namespace_name(get_func_namespace(parts.changes)),
 														 get_func_name(parts.changes)),
 							  quote_identifier(GetUserNameFromId(owner, false))));
-	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET generation = generation + 1 "
+	if (ssp_spi_catalog("UPDATE ssp.continuous_views SET generation = generation + 1 "
 							  "WHERE view = $1::regclass",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not update ssp.continuous_views");
@@ -521,7 +521,7 @@ ssp_continuous_view_owner_changed(Oid view, Oid owner_before)
 	 * tied each to the view), or of the view's owner before; a view of
 	 * another role's whose row names this one is no replacement of it
 	 */
-	if (SPI_execute_with_args("SELECT c.view::oid FROM ssp.continuous_views c "
+	if (ssp_spi_catalog("SELECT c.view::oid FROM ssp.continuous_views c "
 							  "WHERE c.replaces OPERATOR(pg_catalog.=) $1::regclass "
 							  "AND (EXISTS (SELECT FROM pg_catalog.pg_depend d "
 							  "WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass "
@@ -569,7 +569,7 @@ ssp_continuous_views_reassigned(Oid owner)
 	level = ssp_pin_search_path();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	if (SPI_execute_with_args("UPDATE ssp.continuous_views c SET generation = c.generation + 1 "
+	if (ssp_spi_catalog("UPDATE ssp.continuous_views c SET generation = c.generation + 1 "
 							  "FROM pg_catalog.pg_class r WHERE r.oid = c.view AND r.relowner = $1",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not update ssp.continuous_views");
@@ -604,7 +604,7 @@ move_parts(Parts *parts, Oid to)
 	args[1] = ObjectIdGetDatum(to);
 	args[2] = oid_array(parts->rels);
 	args[3] = ObjectIdGetDatum(parts->changes);
-	if (SPI_execute_with_args("UPDATE pg_catalog.pg_depend SET refobjid = $2 "
+	if (ssp_spi_catalog("UPDATE pg_catalog.pg_depend SET refobjid = $2 "
 							  "WHERE refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND refobjid = $1 "
 							  "AND deptype IN ('i', 'a') AND ((classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
 							  "AND objid = ANY ($3)) OR (classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND objid = $4))",
@@ -684,7 +684,7 @@ ssp_replace_swap(Oid shadow, Oid view)
 	args[0] = ObjectIdGetDatum(view);
 	args[1] = ObjectIdGetDatum(shadow);
 	/* behind the old definition on some partition: not yet */
-	if (SPI_execute_with_args("SELECT 1 FROM ssp.offsets o LEFT JOIN ssp.offsets n "
+	if (ssp_spi_catalog("SELECT 1 FROM ssp.offsets o LEFT JOIN ssp.offsets n "
 							  "ON n.view = $2::regclass AND n.topic = o.topic AND n.partition = o.partition "
 							  "WHERE o.view = $1::regclass AND (n.next_offset IS NULL OR n.next_offset < o.next_offset)",
 							  2, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
@@ -700,10 +700,10 @@ ssp_replace_swap(Oid shadow, Oid view)
 	/* the parts change hands; the view reads what its new query reads */
 	move_parts(&old, shadow);
 	move_parts(&new, view);
-	if (SPI_execute_with_args("DELETE FROM pg_catalog.pg_depend WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+	if (ssp_spi_catalog("DELETE FROM pg_catalog.pg_depend WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
 							  "AND objid = $1 AND refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND deptype = 'n'",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE ||
-		SPI_execute_with_args("UPDATE pg_catalog.pg_depend SET objid = $1 WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+		ssp_spi_catalog("UPDATE pg_catalog.pg_depend SET objid = $1 WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
 							  "AND objid = $2 AND refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND deptype = 'n' "
 							  "AND refobjid <> $1",
 							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
@@ -715,11 +715,11 @@ ssp_replace_swap(Oid shadow, Oid view)
 	 * as utility.c keeps a continuous view from being replaced as a plain one.
 	 */
 	args[2] = Int32GetDatum(Max(old.generation, new.generation) + 1);
-	if (SPI_execute_with_args("DELETE FROM ssp.continuous_views WHERE view = $1::regclass",
+	if (ssp_spi_catalog("DELETE FROM ssp.continuous_views WHERE view = $1::regclass",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE ||
-		SPI_execute_with_args("DELETE FROM ssp.offsets WHERE view = $1::regclass",
+		ssp_spi_catalog("DELETE FROM ssp.offsets WHERE view = $1::regclass",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE ||
-		SPI_execute_with_args("DELETE FROM ssp.dead_letters WHERE view = $1::regclass",
+		ssp_spi_catalog("DELETE FROM ssp.dead_letters WHERE view = $1::regclass",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "ssp: could not delete the catalog rows of continuous view \"%s\"", name);
 
@@ -727,7 +727,7 @@ ssp_replace_swap(Oid shadow, Oid view)
 	save_nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	if (SPI_execute_with_args("SELECT pg_catalog.pg_get_viewdef($2)", 2, argtypes, args, NULL,
+	if (ssp_spi_catalog("SELECT pg_catalog.pg_get_viewdef($2)", 2, argtypes, args, NULL,
 							  false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "ssp: could not read the definition of \"%s\"", shadowname);
 	def = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -736,12 +736,12 @@ ssp_replace_swap(Oid shadow, Oid view)
 	AtEOXact_GUC(true, save_nestlevel);
 
 	/* the new definition's become the view's */
-	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET view = $1::regclass, replaces = NULL, "
+	if (ssp_spi_catalog("UPDATE ssp.continuous_views SET view = $1::regclass, replaces = NULL, "
 							  "generation = $3 WHERE view = $2::regclass",
 							  3, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE ||
-		SPI_execute_with_args("UPDATE ssp.offsets SET view = $1::regclass WHERE view = $2::regclass",
+		ssp_spi_catalog("UPDATE ssp.offsets SET view = $1::regclass WHERE view = $2::regclass",
 							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE ||
-		SPI_execute_with_args("UPDATE ssp.dead_letters SET view = $1::regclass WHERE view = $2::regclass",
+		ssp_spi_catalog("UPDATE ssp.dead_letters SET view = $1::regclass WHERE view = $2::regclass",
 							  2, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not move the catalog rows of continuous view \"%s\"", name);
 	ssp_wake_scheduler_at_commit();

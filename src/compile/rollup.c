@@ -291,6 +291,7 @@ ssp_create_rollup(ViewStmt *stmt, const char *queryString)
 	StringInfoData outer;
 	Oid			nspid;
 	int			save_nestlevel;
+	int			rc;
 	int			i;
 	AclResult	aclresult;
 
@@ -397,7 +398,11 @@ ssp_create_rollup(ViewStmt *stmt, const char *queryString)
 	AtEOXact_GUC(true, save_nestlevel);
 
 	elog(DEBUG1, "ssp: rollup: %s", outer.data);
-	if (SPI_execute(outer.data, false, 0) != SPI_OK_UTILITY)
+	/* built with every name qualified against this path */
+	save_nestlevel = ssp_pin_search_path();
+	rc = SPI_execute(outer.data, false, 0);
+	AtEOXact_GUC(true, save_nestlevel);
+	if (rc != SPI_OK_UTILITY)
 		elog(ERROR, "ssp: could not create the rollup: %s", outer.data);
 	SPI_finish();
 }

@@ -168,7 +168,7 @@ ssp_shard_create(Build *b, const char *mrelname, Oid nspid)
 		ssp_spi_exec(psprintf("CREATE FOREIGN TABLE %s PARTITION OF %s FOR VALUES IN (%d) SERVER %s "
 							  "OPTIONS (schema_name 'ssp', table_name 'shard_views', async_capable 'true')",
 							  part, b->shard_status, k, quote_identifier(lfirst(lc))));
-		if (SPI_execute_with_args(psprintf("SELECT shard, shards, mrel_schema, mrel_name FROM %s "
+		if (ssp_spi_catalog(psprintf("SELECT shard, shards, mrel_schema, mrel_name FROM %s "
 										   "WHERE view_schema = $1 AND view_name = $2", part),
 								  2, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "ssp: could not read ssp.shard_views of server \"%s\"", (char *) lfirst(lc));
@@ -239,7 +239,7 @@ ssp_shard_depend(Oid viewoid, Oid status)
 	ObjectAddressSet(viewaddr, RelationRelationId, viewoid);
 	ObjectAddressSet(addr, RelationRelationId, status);
 	recordDependencyOn(&addr, &viewaddr, DEPENDENCY_INTERNAL);
-	if (SPI_execute_with_args("SELECT i.inhrelid FROM pg_catalog.pg_inherits i "
+	if (ssp_spi_catalog("SELECT i.inhrelid FROM pg_catalog.pg_inherits i "
 							  "WHERE i.inhparent IN ($1, (SELECT c.mrel FROM ssp.continuous_views c WHERE c.view OPERATOR(pg_catalog.=) $2::regclass))",
 							  2, (Oid[]) {OIDOID, OIDOID}, (Datum[]) {ObjectIdGetDatum(status), ObjectIdGetDatum(viewoid)},
 							  NULL, false, 0) != SPI_OK_SELECT)
@@ -276,7 +276,7 @@ ssp_shard_record(Build *b, Oid viewoid)
 											  TEXTOID, -1, false, TYPALIGN_INT));
 	args[2] = ObjectIdGetDatum(status);
 	args[3] = CStringGetTextDatum(quote_qualified_identifier(b->shard_view_schema, b->shard_view_name));
-	if (SPI_execute_with_args("UPDATE ssp.continuous_views SET shards = $2, shard_status = $3, shard_view = $4 "
+	if (ssp_spi_catalog("UPDATE ssp.continuous_views SET shards = $2, shard_status = $3, shard_view = $4 "
 							  "WHERE view OPERATOR(pg_catalog.=) $1", 4, argtypes, args, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not record the shards of a view");
 	ssp_shard_depend(viewoid, status);

@@ -416,7 +416,11 @@ ssp_spi_exec(const char *sql)
 	ssp_own_ddl++;
 	PG_TRY();
 	{
+		/* built with every name qualified against this path */
+		int			level = ssp_pin_search_path();
+
 		rc = SPI_execute(sql, false, 0);
+		AtEOXact_GUC(true, level);
 	}
 	PG_FINALLY();
 	{
@@ -594,7 +598,7 @@ record_view(Oid viewoid, Oid mreloid, Oid queryoid, Oid nspid, List *names,
 	args[24] = ObjectIdGetDatum(queryoid);
 	args[25] = text_array(names);
 	args[26] = text_array(options);
-	if (SPI_execute_with_args("INSERT INTO ssp.continuous_views (view, mrel, streams, topics, apply_sql, start, "
+	if (ssp_spi_catalog("INSERT INTO ssp.continuous_views (view, mrel, streams, topics, apply_sql, start, "
 							  "commit_interval_ms, batch_size, on_error, late_sql, retention_sql, grace, idle_timeout, emit, columns, buffers, "
 							  "parallelism, rollup_from, rollup_states, rollup_columns, rollup_combinable, "
 							  "output_topic, outbox, outbox_final_sql, query, names, options) "

@@ -683,10 +683,14 @@ ssp_replace_swap(Oid shadow, Oid view)
 		elog(ERROR, "ssp: SPI_connect failed");
 	args[0] = ObjectIdGetDatum(view);
 	args[1] = ObjectIdGetDatum(shadow);
-	/* behind the old definition on some partition: not yet */
+	/*
+	 * behind the old definition on some partition: not yet.  No row is
+	 * offset 0: a partition that has had no message has a row only in
+	 * some views (the old one's 0 kept the pair apart for good)
+	 */
 	if (ssp_spi_catalog("SELECT 1 FROM ssp.offsets o LEFT JOIN ssp.offsets n "
 							  "ON n.view = $2::regclass AND n.topic = o.topic AND n.partition = o.partition "
-							  "WHERE o.view = $1::regclass AND (n.next_offset IS NULL OR n.next_offset < o.next_offset)",
+							  "WHERE o.view = $1::regclass AND COALESCE(n.next_offset, 0) < o.next_offset",
 							  2, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.offsets");
 	if (SPI_processed > 0)

@@ -90,6 +90,7 @@ CREATE FOREIGN TABLE hidden_names (id bigint, "_ssp_partition" int OPTIONS (meta
 CREATE FOREIGN TABLE hidden_names (id bigint, offs bigint OPTIONS (field '_ssp_offset')) SERVER kafka OPTIONS (topic :'topic');
 ALTER FOREIGN TABLE hidden_names ADD COLUMN _ssp_run int;
 ALTER FOREIGN TABLE hidden_names RENAME COLUMN offs TO _ssp_seq;
+ALTER FOREIGN TABLE hidden_names ADD COLUMN _ssp_matched bool;
 DROP FOREIGN TABLE hidden_names;
 -- a topic name that Kafka cannot have is refused with the stream
 CREATE FOREIGN TABLE bad_topic (x int) SERVER kafka OPTIONS (topic 'x''; DROP TABLE victim; --');

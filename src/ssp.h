@@ -104,6 +104,7 @@ typedef struct SspStream
 	bool		deleted;		/* decode.c: the message just decoded deletes
 								 * its key (a Debezium delete) */
 	AttrNumber	timestamp_attnum;	/* event time column, or 0 */
+	Oid			timestamp_typid;	/* its type: timestamptz or timestamp */
 	int			natts;			/* attributes of the relation (incl. dropped) */
 	TupleDesc	desc;			/* the relation's, as it was opened: decoding
 								 * follows it, not a later ALTER */

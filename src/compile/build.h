@@ -144,6 +144,7 @@ typedef struct Build
 												 * then a table of distinct
 												 * values; or a changelog's
 												 * versions */
+	Oid			buffer_oids[SSP_MAX_STREAMS + 1];	/* rebuilding: those tables */
 	List	   *buffer_names;	/* unqualified names of those CREATE VIEW made */
 	bool		rebuilding;		/* of an existing view (rebuild.c): its objects
 								 * are made already */

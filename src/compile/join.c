@@ -349,17 +349,40 @@ ssp_find_stream_join(Build *b, Node *node)
 	return found ? found : ssp_find_stream_join(b, j->rarg);
 }
 
-/* buffer_columns: a stream's columns as a column list, and with types. */
+/*
+ * buffer_columns: stream i's columns as a column list, and with types, for
+ * its buffer table.  Rebuilding, only those the buffer made with the view
+ * has, of the same type: a column added to the stream since, which the
+ * view cannot read, stays out (the view failed at its next batch, for a
+ * column its buffer did not have).
+ */
 static void
-buffer_columns(SspStream *s, StringInfo names, StringInfo defs)
+buffer_columns(Build *b, int i, StringInfo names, StringInfo defs)
 {
-	int			i;
+	SspStream  *s = b->streams[i];
+	Oid			buffer = b->rebuilding ? b->buffer_oids[i] : InvalidOid;
+	int			c;
 
-	for (i = 0; i < s->ncolumns; i++)
+	for (c = 0; c < s->ncolumns; c++)
 	{
-		appendStringInfo(names, "%s%s", i ? ", " : "", quote_identifier(s->columns[i].name));
-		appendStringInfo(defs, "%s %s, ", quote_identifier(s->columns[i].name),
-						 format_type_with_typemod(s->columns[i].typid, s->columns[i].typmod));
+		SspColumn  *col = &s->columns[c];
+
+		if (OidIsValid(buffer))
+		{
+			AttrNumber	att = get_attnum(buffer, col->name);
+			Oid			typid;
+			int32		typmod;
+			Oid			collid;
+
+			if (att == InvalidAttrNumber)
+				continue;
+			get_atttypetypmodcoll(buffer, att, &typid, &typmod, &collid);
+			if (typid != col->typid || typmod != col->typmod)
+				continue;
+		}
+		appendStringInfo(names, "%s%s", names->len ? ", " : "", quote_identifier(col->name));
+		appendStringInfo(defs, "%s %s, ", quote_identifier(col->name),
+						 format_type_with_typemod(col->typid, col->typmod));
 	}
 }
 
@@ -378,7 +401,7 @@ add_buffer(Build *b, int i, const char *evcol, const char *extra, StringInfo cre
 
 	initStringInfo(&cols);
 	initStringInfo(&defs);
-	buffer_columns(b->streams[i], &cols, &defs);
+	buffer_columns(b, i, &cols, &defs);
 	appendStringInfo(create, "CREATE TABLE %s (%s_ssp_xact xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id(), "
 					 "_ssp_run int NOT NULL%s);\nCREATE INDEX ON %s (_ssp_xact, _ssp_run);\n",
 					 b->buffers[i], defs.data, extra, b->buffers[i]);
@@ -633,7 +656,7 @@ build_temporal_join(Build *b, JoinExpr *j, const char *alias[2], const char *evc
 	{
 		initStringInfo(&cols);
 		initStringInfo(&defs);
-		buffer_columns(b->streams[i], &cols, &defs);
+		buffer_columns(b, i, &cols, &defs);
 		appendStringInfo(create, "CREATE TABLE %s (%s_ssp_xact xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id(), "
 						 "_ssp_run int NOT NULL",
 						 b->buffers[i], defs.data);

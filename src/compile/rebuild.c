@@ -124,7 +124,10 @@ ssp_view_build(SspView *v)
 													   get_func_name(v->changes));
 	}
 	for (i = 0; i < list_length(v->buffers) && i < lengthof(b->buffers); i++)
+	{
 		b->buffers[i] = qualified_name(v, list_nth_oid(v->buffers, i));
+		b->buffer_oids[i] = list_nth_oid(v->buffers, i);
+	}
 	b->rebuilding = true;
 	b->relname = get_rel_name(v->view);
 	if (b->opts->shard_servers)

@@ -291,14 +291,29 @@ ssp_event_time_detail(SspStream *stream)
 
 /*
  * ssp_event_time: the event time of a decoded message: its timestamp
- * column, else the Kafka timestamp; DT_NOBEGIN if it has none.
+ * column, else the Kafka timestamp; DT_NOBEGIN if it has none.  A
+ * timestamp without time zone is the instant Postgres casts it to in this
+ * process's TimeZone: a join's SQL compares such a column with the
+ * watermark ($1, a timestamptz) through that cast.  Read as UTC, it made
+ * events on time east of UTC late, and dropped their pairs.
  */
 TimestampTz
 ssp_event_time(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls)
 {
 	if (stream->timestamp_attnum > 0)
-		return nulls[stream->timestamp_attnum - 1] ? DT_NOBEGIN :
-			DatumGetTimestampTz(values[stream->timestamp_attnum - 1]);
+	{
+		Datum		v = values[stream->timestamp_attnum - 1];
+		int			overflow = 0;
+		TimestampTz t;
+
+		if (nulls[stream->timestamp_attnum - 1])
+			return DT_NOBEGIN;
+		if (stream->timestamp_typid != TIMESTAMPOID)
+			return DatumGetTimestampTz(v);
+		t = timestamp2timestamptz_opt_overflow(DatumGetTimestamp(v), &overflow);
+		/* past either end once moved by the zone: as far as it goes */
+		return overflow < 0 ? MIN_TIMESTAMP : overflow > 0 ? END_TIMESTAMP - 1 : t;
+	}
 	if (msg->timestamp_ms < 0)
 		return DT_NOBEGIN;
 	return DatumGetTimestampTz(ssp_ms_to_timestamptz(msg->timestamp_ms));

@@ -350,14 +350,25 @@ framed_writer(SspStream *stream, SspSource source, StringInfo buf)
  * kafka_timestamp: a timestamp as a Kafka message's, in *ms: milliseconds
  * since 1970, at least 1 (librdkafka takes 0 for "now", and a reader takes
  * a negative one for none); false, *ms untouched, where it cannot be one.
+ * A timestamp without time zone (typid) is the instant Postgres casts it
+ * to, in the session's TimeZone, as a reader casts the Kafka timestamp
+ * back (decode.c) and a join compares it with the watermark.
  */
 static bool
-kafka_timestamp(Datum ts, int64 *ms)
+kafka_timestamp(Datum ts, Oid typid, int64 *ms)
 {
 	int64		v;
 
 	if (TIMESTAMP_NOT_FINITE(DatumGetTimestampTz(ts)))
 		return false;
+	if (typid == TIMESTAMPOID)
+	{
+		int			overflow = 0;
+
+		ts = TimestampTzGetDatum(timestamp2timestamptz_opt_overflow(DatumGetTimestamp(ts), &overflow));
+		if (overflow != 0)
+			return false;
+	}
 	v = ssp_timestamptz_to_ms(ts);
 	if (v < 1)
 		return false;
@@ -523,7 +534,8 @@ ssp_encode_row(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out
 
 	/* the event time, where it can be the Kafka timestamp (else: now) */
 	if (stream->timestamp_attnum > 0 && !nulls[stream->timestamp_attnum - 1])
-		(void) kafka_timestamp(values[stream->timestamp_attnum - 1], &out->timestamp_ms);
+		(void) kafka_timestamp(values[stream->timestamp_attnum - 1], stream->timestamp_typid,
+							   &out->timestamp_ms);
 
 	for (i = 0; i < stream->ncolumns; i++)
 	{
@@ -547,8 +559,7 @@ ssp_encode_row(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out
 				out->partition = (int32) p;
 				break;
 			case SSP_SRC_TIMESTAMP:
-				/* timestamp and timestamptz share a representation */
-				if (!kafka_timestamp(values[a], &out->timestamp_ms))
+				if (!kafka_timestamp(values[a], col->typid, &out->timestamp_ms))
 					ereport(ERROR,
 							(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 							 errmsg("column \"%s\" of stream \"%s\" cannot give a message the timestamp %s",

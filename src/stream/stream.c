@@ -315,6 +315,7 @@ read_table_options(SspStream *stream, ForeignTable *ft)
 							col->name, stream->relname, format_type_be(col->typid)),
 					 errhint("The column named by option \"timestamp\" must be of type timestamp with time zone.")));
 		stream->timestamp_attnum = col->attnum;
+		stream->timestamp_typid = col->typid;
 	}
 	stream->nkey = 0;
 	for (i = 0; i < stream->ncolumns; i++)
@@ -331,7 +332,7 @@ read_table_options(SspStream *stream, ForeignTable *ft)
  */
 static const char *const hidden_columns[] = {
 	"_ssp_partition", "_ssp_offset", "_ssp_tombstone",
-	"_ssp_xact", "_ssp_run", "_ssp_seq", "_ssp_settled"
+	"_ssp_xact", "_ssp_run", "_ssp_seq", "_ssp_settled", "_ssp_matched"
 };
 
 /* The checks that depend on the format and the whole set of columns. */

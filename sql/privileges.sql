@@ -289,6 +289,22 @@ SELECT count(*) AS calls_in_this_session FROM hijack_log WHERE pid = pg_backend_
 DROP TABLE hijack_log;
 DROP FUNCTION hijack_eq(oid, regclass), hijack_eq(regclass, regclass);
 
+-- an INSERT through a view into a partitioned table of streams uses the
+-- view owner's user mapping, as into a stream: the partition a row goes to
+-- has no entry of its own in the statement (it took the caller's, here
+-- one whose client cannot be made)
+CREATE USER MAPPING FOR ssp_bob SERVER priv OPTIONS ("security.protocol" 'sasl_plaintext', "sasl.mechanisms" 'NOSUCH');
+CREATE TABLE priv_parted (x int, k int) PARTITION BY LIST (k);
+CREATE FOREIGN TABLE priv_part1 PARTITION OF priv_parted FOR VALUES IN (1) SERVER priv OPTIONS (topic 'priv_t');
+CREATE VIEW priv_parted_v AS SELECT * FROM priv_parted;
+GRANT INSERT ON priv_parted_v TO ssp_bob;
+SET ROLE ssp_bob;
+INSERT INTO priv_parted_v VALUES (7, 1);
+RESET ROLE;
+DROP VIEW priv_parted_v;
+DROP TABLE priv_parted;
+DROP USER MAPPING FOR ssp_bob SERVER priv;
+
 DROP VIEW alice_view;
 DROP FOREIGN TABLE alice_stream, dave_stream;
 DROP SERVER alices CASCADE;

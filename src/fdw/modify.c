@@ -47,10 +47,18 @@ begin(EState *estate, ResultRelInfo *rinfo)
 {
 	SspModifyState *state = palloc0(sizeof(SspModifyState));
 	Oid			userid = GetUserId();
+	Index		rti = rinfo->ri_RangeTableIndex;
 
-	if (rinfo->ri_RangeTableIndex > 0)
+	/*
+	 * The user mapping of whoever the statement checks privileges as (a
+	 * view's owner, through a view).  A partition that a row was routed to
+	 * has no entry of its own: its root's says (as postgres_fdw reads it).
+	 */
+	if (rti == 0 && rinfo->ri_RootResultRelInfo != NULL)
+		rti = rinfo->ri_RootResultRelInfo->ri_RangeTableIndex;
+	if (rti > 0)
 	{
-		RangeTblEntry *rte = exec_rt_fetch(rinfo->ri_RangeTableIndex, estate);
+		RangeTblEntry *rte = exec_rt_fetch(rti, estate);
 
 		if (OidIsValid(rte->checkAsUser))
 			userid = rte->checkAsUser;

@@ -479,6 +479,87 @@ ssp_store_start_offsets(Oid view, int nsources, const Oid *streams,
 		store_start(view, streams[i], topics[i], start);
 }
 
+/* has_index: has rel had an index (pg_class.relhasindex)? */
+static bool
+has_index(Oid rel)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(rel));
+	bool		result = false;
+
+	if (HeapTupleIsValid(tup))
+	{
+		result = ((Form_pg_class) GETSTRUCT(tup))->relhasindex;
+		ReleaseSysCache(tup);
+	}
+	return result;
+}
+
+/*
+ * ssp_view_check_whole: refuse to apply a view whose restore has not
+ * finished (has_offsets: the view has a row in ssp.offsets for a topic it
+ * reads).  A restore from a plain dump commits each table's rows on its
+ * own, while the scheduler already runs: ssp.continuous_views before
+ * ssp.offsets, a view's tables before or after both, as their schemas
+ * sort, and every index at the end.  A view started in between read from
+ * ssp.start again into its restored rows (every message counted twice),
+ * or merged new groups into its table before the table's rows came, and
+ * had two rows for them.  So: a table the view merges into (by its unique
+ * index), a join's buffers and an outbox must have their indexes, and a
+ * view that has counted messages must have its offsets.  The error fails
+ * the view for now; the scheduler tries it again.
+ */
+void
+ssp_view_check_whole(SspView *v, bool has_offsets)
+{
+	Oid			missing = InvalidOid;
+	ListCell   *lc;
+
+	if (!has_offsets)
+	{
+		Oid			argtype = OIDOID;
+		Datum		arg = ObjectIdGetDatum(v->view);
+		int64		counted = 0;
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "ssp: SPI_connect failed");
+		if (SPI_execute_with_args("SELECT processed + dead_letters FROM ssp.continuous_views "
+								  "WHERE view OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+								  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "ssp: could not read ssp.continuous_views");
+		if (SPI_processed == 1)
+		{
+			bool		isnull;
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+			if (!isnull)
+				counted = DatumGetInt64(d);
+		}
+		SPI_finish();
+		if (counted > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("continuous view \"%s\" has counted %lld messages but has no offsets in ssp.offsets",
+							v->name, (long long) counted),
+					 errdetail("A restore loads ssp.offsets after ssp.continuous_views; reading from ssp.start again would count those messages twice."),
+					 errhint("The view goes on by itself once its offsets are restored; if they are lost, ssp.reset rebuilds it from its stream.")));
+	}
+	if (strstr(v->apply_sql, "MERGE INTO ") != NULL || strstr(v->apply_sql, " ON CONFLICT ") != NULL)
+		if (!has_index(v->mrel))
+			missing = v->mrel;
+	foreach(lc, v->buffers)
+		if (!OidIsValid(missing) && !has_index(lfirst_oid(lc)))
+			missing = lfirst_oid(lc);
+	if (!OidIsValid(missing) && OidIsValid(v->outbox) && !has_index(v->outbox))
+		missing = v->outbox;
+	if (OidIsValid(missing))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("continuous view \"%s\" is not whole: its table \"%s\" has no index",
+						v->name, get_rel_name(missing)),
+				 errdetail("A restore makes the indexes after the rows of every table; rows applied before the table's own were counted twice."),
+				 errhint("The view goes on by itself once the restore has made the indexes; ssp.reset rebuilds it from its stream.")));
+}
+
 /*
  * ssp_view_repair_dependencies: after pg_dump and restore (or pg_upgrade)
  * the view and its materialisation table, query, buffers, outbox and the

@@ -311,6 +311,7 @@ load_served(SspServed *s, Oid viewoid, int part, SspReaderKey *key)
 	s->et.watermark = s->view->watermark;
 	s->et.began = DT_NOBEGIN;
 	SPI_finish();
+	ssp_view_check_whole(s->view, s->stored != NIL);
 	MemoryContextSwitchTo(old);
 	PopActiveSnapshot();
 	CommitTransactionCommand();

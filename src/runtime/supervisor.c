@@ -545,6 +545,38 @@ stop_view_worker(SchedView *sv)
 }
 
 /*
+ * adopt_slots: a new scheduler takes on the views that its database's
+ * worker slots name (its predecessor's): one dropped while no scheduler
+ * ran is then a view not seen, whose process is stopped and slot freed,
+ * where it ran on, holding its consumer, until a message came.
+ */
+static List *
+adopt_slots(Oid dboid)
+{
+	List	   *views = NIL;
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	int			i;
+
+	LWLockAcquire(ssp_shared->lock, LW_SHARED);
+	for (i = 0; i < ssp_shared->nworkers; i++)
+	{
+		SspWorkerSlot *s = &ssp_shared->workers[i];
+		SchedView  *sv;
+
+		if (!s->in_use || s->dboid != dboid)
+			continue;
+		sv = palloc0(sizeof(SchedView));
+		sv->view = s->view;
+		sv->part = s->part;
+		sv->reader_failures = s->reader_failures;
+		views = lappend(views, sv);
+	}
+	LWLockRelease(ssp_shared->lock);
+	MemoryContextSwitchTo(old);
+	return views;
+}
+
+/*
  * loaded_generation: the ssp.reset generation of the view that the process
  * applying its part loaded; 0 if none has.
  */
@@ -895,9 +927,18 @@ read_views(List **views)
 			 * offsets, and is stopped (its batches are fenced meanwhile).
 			 * One that has loaded the view since runs on.
 			 */
-			if (sv->generation != 0 && sv->generation != generation &&
-				loaded_generation(view, part) != generation)
-				stop_view_worker(sv);
+			{
+				int			loaded = loaded_generation(view, part);
+
+				/*
+				 * A scheduler's first look (generation 0) compares with
+				 * what the process loaded: a reset committed while no
+				 * scheduler ran left the view to its old process for good.
+				 */
+				if (loaded != 0 && loaded != generation &&
+					(sv->generation == 0 || sv->generation != generation))
+					stop_view_worker(sv);
+			}
 			sv->generation = generation;
 		}
 		if (why == NULL)
@@ -1239,6 +1280,7 @@ ssp_scheduler_main(Datum arg)
 		proc_exit(0);
 	}
 
+	views = adopt_slots(dboid);
 	if (!read_views(&views))
 	{
 		LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);

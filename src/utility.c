@@ -462,6 +462,15 @@ check_part_change(Node *parsetree)
 			{
 				AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
 
+				/* a part's owner is its view's: ALTER VIEW may not change the query's */
+				if (stmt->objtype == OBJECT_VIEW)
+				{
+					foreach(lc, stmt->cmds)
+						if (((AlterTableCmd *) lfirst(lc))->subtype == AT_ChangeOwner &&
+							OidIsValid(view = view_of_part(RangeVarGetRelid(stmt->relation, NoLock, true))))
+							part_refused("alter view", stmt->relation->relname, view);
+					return;
+				}
 				if (stmt->objtype != OBJECT_TABLE)
 					return;
 				foreach(lc, stmt->cmds)

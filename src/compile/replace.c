@@ -322,10 +322,32 @@ ssp_replace_continuous_view(ViewStmt *stmt, const char *queryString, Oid viewoid
 	/* one replacement at a time; the view keeps serving meanwhile */
 	LockRelationOid(viewoid, ShareUpdateExclusiveLock);
 
-	/* a replacement still catching up is replaced in turn */
 	args[0] = ObjectIdGetDatum(viewoid);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
+	/*
+	 * a new definition still catching up is not a view to replace: its own
+	 * replacement took its place and left the view it was for as it was
+	 */
+	if (ssp_spi_catalog("SELECT replaces::oid FROM ssp.continuous_views "
+						"WHERE view OPERATOR(pg_catalog.=) $1::regclass AND replaces IS NOT NULL",
+						1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.continuous_views");
+	if (SPI_processed > 0)
+	{
+		bool		isnull;
+		Oid			replaced = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+															  SPI_tuptable->tupdesc, 1, &isnull));
+
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("continuous view \"%s\" is the new definition of \"%s\", still catching up",
+						name, get_rel_name(replaced)),
+				 errhint("Replace \"%s\" itself: its pending new definition is dropped for the newer one.",
+						 get_rel_name(replaced))));
+	}
+
+	/* a replacement still catching up is replaced in turn */
 	if (ssp_spi_catalog("SELECT view::oid FROM ssp.continuous_views WHERE replaces OPERATOR(pg_catalog.=) $1::regclass",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");

@@ -20,6 +20,7 @@ OBJS = \
 	src/ssp.o \
 	src/utility.o \
 	src/kafka/property.o \
+	src/kafka/secret.o \
 	src/kafka/kafka.o \
 	src/registry/registry.o \
 	src/stream/stream.o \

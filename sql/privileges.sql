@@ -305,6 +305,93 @@ DROP VIEW priv_parted_v;
 DROP TABLE priv_parted;
 DROP USER MAPPING FOR ssp_bob SERVER priv;
 
+-- SASL mechanism GSSAPI logs in with Kerberos, with the database server's
+-- own tickets and keytab: superusers only, as the properties above,
+-- whether named (any case, either name) or left to librdkafka's default
+-- under a SASL security.protocol
+SET ROLE ssp_alice;
+SELECT * FROM try_property('mapping', 'sasl.mechanisms', 'GSSAPI');
+SELECT * FROM try_property('mapping', 'sasl.mechanism', 'gssapi');
+SELECT * FROM try_property('server', 'sasl.mechanisms', 'GSSAPI');
+SELECT * FROM try_property('mapping', 'sasl.mechanisms', 'PLAIN');
+ALTER SERVER alices OPTIONS (ADD "sasl.mechanisms" 'GSSAPI');
+CREATE USER MAPPING FOR ssp_alice SERVER alices OPTIONS ("sasl.mechanisms" 'PLAIN');
+ALTER USER MAPPING FOR ssp_alice SERVER alices OPTIONS (SET "sasl.mechanisms" 'GSSAPI');
+DROP USER MAPPING FOR ssp_alice SERVER alices;
+-- a SASL protocol with no mechanism: refused when a client is built, in
+-- her server (the user mapping for PUBLIC adds no mechanism) and in her
+-- user mapping on a superuser's server
+ALTER SERVER alices OPTIONS (ADD "security.protocol" 'SASL_PLAINTEXT');
+CREATE FOREIGN TABLE alice_sasl (x int) SERVER alices OPTIONS (topic 'priv_t');
+SELECT count(*) FROM alice_sasl;
+ALTER SERVER alices OPTIONS (ADD "sasl.mechanism" 'Gssapi');
+DROP FOREIGN TABLE alice_sasl;
+CREATE USER MAPPING FOR ssp_alice SERVER priv OPTIONS ("security.protocol" 'sasl_ssl');
+SELECT count(*) FROM alice_stream;
+DROP USER MAPPING FOR ssp_alice SERVER priv;
+RESET ROLE;
+-- nor may a superuser put it in a user mapping its role may alter
+CREATE USER MAPPING FOR ssp_alice SERVER priv OPTIONS ("sasl.mechanisms" 'GSSAPI');
+-- a superuser's server with GSSAPI is the superuser's choice: a role
+-- granted USAGE scans it and owns a view over it (both get as far as the
+-- brokers, which know no SASL), by name and by default
+CREATE SERVER kerb FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers',
+    "security.protocol" 'SASL_PLAINTEXT', "sasl.mechanisms" 'GSSAPI');
+CREATE SERVER kerb_default FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers',
+    "security.protocol" 'SASL_PLAINTEXT');
+GRANT USAGE ON FOREIGN SERVER kerb, kerb_default TO ssp_alice;
+CREATE FUNCTION error_of(sql text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE sql;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+SET ROLE ssp_alice;
+SET ssp.broker_timeout = 1000;
+CREATE FOREIGN TABLE kerb_stream (x int) SERVER kerb OPTIONS (topic 'priv_t');
+CREATE FOREIGN TABLE kerb_default_stream (x int) SERVER kerb_default OPTIONS (topic 'priv_t');
+SELECT error_of('SELECT count(*) FROM kerb_stream');
+SELECT error_of('SELECT count(*) FROM kerb_default_stream');
+CREATE VIEW kerb_view WITH (ssp.continuous) AS SELECT count(*) AS n FROM kerb_stream;
+SELECT wait_for_error('kerb_view') NOT LIKE '%permission denied%' AS reached_the_brokers;
+DROP VIEW kerb_view;
+DROP FOREIGN TABLE kerb_stream, kerb_default_stream;
+RESET ssp.broker_timeout;
+RESET ROLE;
+DROP SERVER kerb, kerb_default;
+
+-- librdkafka quotes a secret of the user mapping for PUBLIC in its errors
+-- (the refresh of an OAUTHBEARER token, at once, before any broker):
+-- another role using it sees the error with the secret masked, whole or
+-- in part, however short (src/kafka/secret.c), the names librdkafka
+-- knows in it left
+CREATE SERVER oauth FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers',
+    "security.protocol" 'SASL_PLAINTEXT', "sasl.mechanisms" 'OAUTHBEARER');
+CREATE USER MAPPING FOR PUBLIC SERVER oauth OPTIONS (
+    "sasl.oauthbearer.config" 'principal=svc topsecret=hunter2',
+    "enable.sasl.oauthbearer.unsecure.jwt" 'true');
+CREATE FOREIGN TABLE oauth_stream (a int) SERVER oauth OPTIONS (topic 'priv_t');
+GRANT USAGE ON FOREIGN SERVER oauth TO ssp_bob;
+GRANT SELECT, INSERT ON oauth_stream TO ssp_bob;
+SET ROLE ssp_bob;
+SET ssp.broker_timeout = 1000;
+SELECT * FROM oauth_stream;
+INSERT INTO oauth_stream VALUES (1);
+RESET ROLE;
+ALTER USER MAPPING FOR PUBLIC SERVER oauth OPTIONS (SET "sasl.oauthbearer.config" 'principal=a"b');
+SET ROLE ssp_bob;
+SELECT * FROM oauth_stream;
+RESET ROLE;
+ALTER USER MAPPING FOR PUBLIC SERVER oauth OPTIONS (SET "sasl.oauthbearer.config" 'principal=svc lifeSeconds=9x');
+SET ROLE ssp_bob;
+SELECT * FROM oauth_stream;
+RESET ssp.broker_timeout;
+RESET ROLE;
+DROP FOREIGN TABLE oauth_stream;
+DROP SERVER oauth CASCADE;
+DROP FUNCTION error_of(text);
+
 DROP VIEW alice_view;
 DROP FOREIGN TABLE alice_stream, dave_stream;
 DROP SERVER alices CASCADE;

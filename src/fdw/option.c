@@ -47,7 +47,8 @@ PG_FUNCTION_INFO_V1(ssp_kafka_fdw_validator);
 static void
 check_kafka_property(DefElem *def, bool in_user_mapping)
 {
-	ssp_check_kafka_property(def->defname, in_user_mapping, superuser());
+	ssp_check_kafka_property(def->defname, defGetString(def), in_user_mapping,
+							 superuser());
 
 	if (!in_user_mapping && ssp_option_is_secret(def->defname))
 		ereport(ERROR,

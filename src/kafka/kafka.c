@@ -10,6 +10,13 @@
  * run only inside rd_kafka_poll, rd_kafka_consumer_poll and rd_kafka_flush,
  * called here, on the backend's own thread.
  *
+ * Every text librdkafka writes (its errors, log lines, delivery reports,
+ * a message's error, a fatal error, rd_kafka_new's complaint) goes through
+ * ssp_secrets_mask (secret.c) with the client's secrets before it is kept
+ * or shown: librdkafka quotes configuration values, and those texts reach
+ * other roles (error details, ssp.views) and the server log.
+ * rd_kafka_err2str's texts are librdkafka's fixed ones, naming no value.
+ *
  * Handles are released on every path: a consumer is destroyed with the
  * memory context it was created in (a reset callback), producers are
  * cached per server and user for the backend's life and destroyed at exit.
@@ -79,7 +86,8 @@ struct SspKafka
 	Oid			userid;
 	char	   *servername;
 	char	   *topic;
-	char		last_error[512];	/* latest error the client reported */
+	SspSecrets *secrets;		/* of its properties, masked in its texts */
+	char		last_error[512];	/* latest error the client reported, masked */
 	bool		trouble;		/* an error since the last message */
 	rd_kafka_resp_err_t last_code;	/* last_error's code */
 	bool		strict_offsets;	/* a view's consumer: no silent offset reset */
@@ -115,7 +123,7 @@ struct SspKafka
 	uint32		user_hash;		/* of userid, in AUTHOID */
 	uint64		failed;			/* delivery failures since creation */
 	uint64		acked;
-	char		delivery_error[512];
+	char		delivery_error[512];	/* masked */
 	rd_kafka_resp_err_t delivery_code;	/* that error's code */
 };
 
@@ -129,16 +137,27 @@ static bool producer_callbacks_registered = false;
 /* a message was queued in this transaction: it cannot be prepared */
 static bool produced_in_xact = false;
 
+/* mask: librdkafka's text, its client's secrets masked, into out */
+static void
+mask(SspKafka *kafka, const char *text, char *out, size_t outsize)
+{
+	ssp_secrets_mask(kafka ? kafka->secrets : NULL, text, out, outsize);
+}
+
 /*
- * log_cb: librdkafka's log lines, into the server log; runs on our thread
- * (log.queue).
+ * log_cb: librdkafka's log lines, secrets masked, into the server log;
+ * runs on our thread (log.queue).  librdkafka formats a line in 2 kB;
+ * masks may make it longer.
  */
 static void
 log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
+	char		line[4096];
+
+	mask(rd_kafka_opaque(rk), buf, line, sizeof(line));
 	/* a view's offsets copied to its group for lag tools may fail: no matter */
 	ereport(level <= 4 && strcmp(fac, "COMMITFAIL") != 0 ? LOG : DEBUG2,
-			(errmsg_internal("ssp: librdkafka: %s: %s", fac, buf),
+			(errmsg_internal("ssp: librdkafka: %s: %s", fac, line),
 			 errhidestmt(true)));
 }
 
@@ -150,7 +169,7 @@ error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 
 	if (kafka)
 	{
-		strlcpy(kafka->last_error, reason, sizeof(kafka->last_error));
+		mask(kafka, reason, kafka->last_error, sizeof(kafka->last_error));
 		kafka->last_code = err;
 		kafka->trouble = true;
 	}
@@ -193,8 +212,8 @@ dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
 	if (msg->err)
 	{
 		kafka->failed++;
-		strlcpy(kafka->delivery_error, rd_kafka_err2str(msg->err),
-				sizeof(kafka->delivery_error));
+		mask(kafka, rd_kafka_err2str(msg->err), kafka->delivery_error,
+			 sizeof(kafka->delivery_error));
 		kafka->delivery_code = msg->err;
 	}
 	else
@@ -202,17 +221,21 @@ dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
 }
 
 static void
-conf_set(rd_kafka_conf_t *conf, const char *name, const char *value)
+conf_set(SspKafka *kafka, rd_kafka_conf_t *conf, const char *name, const char *value)
 {
 	char		errstr[512];
+	char		shown[512];
 
 	if (rd_kafka_conf_set(conf, name, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
+	{
+		mask(kafka, errstr, shown, sizeof(shown));
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("invalid value for Kafka property \"%s\"", name),
 				 ssp_option_is_secret(name) ?
 				 errdetail("The value is secret and not shown.") :
-				 errdetail("%s", errstr)));
+				 errdetail("%s", shown)));
+	}
 }
 
 static void watch_options(void);
@@ -226,10 +249,12 @@ static uint64 option_changes;
 static void
 set_properties(SspKafka *kafka, rd_kafka_conf_t *conf, rd_kafka_type_t type)
 {
+	List	   *options;
+	MemoryContext old;
 	ListCell   *lc;
 
-	conf_set(conf, "log.queue", "true");
-	conf_set(conf, "client.id", "ssp");
+	conf_set(kafka, conf, "log.queue", "true");
+	conf_set(kafka, conf, "client.id", "ssp");
 	if (type == RD_KAFKA_CONSUMER)
 	{
 		/*
@@ -237,38 +262,44 @@ set_properties(SspKafka *kafka, rd_kafka_conf_t *conf, rd_kafka_type_t type)
 		 * commits there what it has applied, after Postgres has committed
 		 * it, for lag tools only (ssp_kafka_commit).
 		 */
-		conf_set(conf, "group.id", kafka->group ? kafka->group : "ssp");
-		conf_set(conf, "enable.auto.commit", "false");
-		conf_set(conf, "enable.auto.offset.store", "false");
-		conf_set(conf, "enable.partition.eof", "true");
+		conf_set(kafka, conf, "group.id", kafka->group ? kafka->group : "ssp");
+		conf_set(kafka, conf, "enable.auto.commit", "false");
+		conf_set(kafka, conf, "enable.auto.offset.store", "false");
+		conf_set(kafka, conf, "enable.partition.eof", "true");
 		/*
 		 * A scan reads what is there; a view must hear of messages deleted
 		 * before it read them, so its consumer gets an error instead.
 		 */
-		conf_set(conf, "auto.offset.reset", kafka->strict_offsets ? "error" : "earliest");
+		conf_set(kafka, conf, "auto.offset.reset", kafka->strict_offsets ? "error" : "earliest");
 		/*
 		 * Prefetch up to the byte limit alone (librdkafka 2.0 stops
 		 * fetching for a second at either limit), and do not let a fetch
 		 * of quiet partitions wait long at the broker (doc/internals.md,
 		 * Consumer settings).
 		 */
-		conf_set(conf, "queued.min.messages", "10000000");
-		conf_set(conf, "fetch.wait.max.ms", "50");
+		conf_set(kafka, conf, "queued.min.messages", "10000000");
+		conf_set(kafka, conf, "fetch.wait.max.ms", "50");
 		/* one buffer per reader, however many views read its stream */
 		if (kafka->group)
-			conf_set(conf, "queued.max.messages.kbytes", psprintf("%d", ssp_reader_buffer));
+			conf_set(kafka, conf, "queued.max.messages.kbytes", psprintf("%d", ssp_reader_buffer));
 	}
 	else
 	{
-		conf_set(conf, "linger.ms", "5");
-		conf_set(conf, "enable.idempotence", "true");
+		conf_set(kafka, conf, "linger.ms", "5");
+		conf_set(kafka, conf, "enable.idempotence", "true");
 	}
 
-	foreach(lc, ssp_server_kafka_options(kafka->serverid, kafka->userid))
+	options = ssp_server_kafka_options(kafka->serverid, kafka->userid);
+	/* before librdkafka sees them: it may already quote them */
+	old = MemoryContextSwitchTo(GetMemoryChunkContext(kafka));
+	ssp_secrets_free(kafka->secrets);
+	kafka->secrets = ssp_secrets_collect(options);
+	MemoryContextSwitchTo(old);
+	foreach(lc, options)
 	{
 		DefElem    *def = lfirst(lc);
 
-		conf_set(conf, def->defname, defGetString(def));
+		conf_set(kafka, conf, def->defname, defGetString(def));
 	}
 }
 
@@ -282,6 +313,7 @@ new_client(SspKafka *kafka, rd_kafka_type_t type)
 	rd_kafka_conf_t *conf = rd_kafka_conf_new();
 	rd_kafka_t *rk;
 	char		errstr[512];
+	char		shown[512];
 
 	kafka->servername = MemoryContextStrdup(GetMemoryChunkContext(kafka),
 											GetForeignServer(kafka->serverid)->servername);
@@ -310,11 +342,12 @@ new_client(SspKafka *kafka, rd_kafka_type_t type)
 	if (rk == NULL)
 	{
 		rd_kafka_conf_destroy(conf);
+		mask(kafka, errstr, shown, sizeof(shown));
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_UNABLE_TO_ESTABLISH_CONNECTION),
 				 errmsg("could not create a Kafka client for server \"%s\"",
 						kafka->servername),
-				 errdetail("%s", errstr),
+				 errdetail("%s", shown),
 				 strstr(errstr, "sasl.username") ?
 				 errhint("The credentials go in a user mapping: CREATE USER MAPPING FOR %s SERVER %s OPTIONS (sasl.username '...', sasl.password '...').",
 						 quote_identifier(GetUserNameFromId(kafka->userid, false)),
@@ -904,7 +937,8 @@ ssp_kafka_next(SspKafka *kafka, SspMessage *msg)
 		{
 			rd_kafka_resp_err_t err = m->err;
 
-			strlcpy(kafka->last_error, rd_kafka_message_errstr(m), sizeof(kafka->last_error));
+			mask(kafka, rd_kafka_message_errstr(m), kafka->last_error,
+				 sizeof(kafka->last_error));
 			rd_kafka_message_destroy(m);
 			/* transient errors are retried by librdkafka itself */
 			if (err == RD_KAFKA_RESP_ERR__TRANSPORT ||
@@ -1044,6 +1078,7 @@ producers_xact_callback(XactEvent event, void *arg)
 		foreach(lc, retired)
 		{
 			destroy_producer(lfirst(lc));
+			ssp_secrets_free(((SspKafka *) lfirst(lc))->secrets);
 			pfree(lfirst(lc));
 		}
 		list_free(retired);
@@ -1157,15 +1192,17 @@ static void
 fatal_error(SspKafka *kafka, const char *topic)
 {
 	char		reason[512];
+	char		shown[512];
 	rd_kafka_resp_err_t err = rd_kafka_fatal_error(kafka->rk, reason, sizeof(reason));
 
 	if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
 		return;
+	mask(kafka, reason, shown, sizeof(shown));
 	kafka->stale = true;
 	ereport(ERROR,
 			(errcode(ERRCODE_FDW_ERROR),
 			 errmsg("could not produce to topic \"%s\"", topic),
-			 errdetail("The producer of server \"%s\" failed: %s", kafka->servername, reason),
+			 errdetail("The producer of server \"%s\" failed: %s", kafka->servername, shown),
 			 err == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED ||
 			 err == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED ?
 			 errhint("The principal of server \"%s\" gets no producer id: an idempotent producer needs WRITE on the topic (IDEMPOTENT_WRITE on the cluster before Kafka 3) (kafka-acls).",
@@ -1499,8 +1536,11 @@ hold(SspKafka *kafka, rd_kafka_message_t *m, int64 *eof, bool *lost, int nparts)
 	}
 	if (m->err)
 	{
+		char		shown[512];
+
+		mask(kafka, rd_kafka_message_errstr(m), shown, sizeof(shown));
 		snprintf(kafka->last_error, sizeof(kafka->last_error), "topic \"%s\": %s",
-				 kafka->topic, rd_kafka_message_errstr(m));
+				 kafka->topic, shown);
 		kafka->last_code = m->err;
 		kafka->trouble = true;
 		rd_kafka_message_destroy(m);

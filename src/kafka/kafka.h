@@ -2,7 +2,8 @@
  *
  * kafka.h
  *	  The Kafka edge: librdkafka's properties and who may set them
- *	  (property.c), and its clients (kafka.c).  Nothing here calls upward:
+ *	  (property.c), the secrets masked in its texts (secret.c), and its
+ *	  clients (kafka.c).  Nothing here calls upward:
  *	  the rest of ssp sees Kafka only through these functions.
  *
  *-------------------------------------------------------------------------
@@ -17,14 +18,22 @@ extern bool ssp_option_is_secret(const char *name);
 extern void ssp_kafka_validate_property(const char *name, const char *value,
 										bool secret);
 extern bool ssp_kafka_property_known(const char *name);
-extern void ssp_check_kafka_property(const char *name, bool in_user_mapping,
-									 bool trusted);
+extern void ssp_check_kafka_property(const char *name, const char *value,
+									 bool in_user_mapping, bool trusted);
 extern void ssp_check_server_properties(Oid serverid, bool server, bool mapping,
 										Oid umuser, bool all_mappings);
 extern List *ssp_server_kafka_options(Oid serverid, Oid userid);
 extern char *ssp_server_kafka_signature(Oid serverid, Oid userid);
 extern List *ssp_server_registry_options(Oid serverid, Oid userid);
 extern bool ssp_is_registry_option(const char *name);
+
+/* secret.c: a client's secrets, masked in librdkafka's texts */
+typedef struct SspSecrets SspSecrets;
+
+extern SspSecrets *ssp_secrets_collect(List *options);
+extern void ssp_secrets_free(SspSecrets *secrets);
+extern void ssp_secrets_mask(const SspSecrets *secrets, const char *text,
+							 char *out, size_t outsize);
 
 /* kafka.c: handles, errors, metadata, consuming and producing */
 typedef struct SspKafka SspKafka;

@@ -19,6 +19,14 @@
  *	ssp			set by ssp itself (what it reads, how it commits): nobody
  *	refused		callbacks and pointers, or unsafe inside a backend: nobody
  *
+ * One choice depends on the value: SASL mechanism GSSAPI logs in with
+ * Kerberos, with the tickets and keytab of the database server's
+ * operating-system user (as a password-less postgres_fdw connection would
+ * with its own), so sasl.mechanism(s) naming it is for superusers as
+ * above; and since GSSAPI is librdkafka's default mechanism, so is a SASL
+ * security.protocol with no mechanism set, checked when a client is built
+ * (check_default_mechanism).
+ *
  * A property this table does not know (from a newer librdkafka) is treated
  * as superuser-only.  sasl.kerberos.kinit.cmd is refused to everyone unless
  * ssp.allow_kinit_cmd is on; when it is off, every client is built with
@@ -87,6 +95,9 @@ typedef struct SspProperty
 #define WHY_READS "ssp sets it so that a view reads every message once."
 #define WHY_WRITES "ssp sets it so that what it produces is written once, and acknowledged."
 #define WHY_CLIENT "ssp sets it to run librdkafka inside Postgres."
+#define WHY_GSSAPI "SASL mechanism GSSAPI logs in with Kerberos, with the tickets and keytab of the database server's operating-system user."
+#define ONLY_SUPERUSERS "Only superusers may set it, in a server owned by a superuser or in a user mapping of a superuser."
+#define OTHER_MECHANISMS "Use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER."
 
 static const SspProperty properties[] = {
 	/* set by ssp */
@@ -322,14 +333,35 @@ credential_list(void)
 	return buf.data;
 }
 
+/* is_mechanism: is name the SASL mechanism (under either of its names)? */
+static bool
+is_mechanism(const char *name)
+{
+	return strcmp(name, "sasl.mechanisms") == 0 || strcmp(name, "sasl.mechanism") == 0;
+}
+
+/* names_gssapi: does a sasl.mechanism(s) value name GSSAPI, in any case? */
+static bool
+names_gssapi(const char *value)
+{
+	const char *p;
+
+	for (p = value; *p; p++)
+		if (pg_strncasecmp(p, "GSSAPI", 6) == 0)
+			return true;
+	return false;
+}
+
 /*
- * ssp_check_kafka_property: error unless the property may be set where it
- * is (a server or a user mapping), given whether every role that can have
- * written it is a superuser (trusted).  Runs before librdkafka sees the
- * property: setting some of them (plugin.library.paths) already loads code.
+ * ssp_check_kafka_property: error unless the property may be set, to value
+ * (NULL: whatever it is), where it is (a server or a user mapping), given
+ * whether every role that can have written it is a superuser (trusted).
+ * Runs before librdkafka sees the property: setting some of them
+ * (plugin.library.paths) already loads code.
  */
 void
-ssp_check_kafka_property(const char *name, bool in_user_mapping, bool trusted)
+ssp_check_kafka_property(const char *name, const char *value, bool in_user_mapping,
+						 bool trusted)
 {
 	const SspProperty *p = lookup(name);
 	const char *what = ssp_is_registry_option(name) ? "schema registry option" : "Kafka property";
@@ -365,8 +397,7 @@ ssp_check_kafka_property(const char *name, bool in_user_mapping, bool trusted)
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 						 errmsg("permission denied to set %s \"%s\"", what, name),
-						 errdetail("%s Only superusers may set it, in a server owned by a superuser or in a user mapping of a superuser.",
-								   p->why)));
+						 errdetail("%s " ONLY_SUPERUSERS, p->why)));
 			if (strcmp(name, "sasl.kerberos.kinit.cmd") == 0 && !ssp_allow_kinit_cmd)
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -384,6 +415,13 @@ ssp_check_kafka_property(const char *name, bool in_user_mapping, bool trusted)
 						 errhint("Set it on the server.")));
 			break;
 		case PROP_CREDENTIAL:
+			if (!trusted && is_mechanism(name) && value != NULL && names_gssapi(value))
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("permission denied to set Kafka property \"%s\" to \"%s\"",
+								name, value),
+						 errdetail(WHY_GSSAPI " " ONLY_SUPERUSERS),
+						 errhint(OTHER_MECHANISMS)));
 			break;
 	}
 }
@@ -413,20 +451,28 @@ check_context_callback(void *arg)
 }
 
 /*
+ * options_trusted: may every role that can have written the options of the
+ * server, or of its user mapping for umuser (InvalidOid: PUBLIC), set what
+ * only superusers may?
+ */
+static bool
+options_trusted(Oid serverid, bool mapping, Oid umuser)
+{
+	return superuser_arg(GetForeignServer(serverid)->owner) &&
+		(!mapping || !OidIsValid(umuser) || superuser_arg(umuser));
+}
+
+/*
  * check_options: ssp_check_kafka_property for each option of a server
  * ("brokers" aside) or of a user mapping, with the object in the context.
  */
 static void
 check_options(List *options, Oid serverid, bool mapping, Oid umuser)
 {
-	ForeignServer *server = GetForeignServer(serverid);
-	bool		trusted;
+	bool		trusted = options_trusted(serverid, mapping, umuser);
 	CheckContext c = {serverid, umuser, mapping};
 	ErrorContextCallback errcallback;
 	ListCell   *lc;
-
-	trusted = superuser_arg(server->owner) &&
-		(!mapping || !OidIsValid(umuser) || superuser_arg(umuser));
 
 	errcallback.callback = check_context_callback;
 	errcallback.arg = &c;
@@ -438,8 +484,64 @@ check_options(List *options, Oid serverid, bool mapping, Oid umuser)
 
 		if (!mapping && strcmp(def->defname, "brokers") == 0)
 			continue;
-		ssp_check_kafka_property(def->defname, mapping, trusted);
+		ssp_check_kafka_property(def->defname, defGetString(def), mapping, trusted);
 	}
+	error_context_stack = errcallback.previous;
+}
+
+/* option_value: the value of the last option called name, or NULL */
+static const char *
+option_value(List *options, const char *name)
+{
+	const char *value = NULL;
+	ListCell   *lc;
+
+	foreach(lc, options)
+		if (strcmp(((DefElem *) lfirst(lc))->defname, name) == 0)
+			value = defGetString(lfirst(lc));
+	return value;
+}
+
+/*
+ * check_default_mechanism: librdkafka's default SASL mechanism is GSSAPI,
+ * so a SASL security.protocol with no sasl.mechanism(s) in the server or
+ * the user mapping (umuser's, InvalidOid: PUBLIC's; NIL options if none)
+ * logs in with Kerberos as an explicit GSSAPI would: whoever chose the
+ * protocol (the mapping's overrides the server's) must be trusted as for
+ * it.  A superuser's server that leaves GSSAPI to the default stays theirs
+ * to use, whoever's user mapping adds nothing to it.
+ */
+static void
+check_default_mechanism(Oid serverid, List *server_options,
+						List *mapping_options, Oid umuser)
+{
+	const char *protocol = option_value(mapping_options, "security.protocol");
+	bool		from_mapping = protocol != NULL;
+	CheckContext c = {serverid, umuser, from_mapping};
+	ErrorContextCallback errcallback;
+
+	if (!from_mapping)
+		protocol = option_value(server_options, "security.protocol");
+	if (protocol == NULL || pg_strncasecmp(protocol, "SASL", 4) != 0)
+		return;
+	if (option_value(server_options, "sasl.mechanisms") ||
+		option_value(server_options, "sasl.mechanism") ||
+		option_value(mapping_options, "sasl.mechanisms") ||
+		option_value(mapping_options, "sasl.mechanism"))
+		return;					/* checked with the others */
+	if (options_trusted(serverid, from_mapping, umuser))
+		return;
+
+	errcallback.callback = check_context_callback;
+	errcallback.arg = &c;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to use SASL mechanism GSSAPI"),
+			 errdetail("Kafka property \"security.protocol\" is \"%s\" and no \"sasl.mechanisms\" is set, so librdkafka uses its default mechanism, GSSAPI, which logs in with Kerberos, with the tickets and keytab of the database server's operating-system user. Only superusers may choose it, in a server owned by a superuser or in a user mapping of a superuser.",
+					   protocol),
+			 errhint("Set \"sasl.mechanisms\" in the server or the user mapping. " OTHER_MECHANISMS)));
 	error_context_stack = errcallback.previous;
 }
 
@@ -529,19 +631,24 @@ server_options(Oid serverid, Oid userid, bool registry)
 	List	   *result = NIL;
 	List	   *mapping;
 	Oid			umuser;
+	bool		have_mapping;
 	ListCell   *lc;
 
 	check_options(server->options, serverid, false, InvalidOid);
 	foreach(lc, server->options)
 		if (ssp_is_registry_option(((DefElem *) lfirst(lc))->defname) == registry)
 			result = lappend(result, lfirst(lc));
-	if (user_mapping(serverid, userid, &mapping, &umuser))
+	have_mapping = user_mapping(serverid, userid, &mapping, &umuser);
+	if (have_mapping)
 	{
 		check_options(mapping, serverid, true, umuser);
 		foreach(lc, mapping)
 			if (ssp_is_registry_option(((DefElem *) lfirst(lc))->defname) == registry)
 				result = lappend(result, lfirst(lc));
 	}
+	if (!registry)
+		check_default_mechanism(serverid, server->options,
+								have_mapping ? mapping : NIL, umuser);
 	return result;
 }
 

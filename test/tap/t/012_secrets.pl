@@ -4,6 +4,9 @@
 # security and broker debugging on; the password is in no error, no
 # ssp.views column, no ssp catalog row, no line of the server log, and in a
 # pg_dump of the database only in the CREATE USER MAPPING that holds it.
+# librdkafka quotes a sasl.oauthbearer.config it cannot parse in its own
+# error: another role using the mapping for PUBLIC sees it masked, and the
+# log holds none of it either.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -37,6 +40,31 @@ for my $sql ('SELECT * FROM orders', "INSERT INTO orders VALUES (1, 'r1')",
 }
 unlike(join("\n", @errors), qr/\Q$secret\E/, 'no error shows the password');
 
+# the token's refresh fails on the value, before any broker, quoting it
+my $oauth_secret = 'Hunter2-0auth';
+$node->safe_psql('postgres', qq{
+	CREATE SERVER oauth FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '$broker->{bootstrap}',
+	    "security.protocol" 'SASL_PLAINTEXT', "sasl.mechanisms" 'OAUTHBEARER', debug 'security,broker');
+	CREATE USER MAPPING FOR PUBLIC SERVER oauth OPTIONS (
+	    "sasl.oauthbearer.config" 'principal=svc topsecret=$oauth_secret',
+	    "enable.sasl.oauthbearer.unsecure.jwt" 'true');
+	CREATE FOREIGN TABLE oauth_orders (id bigint) SERVER oauth OPTIONS (topic 'orders');
+	CREATE ROLE bob;
+	GRANT USAGE ON FOREIGN SERVER oauth TO bob;
+	GRANT SELECT, INSERT ON oauth_orders TO bob;
+});
+my @oauth_errors;
+for my $sql ('SELECT * FROM oauth_orders', 'INSERT INTO oauth_orders VALUES (1)')
+{
+	my ($rc, $out, $err) = $node->psql('postgres', "SET ROLE bob; $sql");
+	isnt($rc, 0, "fails for another role: $sql");
+	push @oauth_errors, $err;
+}
+like(join("\n", @oauth_errors), qr/sasl\.oauthbearer\.config beginning at: \[secret\]/,
+	"librdkafka's error, masked");
+unlike(join("\n", @oauth_errors), qr/\Q$oauth_secret\E|topsecret/,
+	'no error shows the OAUTHBEARER config to another role');
+
 $node->safe_psql('postgres',
 	'CREATE VIEW n WITH (ssp.continuous) AS SELECT region, count(*) FROM orders GROUP BY region');
 ok($node->poll_query_until('postgres',
@@ -58,6 +86,8 @@ $node->poll_query_until('postgres',
 my $log = slurp_file($node->logfile);
 like($log, qr/sasl|SASL|security/i, 'librdkafka logged its security trouble');
 unlike($log, qr/\Q$secret\E/, 'the server log never shows the password');
+like($log, qr/beginning at: \[secret\]/, 'the log has the OAUTHBEARER error, masked');
+unlike($log, qr/\Q$oauth_secret\E|topsecret/, 'nor the OAUTHBEARER config');
 
 my $dump = `pg_dump -h @{[$node->host]} -p @{[$node->port]} postgres`;
 is($?, 0, 'pg_dump works');

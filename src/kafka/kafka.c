@@ -44,6 +44,7 @@
 #include "commands/defrem.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
+#include "utils/timestamp.h"
 #include "portability/instr_time.h"
 #include "storage/ipc.h"
 #include "utils/builtins.h"
@@ -86,6 +87,7 @@ struct SspKafka
 	Oid			userid;
 	char	   *servername;
 	char	   *topic;
+	TimestampTz assigned_at;	/* the last rd_kafka_assign (assign) */
 	SspSecrets *secrets;		/* of its properties, masked in its texts */
 	char		last_error[512];	/* latest error the client reported, masked */
 	bool		trouble;		/* an error since the last message */
@@ -823,6 +825,40 @@ ssp_kafka_offsets_for_time(SspKafka *kafka, int nparts, int64 timestamp_ms, int6
 }
 
 /*
+ * assign: rd_kafka_assign, at least ASSIGN_SETTLE_MS after the last one.
+ * librdkafka (2.0 to 2.15 at least, issue 5573) stops a partition that an
+ * assignment removes with a request to its broker thread, and marks it
+ * stopped only when the reply comes; another assignment before that asks
+ * a second stop, whose reply then fails an assertion and aborts the
+ * process (seen in 003 and 029: a worker that moved its readers twice in
+ * a row, the server restarted).  The replies take a millisecond or two;
+ * a view moves its consumer rarely (a view attaching, a batch rolled
+ * back, new partitions).
+ */
+#define ASSIGN_SETTLE_MS 250
+
+static rd_kafka_resp_err_t
+assign(SspKafka *kafka, rd_kafka_topic_partition_list_t *list)
+{
+	rd_kafka_resp_err_t err;
+
+	if (kafka->assigned_at != 0)
+	{
+		TimestampTz until = TimestampTzPlusMilliseconds(kafka->assigned_at, ASSIGN_SETTLE_MS);
+		TimestampTz now;
+
+		while ((now = GetCurrentTimestamp()) < until)
+		{
+			CHECK_FOR_INTERRUPTS();
+			pg_usleep(Min(until - now, 10000));
+		}
+	}
+	err = rd_kafka_assign(kafka->rk, list);
+	kafka->assigned_at = GetCurrentTimestamp();
+	return err;
+}
+
+/*
  * ssp_kafka_assign: start reading each range; ssp_kafka_next then returns
  * its messages until every range is read.
  */
@@ -851,7 +887,7 @@ ssp_kafka_assign(SspKafka *kafka, SspPartitionRange *ranges, int nranges)
 										  ranges[i].partition)->offset = ranges[i].start;
 		kafka->nleft++;
 	}
-	err = rd_kafka_assign(kafka->rk, list);
+	err = assign(kafka, list);
 	rd_kafka_topic_partition_list_destroy(list);
 	if (err)
 		broker_error(kafka, "start reading", err);
@@ -1478,7 +1514,7 @@ ssp_kafka_assign_at(SspKafka *kafka, int nparts, const int64 *offsets)
 		if (offsets[p] != SSP_OFFSET_NOT_OURS)
 			rd_kafka_topic_partition_list_add(list, kafka->topic, p)->offset =
 				offsets[p] >= 0 ? offsets[p] : RD_KAFKA_OFFSET_BEGINNING;
-	err = rd_kafka_assign(kafka->rk, list);
+	err = assign(kafka, list);
 	rd_kafka_topic_partition_list_destroy(list);
 	if (err)
 		broker_error(kafka, "start reading", err);

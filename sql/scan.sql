@@ -196,4 +196,102 @@ SELECT count(*) AS same_value_and_scale FROM numbers WHERE n::text = t::numeric:
 SELECT t, n FROM numbers ORDER BY t COLLATE "C";
 DROP VIEW numbers;
 
+
+-- text not valid in the database encoding is an error (22021) wherever it
+-- goes: json and jsonb columns (which took it, and pg_dump's output could
+-- not be restored), their arrays' elements, text; so are NUL bytes: raw
+-- or as \u0000 in JSON, and in CSV fields (which cut the field short)
+\set topic scan_utf8_ :run
+CREATE FOREIGN TABLE utf8_w (v bytea, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'bytea');
+CREATE FOREIGN TABLE utf8_j (a jsonb, b json, c jsonb[], t text,
+    p int OPTIONS (meta 'partition'), o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic', on_error 'null');
+INSERT INTO utf8_w VALUES
+  (convert_to('{"a": "é", "b": {"x": "é"}, "c": [{"x": "é"}], "t": "é"}', 'UTF8'), 0),
+  (convert_to('{"a": "', 'UTF8') || '\xfffe' || convert_to('"}', 'UTF8'), 0),
+  (convert_to('{"a": {"x": "', 'UTF8') || '\xc328' || convert_to('"}}', 'UTF8'), 0),
+  (convert_to('{"b": ["', 'UTF8') || '\xc328' || convert_to('"]}', 'UTF8'), 0),
+  (convert_to('{"c": [{"x": "', 'UTF8') || '\xc328' || convert_to('"}]}', 'UTF8'), 0),
+  (convert_to('{"t": "', 'UTF8') || '\xc328' || convert_to('"}', 'UTF8'), 0),
+  (convert_to('{"a": "a\u0000b"}', 'UTF8'), 0),
+  (convert_to('{"t": "a', 'UTF8') || '\x00' || convert_to('b"}', 'UTF8'), 0);
+SELECT o, a, b, c, t FROM utf8_j WHERE p = 0 ORDER BY o;
+ALTER FOREIGN TABLE utf8_j OPTIONS (SET on_error 'error');
+SELECT a FROM utf8_j WHERE p = 0 AND o = 1;
+SELECT a FROM utf8_j WHERE p = 0 AND o = 2;
+SELECT b FROM utf8_j WHERE p = 0 AND o = 3;
+SELECT c FROM utf8_j WHERE p = 0 AND o = 4;
+SELECT a FROM utf8_j WHERE p = 0 AND o = 6;
+SELECT t FROM utf8_j WHERE p = 0 AND o = 7;
+CREATE FOREIGN TABLE utf8_c (id int, t text, b bytea,
+    p int OPTIONS (meta 'partition'), o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic', format 'csv', on_error 'null');
+INSERT INTO utf8_w VALUES
+  (convert_to('1,ab', 'UTF8') || '\x00' || convert_to('cd,', 'UTF8'), 1),
+  (convert_to('2,"ab', 'UTF8') || '\x00' || convert_to('cd",', 'UTF8'), 1),
+  (convert_to('3,,ab', 'UTF8') || '\x00' || convert_to('cd', 'UTF8'), 1),
+  (convert_to('4,', 'UTF8') || '\xc328' || convert_to(',', 'UTF8'), 1),
+  (convert_to('5,"a,""b""",\x00ff', 'UTF8'), 1);
+SELECT o, id, t, b FROM utf8_c WHERE p = 1 ORDER BY o;
+ALTER FOREIGN TABLE utf8_c OPTIONS (SET on_error 'error');
+SELECT t FROM utf8_c WHERE p = 1 AND o = 0;
+SELECT t FROM utf8_c WHERE p = 1 AND o = 1;
+SELECT b FROM utf8_c WHERE p = 1 AND o = 2;
+
+-- array elements take the column's typmod, as in '{...}'::numeric(5,2)[]
+\set topic scan_typmod_ :run
+CREATE FOREIGN TABLE typmod_w (v text, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'text');
+CREATE FOREIGN TABLE typmod_r (v varchar(3)[], n numeric(5,2)[], p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic');
+INSERT INTO typmod_w VALUES ('{"v": ["abc", null], "n": [1.005, "2", 3]}', 0),
+  ('{"v": ["abcdef"]}', 1), ('{"n": [12345.678]}', 2);
+SELECT v, n FROM typmod_r WHERE p = 0;
+SELECT v FROM typmod_r WHERE p = 1;
+SELECT n FROM typmod_r WHERE p = 2;
+
+-- nested JSON arrays of one shape are a multidimensional array; an
+-- element of json or jsonb is any JSON value, as a jsonb column's is
+\set topic scan_arrays_ :run
+CREATE FOREIGN TABLE arrays_w (v text, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'text');
+CREATE FOREIGN TABLE arrays_r (i int[], j jsonb[],
+    p int OPTIONS (meta 'partition'), o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic', on_error 'null');
+INSERT INTO arrays_w VALUES
+  ('{"i": [[1, 2], [3, null]], "j": [{"x": 1}, [1, [2]], "s", 3, null]}', 0),
+  ('{"i": [[[1], [2]], [[3], [4]]], "j": []}', 0),
+  ('{"i": [], "j": [[]]}', 0),
+  ('{"i": [[], []]}', 0),
+  ('{"i": [[1, 2], [3]]}', 0),
+  ('{"i": [[1], 2]}', 0),
+  ('{"i": [1, [2]]}', 0),
+  ('{"i": [{"x": 1}]}', 0),
+  ('{"i": [[[[[[[1]]]]]]]}', 0);
+SELECT o, i, array_dims(i) AS dims, j FROM arrays_r WHERE p = 0 ORDER BY o;
+ALTER FOREIGN TABLE arrays_r OPTIONS (SET on_error 'error');
+SELECT i FROM arrays_r WHERE p = 0 AND o = 4;
+SELECT i FROM arrays_r WHERE p = 0 AND o = 5;
+SELECT i FROM arrays_r WHERE p = 0 AND o = 6;
+SELECT i FROM arrays_r WHERE p = 0 AND o = 7;
+SELECT i FROM arrays_r WHERE p = 0 AND o = 8;
+
+-- a domain is read as its base type, then checked: a number into a domain
+-- over timestamptz is milliseconds since 1970, a string into one over jsonb
+-- a JSON string
+\set topic scan_domain_ :run
+CREATE DOMAIN scan_ts AS timestamptz CHECK (VALUE > '2000-01-01');
+CREATE DOMAIN scan_dj AS jsonb CHECK (jsonb_typeof(VALUE) <> 'number');
+CREATE FOREIGN TABLE domain_w (v text, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'text');
+CREATE FOREIGN TABLE domain_r (t scan_ts, j scan_dj,
+    p int OPTIONS (meta 'partition'), o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic');
+INSERT INTO domain_w VALUES ('{"t": 1714564800123, "j": "s"}', 0), ('{"t": 1000}', 0), ('{"j": 7}', 0);
+SELECT t, j FROM domain_r WHERE p = 0 AND o = 0;
+SELECT t FROM domain_r WHERE p = 0 AND o = 1;
+SELECT j FROM domain_r WHERE p = 0 AND o = 2;
+
 DROP SERVER kafka CASCADE;
+DROP DOMAIN scan_ts, scan_dj;

@@ -70,6 +70,7 @@ typedef struct SspColumn
 	AttrNumber	attnum;
 	Oid			typid;
 	int32		typmod;
+	Oid			basetype;		/* typid, or a domain's base type */
 	SspSource	source;
 	char	   *header;			/* SSP_SRC_HEADER: the header's name */
 	List	   *path;			/* JSON: field names (String nodes) */

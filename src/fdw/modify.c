@@ -64,6 +64,7 @@ begin(EState *estate, ResultRelInfo *rinfo)
 			userid = rte->checkAsUser;
 	}
 	state->stream = ssp_stream_open(RelationGetRelid(rinfo->ri_RelationDesc));
+	ssp_encode_check(state->stream);
 	state->producer = ssp_kafka_producer(state->stream->serverid, userid);
 	state->failed_before = ssp_kafka_failures(state->producer);
 	state->rowcxt = AllocSetContextCreate(estate->es_query_cxt, "ssp insert row",

@@ -439,6 +439,7 @@ make_target(Oid typid, int32 typmod)
 	tg->cxt = CurrentMemoryContext;
 	col->typid = typid;
 	col->typmod = typmod;
+	col->basetype = getBaseType(typid);
 	getTypeInputInfo(typid, &func, &col->ioparam);
 	fmgr_info(func, &col->infunc);
 	col->category = TypeCategory(typid);

@@ -362,7 +362,11 @@ plain_decimal(const char *data, size_t len, Datum *result)
 	return true;
 }
 
-/* text_input: bytes (not NUL-terminated) through the column's input. */
+/*
+ * text_input: bytes (not NUL-terminated) through the column's input; a
+ * bytea column takes the bytes as they are (a whole message, a key, a
+ * header, Avro's bytes).
+ */
 static Datum
 text_input(SspColumn *col, const char *data, size_t len)
 {
@@ -402,6 +406,24 @@ ssp_text_input(SspColumn *col, const char *data, size_t len)
 	return text_input(col, data, len);
 }
 
+/*
+ * string_input: a string of a text format (a JSON string, a CSV field)
+ * into the column.  Unlike text_input, a bytea column reads it by bytea's
+ * input function ("\\x00ff"), as for every other type: that is what INSERT
+ * writes (byteaout's text), and raw bytes could not hold a zero byte.
+ */
+static Datum
+string_input(SspColumn *col, const char *data, size_t len)
+{
+	if (col->typid == BYTEAOID)
+	{
+		/* rejects invalid sequences and NUL bytes, as text_input does */
+		pg_verifymbstr(data, len, false);
+		return DirectFunctionCall1(byteain, CStringGetDatum(pnstrdup(data, len)));
+	}
+	return text_input(col, data, len);
+}
+
 /* epoch_input: a JSON number into a timestamp column: milliseconds since 1970 */
 static Datum
 epoch_input(SspColumn *col, const char *number)
@@ -418,112 +440,239 @@ epoch_input(SspColumn *col, const char *number)
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp out of range: %s milliseconds since 1970", number)));
 	ts = ssp_ms_to_timestamptz((int64) d);
-	if (col->typid == TIMESTAMPOID)
-		return DirectFunctionCall1(timestamptz_timestamp, ts);
+	if (col->basetype == TIMESTAMPOID)
+		ts = DirectFunctionCall1(timestamptz_timestamp, ts);
+	if (col->basetype != col->typid)
+		domain_check(ts, false, col->typid, NULL, CurrentMemoryContext);
 	return ts;
 }
 
 /*
  * ssp_scalar_input: a JSON scalar into the column, from its text (a
  * string's contents, or a number's or boolean's token; number says which):
- * a number into a timestamp is milliseconds since 1970; with bytea_text
- * (Protobuf's JSON, whose bytes are bytea's text "\\x..."), a bytea column
- * reads the text by bytea's input function, not as its bytes.  protobuf.c
- * reads the values it does not convert itself through it, as from JSON.
+ * a number into a timestamp is milliseconds since 1970; a string into a
+ * bytea column is bytea's text "\\x...", as INSERT writes it and as
+ * Protobuf's JSON writes bytes.  protobuf.c reads the values it does not
+ * convert itself through it, as from JSON.
  */
 Datum
-ssp_scalar_input(SspColumn *col, const char *text, bool number, bool bytea_text)
+ssp_scalar_input(SspColumn *col, const char *text, bool number)
 {
-	if (number && (col->typid == TIMESTAMPTZOID || col->typid == TIMESTAMPOID))
+	if (number && (col->basetype == TIMESTAMPTZOID || col->basetype == TIMESTAMPOID))
 		return epoch_input(col, text);
-	if (bytea_text && col->typid == BYTEAOID)
-		return DirectFunctionCall1(byteain, CStringGetDatum(text));
-	return text_input(col, text, strlen(text));
+	return string_input(col, text, strlen(text));
 }
 
-/* json_array_input: a JSON array into an array column. */
-static Datum
-json_array_input(SspColumn *col, JsonFound *f)
+/* What json_array_input's semantic actions gather. */
+typedef struct ArrayState
 {
-	JsonLexContext *lex = makeJsonLexContextCstringLen(f->raw, f->rawlen,
-													   GetDatabaseEncoding(), true);
-	JsonParseErrorType err;
+	JsonLexContext *lex;
+	Oid			elemtype;
+	bool		json_elems;		/* elements of json or jsonb: any JSON value */
+	int			ndims;			/* -1 until an element (or empty array) fixes it */
+	int			dims[MAXDIM];	/* per level: the length of its arrays, or -1 */
+	int			count[MAXDIM];	/* per level: elements so far of the open array */
+	const char *elemstart;		/* json_elems: where the current element began */
+	List	   *elems;			/* element texts in order, NULL for null */
+} ArrayState;
+
+static void
+not_rectangular(ArrayState *st)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+			 errmsg("cannot decode a JSON array whose sub-arrays differ in shape into an array of %s",
+					format_type_be(st->elemtype)),
+			 errdetail("Multidimensional arrays must have sub-arrays with matching dimensions.")));
+}
+
+/* elements_at: elements (or empty arrays' places) at this level fix ndims */
+static void
+elements_at(ArrayState *st, int level)
+{
+	if (st->ndims < 0)
+		st->ndims = level;
+	else if (st->ndims != level)
+		not_rectangular(st);
+}
+
+static void
+ja_array_start(void *state)
+{
+	ArrayState *st = state;
+	int			level = st->lex->lex_level;
+
+	if (st->json_elems && level > 0)
+		return;					/* inside an element, which is its own */
+	if (level >= MAXDIM)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("number of array dimensions (%d) exceeds the maximum allowed (%d)",
+						level + 1, MAXDIM)));
+	/* a sub-array where another array had its elements */
+	if (st->ndims >= 0 && level >= st->ndims)
+		not_rectangular(st);
+	st->count[level] = 0;
+}
+
+static void
+ja_array_end(void *state)
+{
+	ArrayState *st = state;
+	int			level = st->lex->lex_level;
+
+	if (st->json_elems && level > 0)
+		return;
+	/* an empty array: its elements' level is the innermost */
+	if (st->count[level] == 0)
+		elements_at(st, level + 1);
+	if (st->dims[level] < 0)
+		st->dims[level] = st->count[level];
+	else if (st->dims[level] != st->count[level])
+		not_rectangular(st);
+}
+
+static void
+ja_object_start(void *state)
+{
+	ArrayState *st = state;
+
+	if (!st->json_elems)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("cannot decode a JSON object into an element of type %s",
+						format_type_be(st->elemtype))));
+}
+
+static void
+ja_element_start(void *state, bool isnull)
+{
+	ArrayState *st = state;
+
+	if (st->json_elems && st->lex->lex_level == 1)
+		st->elemstart = st->lex->token_start;
+}
+
+static void
+ja_element_end(void *state, bool isnull)
+{
+	ArrayState *st = state;
+	int			level = st->lex->lex_level;
+
+	if (!st->json_elems)
+	{
+		st->count[level - 1]++;
+		return;
+	}
+	if (level != 1)
+		return;
+	/* the element's JSON text, whatever it is; JSON null is NULL, as for a column */
+	elements_at(st, 1);
+	st->count[0]++;
+	if (isnull)
+		st->elems = lappend(st->elems, NULL);
+	else
+	{
+		size_t		len = st->lex->prev_token_terminator - st->elemstart;
+
+		pg_verifymbstr(st->elemstart, len, false);
+		st->elems = lappend(st->elems, pnstrdup(st->elemstart, len));
+	}
+}
+
+static void
+ja_scalar(void *state, char *token, JsonTokenType tokentype)
+{
+	ArrayState *st = state;
+
+	if (st->json_elems)
+		return;					/* taken whole by ja_element_end */
+	elements_at(st, st->lex->lex_level);
+	if (tokentype == JSON_TOKEN_NULL)
+		st->elems = lappend(st->elems, NULL);
+	else
+	{
+		if (tokentype == JSON_TOKEN_STRING)
+			pg_verifymbstr(token, strlen(token), false);
+		st->elems = lappend(st->elems, token);
+	}
+}
+
+/*
+ * json_array_input: a JSON array into an array of elemtype (the column's,
+ * or its domain's base type's) whose elements take typmod, as array_in
+ * gives the column's typmod to each element.  Nested arrays of one shape
+ * are a multidimensional array, as INSERT writes one; but an element of
+ * json or jsonb is any JSON value, nested arrays too, so such arrays have
+ * one dimension.
+ */
+static Datum
+json_array_input(Oid elemtype, int32 typmod, JsonFound *f)
+{
+	ArrayState	st;
+	JsonSemAction sem;
 	Oid			elemin;
 	Oid			elemioparam;
 	FmgrInfo	infunc;
 	int16		typlen;
 	bool		typbyval;
 	char		typalign;
-	List	   *elems = NIL;
+	Oid			elembase = getBaseType(elemtype);
 	int			nelems;
 	Datum	   *values;
 	bool	   *nulls;
-	int			dims[1];
-	int			lbs[1] = {1};
+	int			lbs[MAXDIM];
 	int			i = 0;
 	ListCell   *lc;
 
-	getTypeInputInfo(col->elemtype, &elemin, &elemioparam);
-	fmgr_info(elemin, &infunc);
-	get_typlenbyvalalign(col->elemtype, &typlen, &typbyval, &typalign);
-
-	/* lex the elements: scalars only, separated by commas */
-	if ((err = json_lex(lex)) != JSON_SUCCESS)
-		json_ereport_error(err, lex);
-	Assert(lex->token_type == JSON_TOKEN_ARRAY_START);
-	for (;;)
+	memset(&st, 0, sizeof(st));
+	st.lex = makeJsonLexContextCstringLen(f->raw, f->rawlen, GetDatabaseEncoding(), true);
+	st.elemtype = elemtype;
+	st.json_elems = elembase == JSONOID || elembase == JSONBOID;
+	st.ndims = -1;
+	for (i = 0; i < MAXDIM; i++)
 	{
-		if ((err = json_lex(lex)) != JSON_SUCCESS)
-			json_ereport_error(err, lex);
-		if (lex->token_type == JSON_TOKEN_ARRAY_END && elems == NIL)
-			break;
-		if (lex->token_type == JSON_TOKEN_OBJECT_START ||
-			lex->token_type == JSON_TOKEN_ARRAY_START)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-					 errmsg("cannot decode a nested JSON array or object into an element of type %s",
-							format_type_be(col->elemtype))));
-		if (lex->token_type == JSON_TOKEN_NULL)
-			elems = lappend(elems, NULL);
-		else if (lex->token_type == JSON_TOKEN_STRING)
-		{
-			pg_verifymbstr(lex->strval->data, lex->strval->len, false);
-			elems = lappend(elems, pstrdup(lex->strval->data));
-		}
-		else
-			elems = lappend(elems, pnstrdup(lex->token_start,
-											lex->token_terminator - lex->token_start));
-		if ((err = json_lex(lex)) != JSON_SUCCESS)
-			json_ereport_error(err, lex);
-		if (lex->token_type == JSON_TOKEN_ARRAY_END)
-			break;
+		st.dims[i] = -1;
+		lbs[i] = 1;
 	}
+	memset(&sem, 0, sizeof(sem));
+	sem.semstate = &st;
+	sem.array_start = ja_array_start;
+	sem.array_end = ja_array_end;
+	sem.object_start = ja_object_start;
+	sem.array_element_start = ja_element_start;
+	sem.array_element_end = ja_element_end;
+	sem.scalar = ja_scalar;
+	pg_parse_json_or_ereport(st.lex, &sem);
 
-	nelems = list_length(elems);
-	values = palloc(sizeof(Datum) * Max(nelems, 1));
-	nulls = palloc(sizeof(bool) * Max(nelems, 1));
-	foreach(lc, elems)
+	nelems = list_length(st.elems);
+	if (nelems == 0)
+		return PointerGetDatum(construct_empty_array(elemtype));
+
+	getTypeInputInfo(elemtype, &elemin, &elemioparam);
+	fmgr_info(elemin, &infunc);
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	values = palloc(sizeof(Datum) * nelems);
+	nulls = palloc(sizeof(bool) * nelems);
+	i = 0;
+	foreach(lc, st.elems)
 	{
 		char	   *s = lfirst(lc);
 
 		nulls[i] = s == NULL;
-		values[i] = s ? InputFunctionCall(&infunc, s, elemioparam, -1) : (Datum) 0;
+		values[i] = s ? InputFunctionCall(&infunc, s, elemioparam, typmod) : (Datum) 0;
 		i++;
 	}
-	dims[0] = nelems;
-	if (nelems == 0)
-		return PointerGetDatum(construct_empty_array(col->elemtype));
-	return PointerGetDatum(construct_md_array(values, nulls, 1, dims, lbs,
-											  col->elemtype, typlen, typbyval,
-											  typalign));
+	return PointerGetDatum(construct_md_array(values, nulls, st.ndims, st.dims, lbs,
+											  elemtype, typlen, typbyval, typalign));
 }
 
 /*
- * json_input: a JSON value into the column; *isnull for JSON null.
- * bytea_text as for ssp_scalar_input.
+ * json_input: a JSON value into the column; *isnull for JSON null.  A
+ * domain's value is read as its base type's would be, then checked.
  */
 static Datum
-json_input(SspColumn *col, JsonFound *f, bool *isnull, bool bytea_text)
+json_input(SspColumn *col, JsonFound *f, bool *isnull)
 {
 	*isnull = false;
 	if (!f->found || f->type == JSON_TOKEN_NULL)
@@ -531,27 +680,44 @@ json_input(SspColumn *col, JsonFound *f, bool *isnull, bool bytea_text)
 		*isnull = true;
 		return (Datum) 0;
 	}
-	if (col->typid == JSONBOID || col->typid == JSONOID)
+	if (col->basetype == JSONBOID || col->basetype == JSONOID)
 	{
-		char	   *raw = pnstrdup(f->raw, f->rawlen);
-
-		return InputFunctionCall(&col->infunc, raw, col->ioparam, col->typmod);
+		/*
+		 * The value's JSON text, checked as text_input checks text: neither
+		 * parser of the message checks its strings' bytes, and json_in and
+		 * jsonb_in expect text that is valid in the database encoding.
+		 */
+		pg_verifymbstr(f->raw, f->rawlen, false);
+		return InputFunctionCall(&col->infunc, pnstrdup(f->raw, f->rawlen),
+								 col->ioparam, col->typmod);
 	}
 	if (f->type == JSON_TOKEN_ARRAY_START && OidIsValid(col->elemtype))
-		return json_array_input(col, f);
+		return json_array_input(col->elemtype, col->typmod, f);
+	if (f->type == JSON_TOKEN_ARRAY_START && col->basetype != col->typid &&
+		OidIsValid(get_element_type(col->basetype)))
+	{
+		/* a domain over an array type */
+		int32		basetypmod = col->typmod;
+		Oid			base = getBaseTypeAndTypmod(col->typid, &basetypmod);
+		Datum		d = json_array_input(get_element_type(base), basetypmod, f);
+
+		domain_check(d, false, col->typid, NULL, CurrentMemoryContext);
+		return d;
+	}
 	if (f->scalar == NULL)		/* an object or array: its JSON text */
 		return text_input(col, f->raw, f->rawlen);
-	return ssp_scalar_input(col, f->scalar, f->type == JSON_TOKEN_NUMBER, bytea_text);
+	return ssp_scalar_input(col, f->scalar, f->type == JSON_TOKEN_NUMBER);
 }
 
 /* CSV ---------------------------------------------------------------------- */
 
 /*
- * parse_csv: split one CSV record into fields (RFC 4180: comma separated,
- * double quotes, "" for a quote).  An unquoted empty field is NULL.
+ * parse_csv: split one CSV record into fields and their lengths (RFC 4180:
+ * comma separated, double quotes, "" for a quote).  An unquoted empty field
+ * is NULL.  A field may hold any byte, NUL too: its reader checks it.
  */
 static int
-parse_csv(const char *data, size_t len, char ***fields, bool **quoted)
+parse_csv(const char *data, size_t len, char ***fields, int **lens)
 {
 	const char *p = data;
 	const char *end = data + len;
@@ -566,7 +732,7 @@ parse_csv(const char *data, size_t len, char ***fields, bool **quoted)
 		end--;
 
 	*fields = palloc(sizeof(char *) * cap);
-	*quoted = palloc(sizeof(bool) * cap);
+	*lens = palloc(sizeof(int) * cap);
 	initStringInfo(&buf);
 	for (;;)
 	{
@@ -616,9 +782,9 @@ parse_csv(const char *data, size_t len, char ***fields, bool **quoted)
 		{
 			cap *= 2;
 			*fields = repalloc(*fields, sizeof(char *) * cap);
-			*quoted = repalloc(*quoted, sizeof(bool) * cap);
+			*lens = repalloc(*lens, sizeof(int) * cap);
 		}
-		(*quoted)[n] = q;
+		(*lens)[n] = buf.len;
 		(*fields)[n++] = (!q && buf.len == 0) ? NULL : pnstrdup(buf.data, buf.len);
 		if (p >= end)
 			break;
@@ -810,7 +976,7 @@ decode_protobuf(SspStream *stream, SspSource source, const char *data, size_t le
 		if (col->source != source || plan->direct[i] || SKIP(i, only))
 			continue;
 		dc->column = col->name;
-		values[col->attnum - 1] = json_input(col, &found[i], &nulls[col->attnum - 1], true);
+		values[col->attnum - 1] = json_input(col, &found[i], &nulls[col->attnum - 1]);
 	}
 	dc->column = NULL;
 }
@@ -982,14 +1148,14 @@ decode_value(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 			if (col->source != SSP_SRC_VALUE || SKIP(i, only))
 				continue;
 			dc->column = col->name;
-			values[col->attnum - 1] = json_input(col, &found[i], &nulls[col->attnum - 1], false);
+			values[col->attnum - 1] = json_input(col, &found[i], &nulls[col->attnum - 1]);
 		}
 	}
 	else if (stream->format == SSP_FORMAT_CSV)
 	{
 		char	  **fields;
-		bool	   *quoted;
-		int			n = parse_csv(msg->value, msg->value_len, &fields, &quoted);
+		int		   *lens;
+		int			n = parse_csv(msg->value, msg->value_len, &fields, &lens);
 		int			f = 0;
 
 		if (n != stream->nvalue)
@@ -1007,7 +1173,7 @@ decode_value(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 			if (fields[f] != NULL && !SKIP(i, only))
 			{
 				nulls[col->attnum - 1] = false;
-				values[col->attnum - 1] = text_input(col, fields[f], strlen(fields[f]));
+				values[col->attnum - 1] = string_input(col, fields[f], lens[f]);
 			}
 			f++;
 		}
@@ -1075,7 +1241,7 @@ decode_key(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 			continue;
 		dc->column = col->name;
 		if (found)
-			values[col->attnum - 1] = json_input(col, &found[i], &nulls[col->attnum - 1], false);
+			values[col->attnum - 1] = json_input(col, &found[i], &nulls[col->attnum - 1]);
 		else
 		{
 			nulls[col->attnum - 1] = false;

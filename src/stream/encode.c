@@ -32,7 +32,7 @@
 #include "stream/protobuf.h"
 #include "stream/stream.h"
 
-static void json_datum(StringInfo buf, Datum value, Oid typid, FmgrInfo *outfunc);
+static void json_datum(StringInfo buf, Datum value, Oid basetype, FmgrInfo *outfunc);
 
 /* json_number: a number's text, quoted if JSON cannot hold it (NaN). */
 static void
@@ -44,45 +44,89 @@ json_number(StringInfo buf, const char *s)
 		escape_json(buf, s);
 }
 
+/*
+ * json_array_level: the elements of one sub-array of a level of an array
+ * (dims: its shape) from *k on, as a JSON array of arrays down to the last
+ * level.
+ */
+static void
+json_array_level(StringInfo buf, int level, int ndim, int *dims, Datum *elems,
+				 bool *nulls, int *k, Oid elembase, FmgrInfo *outfunc)
+{
+	int			i;
+
+	appendStringInfoChar(buf, '[');
+	for (i = 0; i < dims[level]; i++)
+	{
+		if (i > 0)
+			appendStringInfoChar(buf, ',');
+		if (level + 1 < ndim)
+			json_array_level(buf, level + 1, ndim, dims, elems, nulls, k, elembase, outfunc);
+		else
+		{
+			if (nulls[*k])
+				appendStringInfoString(buf, "null");
+			else
+				json_datum(buf, elems[*k], elembase, outfunc);
+			(*k)++;
+		}
+	}
+	appendStringInfoChar(buf, ']');
+}
+
+/*
+ * json_array: an array as JSON; a multidimensional one as nested arrays,
+ * which decode.c reads back as the same shape.  An element of json or
+ * jsonb may be any JSON value, arrays too (decode.c reads it so), so
+ * nested arrays of them would come back as one dimension: refused.
+ */
 static void
 json_array(StringInfo buf, Datum value)
 {
 	ArrayType  *arr = DatumGetArrayTypeP(value);
 	Oid			elemtype = ARR_ELEMTYPE(arr);
+	Oid			elembase = getBaseType(elemtype);
 	int16		typlen;
 	bool		typbyval;
 	char		typalign;
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n;
-	int			i;
+	int			k = 0;
 	Oid			outfn;
 	bool		isvarlena;
 	FmgrInfo	outfunc;
 
+	if (ARR_NDIM(arr) > 1 && (elembase == JSONOID || elembase == JSONBOID))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot write a multidimensional array of %s as JSON",
+						format_type_be(elemtype)),
+				 errdetail("An element of type %s may itself be a JSON array, so nested arrays would be read back as elements of one dimension.",
+						   format_type_be(elemtype))));
+	if (ARR_NDIM(arr) == 0)
+	{
+		appendStringInfoString(buf, "[]");
+		return;
+	}
 	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
 	getTypeOutputInfo(elemtype, &outfn, &isvarlena);
 	fmgr_info(outfn, &outfunc);
 	deconstruct_array(arr, elemtype, typlen, typbyval, typalign,
 					  &elems, &nulls, &n);
-	appendStringInfoChar(buf, '[');
-	for (i = 0; i < n; i++)
-	{
-		if (i > 0)
-			appendStringInfoChar(buf, ',');
-		if (nulls[i])
-			appendStringInfoString(buf, "null");
-		else
-			json_datum(buf, elems[i], elemtype, &outfunc);
-	}
-	appendStringInfoChar(buf, ']');
+	json_array_level(buf, 0, ARR_NDIM(arr), ARR_DIMS(arr), elems, nulls, &k,
+					 elembase, &outfunc);
 }
 
-/* json_datum: a non-null value as JSON, much as to_json() writes it. */
+/*
+ * json_datum: a non-null value as JSON, much as to_json() writes it.  A
+ * domain's value is written as its base type's (basetype, which callers
+ * look up once, not per value), as to_json() writes it too.
+ */
 static void
-json_datum(StringInfo buf, Datum value, Oid typid, FmgrInfo *outfunc)
+json_datum(StringInfo buf, Datum value, Oid basetype, FmgrInfo *outfunc)
 {
-	switch (typid)
+	switch (basetype)
 	{
 		case INT2OID:
 		case INT4OID:
@@ -108,13 +152,13 @@ json_datum(StringInfo buf, Datum value, Oid typid, FmgrInfo *outfunc)
 				char		dt[MAXDATELEN + 1];
 
 				appendStringInfoChar(buf, '"');
-				appendStringInfoString(buf, JsonEncodeDateTime(dt, value, typid, NULL));
+				appendStringInfoString(buf, JsonEncodeDateTime(dt, value, basetype, NULL));
 				appendStringInfoChar(buf, '"');
 				return;
 			}
 		default:
-			if (OidIsValid(get_element_type(typid)) && typid != INT2VECTOROID &&
-				typid != OIDVECTOROID)
+			if (OidIsValid(get_element_type(basetype)) && basetype != INT2VECTOROID &&
+				basetype != OIDVECTOROID)
 				json_array(buf, value);
 			else
 				escape_json(buf, OutputFunctionCall(outfunc, value));
@@ -153,7 +197,7 @@ json_obj(StringInfo buf, SspStream *stream, List *cols, int level,
 			if (nulls[a])
 				appendStringInfoString(buf, "null");
 			else
-				json_datum(buf, values[a], col->typid, &col->outfunc);
+				json_datum(buf, values[a], col->basetype, &col->outfunc);
 		}
 		else
 		{
@@ -233,7 +277,7 @@ json_schema_of(SspStream *stream, SspSource source)
 
 		if (col->source != source)
 			continue;
-		switch (col->typid)
+		switch (col->basetype)
 		{
 			case INT2OID:
 			case INT4OID:
@@ -253,7 +297,7 @@ json_schema_of(SspStream *stream, SspSource source)
 				type = NULL;
 				break;
 			default:
-				type = OidIsValid(get_element_type(col->typid)) ? "[\"array\", \"null\"]" :
+				type = OidIsValid(get_element_type(col->basetype)) ? "[\"array\", \"null\"]" :
 					"[\"string\", \"null\"]";
 		}
 		if (n++ > 0)
@@ -512,6 +556,87 @@ encode_key(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
 			json_obj(&out->key, &keys, named, 0, values, nulls);
 		}
 		out->key_null = false;
+	}
+}
+
+/* path_text: a column's field path as option "field" spells it. */
+static char *
+path_text(List *path)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, path)
+	{
+		if (buf.len > 0)
+			appendStringInfoChar(&buf, '.');
+		appendStringInfoString(&buf, strVal(lfirst(lc)));
+	}
+	return buf.data;
+}
+
+/*
+ * ssp_encode_check: error unless rows of the stream can be written, before
+ * any is.  A message written as a JSON object (formats json, jsonschema,
+ * debezium and protobuf) holds one value per field: two columns of one
+ * field, or a column whose field holds another's ("x" and "x.y"), would
+ * write the field twice, and a reader keeps only the last.  Reading such
+ * a stream is fine (each column gets the field's value), so it is refused
+ * here, not when the stream is defined.
+ */
+void
+ssp_encode_check(SspStream *stream)
+{
+	int			i;
+	int			j;
+
+	if (stream->format != SSP_FORMAT_JSON && stream->format != SSP_FORMAT_JSONSCHEMA &&
+		stream->format != SSP_FORMAT_DEBEZIUM && stream->format != SSP_FORMAT_PROTOBUF)
+		return;
+	for (i = 0; i < stream->ncolumns; i++)
+	{
+		SspColumn  *a = &stream->columns[i];
+
+		if (a->source != SSP_SRC_VALUE)
+			continue;
+		for (j = 0; j < stream->ncolumns; j++)
+		{
+			SspColumn  *b = &stream->columns[j];
+			ListCell   *la;
+			ListCell   *lb;
+			bool		prefix = true;
+
+			/* a's path a prefix of b's (or the same, once: j > i) */
+			if (j == i || b->source != SSP_SRC_VALUE ||
+				list_length(a->path) > list_length(b->path) ||
+				(list_length(a->path) == list_length(b->path) && j < i))
+				continue;
+			forboth(la, a->path, lb, b->path)
+			{
+				if (strcmp(strVal(lfirst(la)), strVal(lfirst(lb))) != 0)
+				{
+					prefix = false;
+					break;
+				}
+			}
+			if (!prefix)
+				continue;
+			if (list_length(a->path) == list_length(b->path))
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+						 errmsg("cannot insert into stream \"%s\": columns \"%s\" and \"%s\" both write field \"%s\"",
+								stream->relname, a->name, b->name, path_text(a->path)),
+						 errdetail("A message has one value for each field; a reader would keep the last."),
+						 errhint("Insert through a stream whose columns name distinct fields.")));
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+					 errmsg("cannot insert into stream \"%s\": column \"%s\" writes field \"%s\", which holds field \"%s\" of column \"%s\"",
+							stream->relname, a->name, path_text(a->path),
+							path_text(b->path), b->name),
+					 errdetail("A field cannot hold both a column's value and an object of other fields."),
+					 errhint("Insert through a stream whose columns name distinct fields, none inside another.")));
+		}
 	}
 }
 

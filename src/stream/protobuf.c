@@ -272,7 +272,7 @@ value_datum(SspColumn *col, SspPbValue *v, bool *isnull)
 			break;
 	}
 	text = value_text(v, &number);
-	return ssp_scalar_input(col, text, number, true);
+	return ssp_scalar_input(col, text, number);
 }
 
 /*

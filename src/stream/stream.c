@@ -446,6 +446,7 @@ ssp_stream_open(Oid relid)
 		col->attnum = att->attnum;
 		col->typid = att->atttypid;
 		col->typmod = att->atttypmod;
+		col->basetype = getBaseType(col->typid);
 		getTypeInputInfo(col->typid, &func, &col->ioparam);
 		fmgr_info(func, &col->infunc);
 		getTypeOutputInfo(col->typid, &func, &isvarlena);

@@ -28,10 +28,10 @@ extern void ssp_decode_message_lenient(SspStream *stream, SspMessage *msg,
 extern int64 ssp_timestamptz_to_ms(Datum ts);
 extern Datum ssp_text_input(SspColumn *col, const char *data, size_t len);
 extern Datum ssp_ms_to_timestamptz(int64 ms);
-extern Datum ssp_scalar_input(SspColumn *col, const char *text, bool number,
-							  bool bytea_text);
+extern Datum ssp_scalar_input(SspColumn *col, const char *text, bool number);
 
 /* encode.c */
+extern void ssp_encode_check(SspStream *stream);
 extern void ssp_encode_row(SspStream *stream, Datum *values, bool *nulls,
 						   SspOutMessage *out);
 

@@ -186,6 +186,13 @@ END $$;
 SELECT to_regclass('ddl_sparse_v_next') AS still_beside;
 SELECT * FROM ddl_sparse_v ORDER BY k;
 DROP VIEW ddl_sparse_v;
+-- a view whose table has no index is not waiting for one, whatever its
+-- query says (a WHERE that spelled MERGE INTO failed it for good)
+CREATE VIEW ddl_sparse_text WITH (ssp.continuous) AS
+  SELECT k FROM ddl_sparse WHERE k::text <> 'MERGE INTO x ON CONFLICT DO NOTHING';
+SELECT ssp.wait('ddl_sparse_text', '20 s');
+SELECT status, last_error, (SELECT count(*) FROM ddl_sparse_text) AS n FROM ssp.views WHERE view = 'ddl_sparse_text'::regclass;
+DROP VIEW ddl_sparse_text;
 DROP FOREIGN TABLE ddl_sparse;
 -- no view reads it any more: its topic may change
 ALTER FOREIGN TABLE ddl_orders_renamed OPTIONS (SET topic 'ddl_other');

@@ -145,6 +145,7 @@ typedef struct Build
 												 * values; or a changelog's
 												 * versions */
 	Oid			buffer_oids[SSP_MAX_STREAMS + 1];	/* rebuilding: those tables */
+	bool		mrel_indexed;	/* CREATE VIEW indexes the view's table */
 	List	   *buffer_names;	/* unqualified names of those CREATE VIEW made */
 	bool		rebuilding;		/* of an existing view (rebuild.c): its objects
 								 * are made already */

@@ -503,9 +503,10 @@ has_index(Oid rel)
  * sort, and every index at the end.  A view started in between read from
  * ssp.start again into its restored rows (every message counted twice),
  * or merged new groups into its table before the table's rows came, and
- * had two rows for them.  So: a table the view merges into (by its unique
- * index), a join's buffers and an outbox must have their indexes, and a
- * view that has counted messages must have its offsets.  The error fails
+ * had two rows for them.  So: a view's table that CREATE VIEW indexes (an
+ * aggregating, keyed or session view's), a join's buffers and an outbox
+ * must have their indexes, and a view that has counted messages must have
+ * its offsets.  Needs ssp_view_generate first.  The error fails
  * the view for now; the scheduler tries it again.
  */
 void
@@ -543,9 +544,9 @@ ssp_view_check_whole(SspView *v, bool has_offsets)
 					 errdetail("A restore loads ssp.offsets after ssp.continuous_views; reading from ssp.start again would count those messages twice."),
 					 errhint("The view goes on by itself once its offsets are restored; if they are lost, ssp.reset rebuilds it from its stream.")));
 	}
-	if (strstr(v->apply_sql, "MERGE INTO ") != NULL || strstr(v->apply_sql, " ON CONFLICT ") != NULL)
-		if (!has_index(v->mrel))
-			missing = v->mrel;
+	/* as the view's SQL, built again, says (ssp_view_generate) */
+	if (v->mrel_indexed && !has_index(v->mrel))
+		missing = v->mrel;
 	foreach(lc, v->buffers)
 		if (!OidIsValid(missing) && !has_index(lfirst_oid(lc)))
 			missing = lfirst_oid(lc);

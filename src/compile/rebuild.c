@@ -300,6 +300,7 @@ ssp_view_generate(SspView *v)
 	v->sql_stale = false;
 	b = ssp_view_build(v);
 	v->apply_sql = b->apply_sql;
+	v->mrel_indexed = b->mrel_indexed;
 	v->share = b->share;
 	v->late_sql = b->late_sql;
 	v->retention_sql = b->retention_sql;

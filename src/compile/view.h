@@ -68,6 +68,7 @@ typedef struct SspView
 	char	  **topics;			/* their topics */
 	List	   *buffers;		/* Oid: a join's buffer tables */
 	char	   *apply_sql;
+	bool		mrel_indexed;	/* its table has indexes of CREATE VIEW's */
 	SspShare   *share;			/* NULL: reduces the batch alone */
 	int			commit_interval_ms;
 	int			batch_size;

@@ -574,6 +574,7 @@ build_session(Build *b, const char *mrel, StringInfo create, StringInfo apply)
 		}
 	}
 	appendStringInfo(create, ");\nCREATE INDEX ON %s (%s%s)", mrel, mkeys.data, wcol);
+	b->mrel_indexed = true;
 
 	/* the batch's events of open sessions, cut into sessions per group */
 	appendStringInfo(apply,
@@ -1452,6 +1453,7 @@ build_changelog(Build *b, List *names, const char *mrel, const char *view,
 	appendStringInfo(create, ") WITH (fillfactor = 50);\nCREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT;\n"
 					 "CREATE INDEX ON %s (_ssp_rows) WHERE _ssp_rows = 0",
 					 mrel, m.keys.data, mrel);
+	b->mrel_indexed = true;
 
 	appendStringInfo(apply,
 					 "WITH _ssp_latest AS (SELECT DISTINCT ON (%s) b.* FROM ssp_batch b "
@@ -1573,6 +1575,7 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	 * a HOT update that adds no index entries (catch-up 8-10% faster).
 	 */
 	appendStringInfo(create, ") WITH (fillfactor = 50);\nCREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT", mrel, m.keys.data);
+	b->mrel_indexed = true;
 	if (b->window >= 0)
 		appendStringInfo(create, ";\nCREATE INDEX ON %s (%s)", mrel,
 						 quote_identifier(list_nth(b->group_cols, b->window)));
@@ -1719,6 +1722,7 @@ build_keyed(Build *b, List *names, const char *mrel, StringInfo create, StringIn
 		i++;
 	}
 	appendStringInfo(create, "PRIMARY KEY (%s))", pk.data);
+	b->mrel_indexed = true;
 	appendStringInfo(apply,
 					 "WITH l AS (SELECT DISTINCT ON (%s) %sNOT b._ssp_tombstone AND (%s) IS TRUE AS _ssp_keep "
 					 "FROM %s ORDER BY %s, b._ssp_partition DESC, b._ssp_offset DESC), "

@@ -44,7 +44,6 @@
 #include "commands/defrem.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
-#include "utils/timestamp.h"
 #include "portability/instr_time.h"
 #include "storage/ipc.h"
 #include "utils/builtins.h"
@@ -87,7 +86,8 @@ struct SspKafka
 	Oid			userid;
 	char	   *servername;
 	char	   *topic;
-	TimestampTz assigned_at;	/* the last rd_kafka_assign (assign) */
+	bool		assigned;		/* assign has run: assigned_at is set */
+	instr_time	assigned_at;	/* when, on a clock that only goes forward */
 	SspSecrets *secrets;		/* of its properties, masked in its texts */
 	char		last_error[512];	/* latest error the client reported, masked */
 	bool		trouble;		/* an error since the last message */
@@ -156,7 +156,7 @@ log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
 	char		line[4096];
 
-	mask(rd_kafka_opaque(rk), buf, line, sizeof(line));
+	mask(rk ? rd_kafka_opaque(rk) : NULL, buf, line, sizeof(line));
 	/* a view's offsets copied to its group for lag tools may fail: no matter */
 	ereport(level <= 4 && strcmp(fac, "COMMITFAIL") != 0 ? LOG : DEBUG2,
 			(errmsg_internal("ssp: librdkafka: %s: %s", fac, line),
@@ -402,6 +402,8 @@ drop_held(SspKafka *kafka)
 }
 
 /* consumer_cleanup: the reset callback of a consumer's memory context. */
+static void settle(SspKafka *kafka, bool interruptible);
+
 static void
 consumer_cleanup(void *arg)
 {
@@ -423,7 +425,10 @@ consumer_cleanup(void *arg)
 		kafka->queue = NULL;
 	}
 	if (kafka->rk)
+	{
+		settle(kafka, false);
 		rd_kafka_destroy_flags(kafka->rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+	}
 	kafka->rk = NULL;
 }
 
@@ -837,24 +842,41 @@ ssp_kafka_offsets_for_time(SspKafka *kafka, int nparts, int64 timestamp_ms, int6
  */
 #define ASSIGN_SETTLE_MS 250
 
+/*
+ * settle: wait out ASSIGN_SETTLE_MS since the last assignment, before
+ * another, or before the consumer is destroyed (which ends its assignment
+ * too; not interruptible then: it runs in cleanup).
+ */
+static void
+settle(SspKafka *kafka, bool interruptible)
+{
+	for (;;)
+	{
+		instr_time	now;
+		double		ms;
+
+		if (!kafka->assigned)
+			return;
+		INSTR_TIME_SET_CURRENT(now);
+		INSTR_TIME_SUBTRACT(now, kafka->assigned_at);
+		ms = INSTR_TIME_GET_MILLISEC(now);
+		if (ms >= ASSIGN_SETTLE_MS)
+			return;
+		if (interruptible)
+			CHECK_FOR_INTERRUPTS();
+		pg_usleep((long) Min(ASSIGN_SETTLE_MS - ms, 10.0) * 1000L + 1);
+	}
+}
+
 static rd_kafka_resp_err_t
 assign(SspKafka *kafka, rd_kafka_topic_partition_list_t *list)
 {
 	rd_kafka_resp_err_t err;
 
-	if (kafka->assigned_at != 0)
-	{
-		TimestampTz until = TimestampTzPlusMilliseconds(kafka->assigned_at, ASSIGN_SETTLE_MS);
-		TimestampTz now;
-
-		while ((now = GetCurrentTimestamp()) < until)
-		{
-			CHECK_FOR_INTERRUPTS();
-			pg_usleep(Min(until - now, 10000));
-		}
-	}
+	settle(kafka, true);
 	err = rd_kafka_assign(kafka->rk, list);
-	kafka->assigned_at = GetCurrentTimestamp();
+	INSTR_TIME_SET_CURRENT(kafka->assigned_at);
+	kafka->assigned = true;
 	return err;
 }
 

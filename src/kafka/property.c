@@ -43,6 +43,8 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
+
 #include <librdkafka/rdkafka.h>
 
 #include "access/genam.h"
@@ -522,6 +524,9 @@ check_default_mechanism(Oid serverid, List *server_options,
 
 	if (!from_mapping)
 		protocol = option_value(server_options, "security.protocol");
+	/* librdkafka skips leading white space, and ignores case */
+	while (protocol != NULL && isspace((unsigned char) *protocol))
+		protocol++;
 	if (protocol == NULL || pg_strncasecmp(protocol, "SASL", 4) != 0)
 		return;
 	if (option_value(server_options, "sasl.mechanisms") ||

@@ -156,9 +156,14 @@ log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
 	char		line[4096];
 
-	mask(rk ? rd_kafka_opaque(rk) : NULL, buf, line, sizeof(line));
 	/* a view's offsets copied to its group for lag tools may fail: no matter */
-	ereport(level <= 4 && strcmp(fac, "COMMITFAIL") != 0 ? LOG : DEBUG2,
+	int			elevel = level <= 4 && strcmp(fac, "COMMITFAIL") != 0 ? LOG : DEBUG2;
+
+	/* debug's lines are many: mask only those the server keeps */
+	if (!message_level_is_interesting(elevel))
+		return;
+	mask(rk ? rd_kafka_opaque(rk) : NULL, buf, line, sizeof(line));
+	ereport(elevel,
 			(errmsg_internal("ssp: librdkafka: %s: %s", fac, line),
 			 errhidestmt(true)));
 }

@@ -56,6 +56,9 @@
 #define SECRET_FRAGMENT_MIN 8
 #define SECRET_MASK "[secret]"
 
+/* a byte of a multibyte character */
+#define HIGH_BIT(c) (((unsigned char) (c)) & 0x80)
+
 /*
  * The names sasl.oauthbearer.config takes (librdkafka's, public): a run of
  * the text within one of them is no fragment of a secret, though it
@@ -221,7 +224,10 @@ longest_fragment(const char *text, size_t len, size_t i, const char *value)
  * ssp_secrets_mask: text into out (outsize bytes, always terminated, cut
  * if need be) with the secrets masked as the header says.  The whole text
  * is looked at before it is cut, so no cut leaves a piece of a secret too
- * short to be recognised.  Allocates nothing and never errors.
+ * short to be recognised.  Neither a mask nor the cut splits a character:
+ * in every server encoding the bytes of a multibyte character all have
+ * the high bit set, so a mask widens over a run of such bytes it touches,
+ * and a cut drops the run it falls in.  Allocates nothing and never errors.
  */
 void
 ssp_secrets_mask(const SspSecrets *s, const char *text, char *out, size_t outsize)
@@ -231,6 +237,7 @@ ssp_secrets_mask(const SspSecrets *s, const char *text, char *out, size_t outsiz
 	size_t		rest_from;		/* text[i] is masked from here on */
 	size_t		o = 0;
 	bool		in_mask = false;
+	bool		cut = false;	/* out is full */
 	size_t		i;
 
 	if (outsize == 0)
@@ -239,7 +246,14 @@ ssp_secrets_mask(const SspSecrets *s, const char *text, char *out, size_t outsiz
 		text = "";
 	if (s == NULL)
 	{
-		strlcpy(out, text, outsize);
+		o = strlcpy(out, text, outsize);
+		if (o >= outsize && HIGH_BIT(text[outsize - 1]))
+		{
+			/* cut within a character: it goes */
+			for (o = outsize - 1; o > 0 && HIGH_BIT(out[o - 1]); o--)
+				;
+			out[o] = '\0';
+		}
 		return;
 	}
 
@@ -272,12 +286,20 @@ ssp_secrets_mask(const SspSecrets *s, const char *text, char *out, size_t outsiz
 				masked_until = Max(masked_until, i + k);
 		}
 
+		/* a mask ends after the character it is in */
+		if (in_mask && i >= masked_until && HIGH_BIT(text[i]))
+			masked_until = i + 1;
+
 		if (i < masked_until)
 		{
 			if (!in_mask)
 			{
 				const char *m;
 
+				/* and starts before it */
+				if (HIGH_BIT(text[i]))
+					while (o > 0 && HIGH_BIT(out[o - 1]))
+						o--;
 				for (m = SECRET_MASK; *m && o + 1 < outsize; m++)
 					out[o++] = *m;
 			}
@@ -288,12 +310,23 @@ ssp_secrets_mask(const SspSecrets *s, const char *text, char *out, size_t outsiz
 			in_mask = false;
 			if (o + 1 < outsize)
 				out[o++] = text[i];
+			else if (!cut)
+			{
+				/* the first byte left out: a character it continues goes */
+				cut = true;
+				if (HIGH_BIT(text[i]))
+					while (o > 0 && HIGH_BIT(out[o - 1]))
+						o--;
+			}
 		}
 	}
 	if (i < len && !in_mask)
 	{
 		const char *m;
 
+		if (HIGH_BIT(text[i]))
+			while (o > 0 && HIGH_BIT(out[o - 1]))
+				o--;
 		for (m = SECRET_MASK; *m && o + 1 < outsize; m++)
 			out[o++] = *m;
 	}

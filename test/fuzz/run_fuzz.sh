@@ -1,5 +1,6 @@
 #!/bin/bash
-# test/fuzz/run_fuzz.sh [SECONDS [keep]]: fuzz the decoders with libFuzzer.
+# test/fuzz/run_fuzz.sh [SECONDS [keep]]: fuzz the decoders and the secret mask
+# with libFuzzer.
 #
 # Builds each target in test/fuzz (fuzz_*.c, with the source file of
 # src/ it tests) with clang, -fsanitize=fuzzer,address,undefined; runs every
@@ -52,4 +53,5 @@ fuzz_target jsonscan stream/jsonscan.c
 fuzz_target isotime stream/isotime.c
 fuzz_target avro stream/avro_read.c
 fuzz_target protobuf stream/protobuf_schema.c stream/protobuf_read.c
+fuzz_target secret kafka/secret.c
 ssp_log "fuzzing passed"

@@ -86,8 +86,8 @@ struct SspKafka
 	Oid			userid;
 	char	   *servername;
 	char	   *topic;
-	bool		assigned;		/* assign has run: assigned_at is set */
-	instr_time	assigned_at;	/* when, on a clock that only goes forward */
+	int			nassigned;		/* times assign has run */
+	instr_time	assigned_at;	/* the last, on a clock that only goes forward */
 	SspSecrets *secrets;		/* of its properties, masked in its texts */
 	char		last_error[512];	/* latest error the client reported, masked */
 	bool		trouble;		/* an error since the last message */
@@ -843,14 +843,17 @@ ssp_kafka_offsets_for_time(SspKafka *kafka, int nparts, int64 timestamp_ms, int6
  * process (seen in 003 and 029: a worker that moved its readers twice in
  * a row, the server restarted).  The replies take a millisecond or two;
  * a view moves its consumer rarely (a view attaching, a batch rolled
- * back, new partitions).
+ * back, new partitions).  Each assignment after the first removes the
+ * partitions of the one before, so only from the second on is a stop
+ * pending; a consumer assigned once (a scan) never waits.
  */
 #define ASSIGN_SETTLE_MS 250
 
 /*
- * settle: wait out ASSIGN_SETTLE_MS since the last assignment, before
- * another, or before the consumer is destroyed (which ends its assignment
- * too; not interruptible then: it runs in cleanup).
+ * settle: wait out ASSIGN_SETTLE_MS since the last assignment, when it
+ * removed partitions, before another, or before the consumer is destroyed
+ * (which ends its assignment too; not interruptible then: it runs in
+ * cleanup).
  */
 static void
 settle(SspKafka *kafka, bool interruptible)
@@ -860,7 +863,7 @@ settle(SspKafka *kafka, bool interruptible)
 		instr_time	now;
 		double		ms;
 
-		if (!kafka->assigned)
+		if (kafka->nassigned < 2)
 			return;
 		INSTR_TIME_SET_CURRENT(now);
 		INSTR_TIME_SUBTRACT(now, kafka->assigned_at);
@@ -881,7 +884,7 @@ assign(SspKafka *kafka, rd_kafka_topic_partition_list_t *list)
 	settle(kafka, true);
 	err = rd_kafka_assign(kafka->rk, list);
 	INSTR_TIME_SET_CURRENT(kafka->assigned_at);
-	kafka->assigned = true;
+	kafka->nassigned++;
 	return err;
 }
 

@@ -64,6 +64,30 @@ INSERT INTO ins_sub SELECT careful(g) FROM generate_series(1, 5000) g;
 SELECT count(*), count(*) FILTER (WHERE id < 0) AS caught FROM ins_sub;
 DROP FUNCTION careful(int);
 DROP FOREIGN TABLE ins_sub;
+-- a subtransaction that queued messages and rolled back drops them: only
+-- its own, and the statement around it goes on; with messages of that
+-- statement among them (its broker down, they wait unsent), it fails
+\set topic_d ins_drop_ :run
+CREATE FOREIGN TABLE ins_drop (id int) SERVER kafka OPTIONS (topic :'topic_d');
+CREATE SERVER down FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers '127.0.0.1:1');
+CREATE FOREIGN TABLE ins_down (id int) SERVER down OPTIONS (topic :'topic_d');
+CREATE FUNCTION tries(i int, at int, s regclass) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+  IF i = at THEN
+    BEGIN
+      EXECUTE format('INSERT INTO %s SELECT 100 / (2 - x) FROM generate_series(1, 2) x', s);
+    EXCEPTION WHEN division_by_zero THEN
+      NULL;
+    END;
+  END IF;
+  RETURN i;
+END $$;
+INSERT INTO ins_drop SELECT tries(g, 1, 'ins_drop') FROM generate_series(1, 3) g;
+SELECT array_agg(id ORDER BY id) FILTER (WHERE id <= 3) AS ids FROM ins_drop;
+INSERT INTO ins_down SELECT tries(g, 3, 'ins_down') FROM generate_series(1, 3) g;
+DROP FUNCTION tries(int, int, regclass);
+DROP SERVER down CASCADE;
+DROP FOREIGN TABLE ins_drop;
 -- a client that cannot start: an invalid combination of properties
 CREATE SERVER broken FOREIGN DATA WRAPPER ssp_kafka
   OPTIONS (brokers :'brokers', "security.protocol" 'sasl_ssl', "sasl.mechanisms" 'NOSUCH');

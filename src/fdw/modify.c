@@ -31,7 +31,7 @@ typedef struct SspModifyState
 {
 	SspStream  *stream;
 	SspKafka   *producer;
-	uint64		failed_before;	/* its delivery failures when this began */
+	SspFailures failed_before;	/* its delivery failures when this began */
 	MemoryContext rowcxt;
 } SspModifyState;
 

@@ -123,9 +123,10 @@ struct SspKafka
 								 * queued a message, or 0 */
 	uint32		server_hash;	/* of serverid, in FOREIGNSERVEROID */
 	uint32		user_hash;		/* of userid, in AUTHOID */
-	uint64		failed;			/* delivery failures since creation */
+	SspFailures failures;		/* since creation */
+	int			purge_level;	/* of the abort that purged last, or 0 */
 	uint64		acked;
-	char		delivery_error[512];	/* masked */
+	char		delivery_error[512];	/* the latest refusal, masked */
 	rd_kafka_resp_err_t delivery_code;	/* that error's code */
 };
 
@@ -216,9 +217,16 @@ dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
 {
 	SspKafka   *kafka = opaque;
 
-	if (msg->err)
+	if (msg->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
+		msg->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
 	{
-		kafka->failed++;
+		/* a failure if a statement around the subtransaction queued it */
+		if ((intptr_t) msg->_private < kafka->purge_level)
+			kafka->failures.purged++;
+	}
+	else if (msg->err)
+	{
+		kafka->failures.refused++;
 		mask(kafka, rd_kafka_err2str(msg->err), kafka->delivery_error,
 			 sizeof(kafka->delivery_error));
 		kafka->delivery_code = msg->err;
@@ -1053,6 +1061,7 @@ ssp_kafka_header(SspMessage *msg, const char *name, const char **value,
 static void
 destroy_producer(SspKafka *kafka)
 {
+	kafka->purge_level = 0;
 	rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
 	rd_kafka_poll(kafka->rk, 0);
 	rd_kafka_destroy(kafka->rk);
@@ -1096,8 +1105,10 @@ producers_invalidate(Datum arg, int cacheid, uint32 hashvalue)
 
 /*
  * purge: drop the messages not yet sent of the producers that queued some
- * at nest level level or deeper, and count them failed now; they have
- * queued nothing deeper than level - 1 since.
+ * at nest level level or deeper, and serve their reports now: those
+ * queued at a lower level (by a statement around the subtransaction) are
+ * failures its flush reports; those queued at level or deeper were meant
+ * to go.  The producers have queued nothing deeper than level - 1 since.
  */
 static void
 purge(List *list, int level)
@@ -1110,6 +1121,7 @@ purge(List *list, int level)
 
 		if (kafka->queued_level < level)
 			continue;
+		kafka->purge_level = level;
 		rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE);
 		rd_kafka_poll(kafka->rk, 0);
 		kafka->queued_level = level - 1;
@@ -1160,7 +1172,7 @@ producers_xact_callback(XactEvent event, void *arg)
  * so are the messages its statements queued, if it queued any: those a
  * statement that goes on around it queued before are purged with them
  * (a producer's queue is one), and its flush then fails (ssp_kafka_flush
- * counts failures from the statement's start).  A subtransaction that
+ * counts failures from the statement's start); if it lost none, it goes on.  A subtransaction that
  * queued nothing (a lenient decode's, a trigger's exception block) drops
  * nothing.  One that commits leaves what it queued to its parent.
  */
@@ -1283,6 +1295,7 @@ fatal_error(SspKafka *kafka, const char *topic)
 void
 ssp_kafka_purge(SspKafka *kafka)
 {
+	kafka->purge_level = 0;
 	rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
 	rd_kafka_poll(kafka->rk, 0);
 }
@@ -1382,6 +1395,8 @@ ssp_kafka_produce(SspKafka *kafka, const char *topic, SspOutMessage *out)
 											   out->key_null ? 0 : out->key.len),
 								RD_KAFKA_V_TIMESTAMP(out->timestamp_ms),
 								RD_KAFKA_V_HEADERS(hdrs),
+								/* the nest level that queued it, for dr_msg_cb */
+								RD_KAFKA_V_OPAQUE((void *) (intptr_t) GetCurrentTransactionNestLevel()),
 								RD_KAFKA_V_END);
 		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
 			break;
@@ -1424,52 +1439,79 @@ delivery_hint(SspKafka *kafka, rd_kafka_resp_err_t err)
 	}
 }
 
+/* answers: the producer's messages acknowledged or failed so far */
+static inline uint64
+answers(SspKafka *kafka)
+{
+	return kafka->acked + kafka->failures.refused + kafka->failures.purged;
+}
+
 /*
  * ssp_kafka_failures: the producer's delivery failures so far, from which
  * a statement's flush counts its own.
  */
-uint64
+SspFailures
 ssp_kafka_failures(SspKafka *kafka)
 {
-	return kafka->failed;
+	return kafka->failures;
+}
+
+/* check_purged: errors if a subtransaction dropped messages since before */
+static void
+check_purged(SspKafka *kafka, const char *topic, SspFailures before)
+{
+	uint64		purged = kafka->failures.purged - before.purged;
+
+	if (purged > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_ERROR),
+				 errmsg("could not produce to topic \"%s\"", topic),
+				 errdetail("A subtransaction that rolled back within this statement dropped " UINT64_FORMAT " of its messages before they were sent.",
+						   purged),
+				 errhint("Rolling back a subtransaction drops every message the server's producer has not sent yet, those of the statement around it too.")));
 }
 
 /*
  * ssp_kafka_flush: wait until the broker has acknowledged every queued
- * message; errors if one failed since the producer had failed_before
+ * message; errors if one failed since the producer had before
  * (ssp_kafka_failures when the statement began: a message of it that a
  * subtransaction's abort purged counts), or the broker answers nothing
  * for timeout_ms (what is not acknowledged then is purged).
  */
 void
-ssp_kafka_flush(SspKafka *kafka, const char *topic, int timeout_ms, uint64 failed_before)
+ssp_kafka_flush(SspKafka *kafka, const char *topic, int timeout_ms, SspFailures before)
 {
 	instr_time	start;
-	uint64		answered = kafka->acked + kafka->failed;
+	uint64		refused;
+	uint64		answered = answers(kafka);
 
+	/* what a subtransaction dropped is lost whatever the broker does */
+	check_purged(kafka, topic, before);
 	INSTR_TIME_SET_CURRENT(start);
 	while (rd_kafka_outq_len(kafka->rk) > 0)
 	{
 		CHECK_FOR_INTERRUPTS();
 		rd_kafka_flush(kafka->rk, SSP_POLL_MS);
 		/* a slow broker is no failure: one that answers nothing in timeout_ms is */
-		if (kafka->acked + kafka->failed != answered)
+		if (answers(kafka) != answered)
 		{
-			answered = kafka->acked + kafka->failed;
+			answered = answers(kafka);
 			INSTR_TIME_SET_CURRENT(start);
 		}
 		check_elapsed(kafka, start, topic, timeout_ms);
 		check_moved(kafka, topic);
 	}
 	rd_kafka_poll(kafka->rk, 0);
-	if (kafka->failed > failed_before)
+	check_purged(kafka, topic, before);
+	refused = kafka->failures.refused - before.refused;
+	if (refused > 0)
 		fatal_error(kafka, topic);
-	if (kafka->failed > failed_before)
+	if (refused > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_ERROR),
 				 errmsg("could not produce to topic \"%s\"", topic),
 				 errdetail("The broker refused " UINT64_FORMAT " messages: %s",
-						   kafka->failed - failed_before, kafka->delivery_error),
+						   refused, kafka->delivery_error),
 				 delivery_hint(kafka, kafka->delivery_code)));
 }
 

@@ -62,12 +62,19 @@ extern void ssp_kafka_assign(SspKafka *kafka, SspPartitionRange *ranges,
 extern bool ssp_kafka_next(SspKafka *kafka, SspMessage *msg);
 extern bool ssp_kafka_header(SspMessage *msg, const char *name,
 							 const char **value, size_t *len);
+/* a producer's messages that were not delivered, so far */
+typedef struct SspFailures
+{
+	uint64		refused;		/* by a broker, or librdkafka's own error */
+	uint64		purged;			/* dropped unsent: a (sub)transaction's abort */
+} SspFailures;
+
 extern SspKafka *ssp_kafka_producer(Oid serverid, Oid userid);
 extern void ssp_kafka_produce(SspKafka *kafka, const char *topic,
 							  SspOutMessage *out);
-extern uint64 ssp_kafka_failures(SspKafka *kafka);
+extern SspFailures ssp_kafka_failures(SspKafka *kafka);
 extern void ssp_kafka_flush(SspKafka *kafka, const char *topic, int timeout_ms,
-							uint64 failed_before);
+							SspFailures before);
 extern void ssp_kafka_purge(SspKafka *kafka);
 extern int	ssp_kafka_event_fd(SspKafka *kafka);
 extern void ssp_kafka_drain_fd(SspKafka *kafka);

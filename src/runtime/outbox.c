@@ -57,7 +57,7 @@ static int64
 produce_changes(SspKafka *producer, SspView *v, int timeout_ms)
 {
 	int64		last = 0;
-	uint64		failed_before = ssp_kafka_failures(producer);
+	SspFailures failed_before = ssp_kafka_failures(producer);
 	uint64		i;
 
 	for (i = 0; i < SPI_processed; i++)

@@ -505,8 +505,9 @@ has_index(Oid rel)
  * or merged new groups into its table before the table's rows came, and
  * had two rows for them.  So: a view's table that CREATE VIEW indexes (an
  * aggregating, keyed or session view's), a join's buffers and an outbox
- * must have their indexes, and a view that has counted messages must have
- * its offsets.  Needs ssp_view_generate first.  The error fails
+ * must have their indexes, and a view that has counted messages, or
+ * starts anywhere but at the oldest message, must have its offsets.
+ * Needs ssp_view_generate first.  The error fails
  * the view for now; the scheduler tries it again.
  */
 void
@@ -520,10 +521,11 @@ ssp_view_check_whole(SspView *v, bool has_offsets)
 		Oid			argtype = OIDOID;
 		Datum		arg = ObjectIdGetDatum(v->view);
 		int64		counted = 0;
+		char	   *start = NULL;
 
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "ssp: SPI_connect failed");
-		if (SPI_execute_with_args("SELECT processed + dead_letters FROM ssp.continuous_views "
+		if (SPI_execute_with_args("SELECT processed + dead_letters, start FROM ssp.continuous_views "
 								  "WHERE view OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
 								  1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
 			elog(ERROR, "ssp: could not read ssp.continuous_views");
@@ -534,6 +536,9 @@ ssp_view_check_whole(SspView *v, bool has_offsets)
 
 			if (!isnull)
 				counted = DatumGetInt64(d);
+			start = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+			if (start)
+				start = MemoryContextStrdup(TopTransactionContext, start);
 		}
 		SPI_finish();
 		if (counted > 0)
@@ -543,6 +548,14 @@ ssp_view_check_whole(SspView *v, bool has_offsets)
 							v->name, (long long) counted),
 					 errdetail("A restore loads ssp.offsets after ssp.continuous_views; reading from ssp.start again would count those messages twice."),
 					 errhint("The view goes on by itself once its offsets are restored; if they are lost, ssp.reset rebuilds it from its stream.")));
+		/* CREATE VIEW and ssp.reset store where any other start is */
+		if (start && strcmp(start, "earliest") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("continuous view \"%s\" starts at ssp.start = '%s' but has no offsets in ssp.offsets",
+							v->name, start),
+					 errdetail("A restore loads ssp.offsets after ssp.continuous_views; reading from the oldest message would count what the view never had."),
+					 errhint("The view goes on by itself once its offsets are restored; if they are lost, ssp.reset sets where it starts again.")));
 	}
 	/* as the view's SQL, built again, says (ssp_view_generate) */
 	if (v->mrel_indexed && !has_index(v->mrel))

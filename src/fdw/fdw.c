@@ -16,6 +16,7 @@
 #include "postgres.h"
 
 #include "access/stratnum.h"
+#include "access/sysattr.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -202,12 +203,53 @@ classify(SspStream *stream, RelOptInfo *baserel, Expr *clause, SspPushdown *pd)
 	}
 }
 
+/*
+ * used_columns: the attnums of the stream's columns that the query reads
+ * of this scan, as postgres_fdw works out what to fetch: those of the
+ * rel's targetlist (what the plan above the scan uses) and of the clauses
+ * the scan checks itself; a whole-row reference reads them all.  The scan
+ * decodes only these (scan.c), so a column the query does not name is
+ * never converted: its value can neither fail the scan nor show in an
+ * error to a role granted SELECT on other columns only, and costs no time.
+ */
+static List *
+used_columns(SspStream *stream, RelOptInfo *baserel, List *scan_clauses)
+{
+	Bitmapset  *attrs = NULL;
+	bool		whole_row;
+	List	   *attnums = NIL;
+	ListCell   *lc;
+	int			i;
+
+	pull_varattnos((Node *) baserel->reltarget->exprs, baserel->relid, &attrs);
+	foreach(lc, scan_clauses)
+		pull_varattnos((Node *) lfirst_node(RestrictInfo, lc)->clause,
+					   baserel->relid, &attrs);
+	whole_row = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs);
+	for (i = 0; i < stream->ncolumns; i++)
+	{
+		AttrNumber	attnum = stream->columns[i].attnum;
+
+		if (whole_row ||
+			bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, attrs))
+			attnums = lappend_int(attnums, attnum);
+	}
+	return attnums;
+}
+
+/*
+ * get_plan: the scan's plan.  fdw_private is a list of: the pushed-down
+ * values' sources, their strategies, their descriptions for EXPLAIN (the
+ * values themselves are fdw_exprs), and the attnums of the columns to
+ * decode.
+ */
 static ForeignScan *
 get_plan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		 ForeignPath *best_path, List *tlist, List *scan_clauses, Plan *outer_plan)
 {
 	SspStream  *stream = ssp_stream_open(foreigntableid);
 	SspPushdown pd;
+	List	   *attnums = used_columns(stream, baserel, scan_clauses);
 	ListCell   *lc;
 
 	memset(&pd, 0, sizeof(pd));
@@ -224,7 +266,8 @@ get_plan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 
 	return make_foreignscan(tlist, scan_clauses, baserel->relid,
 							pd.values,
-							list_make3(pd.sources, pd.strategies, pd.descriptions),
+							list_make4(pd.sources, pd.strategies, pd.descriptions,
+									   attnums),
 							NIL, NIL, outer_plan);
 }
 

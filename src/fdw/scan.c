@@ -6,9 +6,13 @@
  *
  * Nothing is asked of the broker until the first row is wanted, so EXPLAIN
  * and scans that are never run cost nothing.  Predicates pushed down by
- * fdw.c narrow the partitions and offsets to read.  A message that cannot
- * be decoded fails the scan (its error names the topic, partition, offset
- * and column), unless the stream has on_error 'null'.
+ * fdw.c narrow the partitions and offsets to read.  Only the columns the
+ * query reads (fdw.c works them out) are decoded; the others are NULL in
+ * the scanned rows, and a value of theirs is never converted, so it can
+ * neither fail the scan nor show in an error to a role that may not read
+ * it.  A message that cannot be decoded fails the scan (its error names
+ * the topic, partition, offset and column), unless the stream has
+ * on_error 'null'.
  *
  *-------------------------------------------------------------------------
  */
@@ -43,7 +47,23 @@ typedef struct ScanBounds
 } ScanBounds;
 
 /*
- * ssp_scan_begin: set up the scan; no broker contact.
+ * needed_columns: per column of the stream, whether its attnum is in
+ * attnums (the plan's columns to decode); in CurrentMemoryContext.
+ */
+static bool *
+needed_columns(SspStream *stream, List *attnums)
+{
+	bool	   *needed = palloc0(sizeof(bool) * Max(stream->ncolumns, 1));
+	int			i;
+
+	for (i = 0; i < stream->ncolumns; i++)
+		needed[i] = list_member_int(attnums, stream->columns[i].attnum);
+	return needed;
+}
+
+/*
+ * ssp_scan_begin: set up the scan; no broker contact.  The stream is the
+ * scan's own: it decodes only the plan's columns.
  */
 void
 ssp_scan_begin(ForeignScanState *node, int eflags)
@@ -63,6 +83,7 @@ ssp_scan_begin(ForeignScanState *node, int eflags)
 	state->values = ExecInitExprList(plan->fdw_exprs, (PlanState *) node);
 	state->sources = linitial(plan->fdw_private);
 	state->strategies = lsecond(plan->fdw_private);
+	state->stream->needed = needed_columns(state->stream, lfourth(plan->fdw_private));
 	state->scancxt = AllocSetContextCreate(estate->es_query_cxt, "ssp scan",
 										   ALLOCSET_DEFAULT_SIZES);
 	state->rowcxt = AllocSetContextCreate(estate->es_query_cxt, "ssp row",

@@ -1358,8 +1358,10 @@ decode(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls, int only)
 
 /*
  * ssp_decode_message: the row of msg into values/nulls (natts entries,
- * indexed by attnum - 1).  Errors if the message cannot be decoded; the
- * error context names the message and the column.
+ * indexed by attnum - 1): of the columns stream->needed marks (all if it
+ * is NULL); the others are NULL, their values not even converted.  Errors
+ * if the message cannot be decoded; the error context names the message
+ * and the column.
  */
 void
 ssp_decode_message(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls)
@@ -1441,6 +1443,8 @@ ssp_decode_message_lenient(SspStream *stream, SspMessage *msg, Datum *values,
 	{
 		int			a = stream->columns[i].attnum - 1;
 
+		if (stream->needed && !stream->needed[i])
+			continue;			/* NULL already, and no subtransaction */
 		if (try_decode(stream, msg, v, n, i))
 		{
 			values[a] = v[a];

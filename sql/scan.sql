@@ -292,6 +292,11 @@ INSERT INTO domain_w VALUES ('{"t": 1714564800123, "j": "s"}', 0), ('{"t": 1000}
 SELECT t, j FROM domain_r WHERE p = 0 AND o = 0;
 SELECT t FROM domain_r WHERE p = 0 AND o = 1;
 SELECT j FROM domain_r WHERE p = 0 AND o = 2;
+-- a number into a timestamp of a precision is rounded to it, as text is
+CREATE FOREIGN TABLE domain_p (t0 timestamptz(0) OPTIONS (field 't'), t1 timestamp(1) OPTIONS (field 't'),
+    p int OPTIONS (meta 'partition'), o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic');
+SELECT t0, t1 FROM domain_p WHERE p = 0 AND o = 0;
 
 -- a scan decodes only the columns the query reads (its select list, WHERE,
 -- joins; every column for a whole-row reference): another column's value

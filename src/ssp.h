@@ -71,6 +71,7 @@ typedef struct SspColumn
 	Oid			typid;
 	int32		typmod;
 	Oid			basetype;		/* typid, or a domain's base type */
+	int32		basetypmod;		/* typmod, or the domain's base type's */
 	SspSource	source;
 	char	   *header;			/* SSP_SRC_HEADER: the header's name */
 	List	   *path;			/* JSON: field names (String nodes) */
@@ -79,6 +80,9 @@ typedef struct SspColumn
 	FmgrInfo	outfunc;
 	Oid			elemtype;		/* element type if an array, else InvalidOid */
 	char		category;		/* TYPCATEGORY_* of the type */
+	MemoryContext cxt;			/* where the column lives, and its caches */
+	void	   *domain_cache;	/* decode.c: domain_check's, for a domain */
+	void	   *array_cache;	/* decode.c: its JSON arrays' elements' I/O */
 } SspColumn;
 
 typedef struct SspStream

@@ -423,6 +423,8 @@ typedef struct Target
 	bool		typbyval;
 	char		typalign;
 	struct Target *elem;		/* arrays: the element's */
+	bool		subarrays;		/* arrays: nested arrays are dimensions */
+	struct Target *base;		/* domains: the base type's */
 	TupleDesc	desc;			/* composites */
 	struct Target *atts;		/* composites: per attribute */
 	bool		completed;		/* complete_target has run */
@@ -439,7 +441,9 @@ make_target(Oid typid, int32 typmod)
 	tg->cxt = CurrentMemoryContext;
 	col->typid = typid;
 	col->typmod = typmod;
-	col->basetype = getBaseType(typid);
+	col->basetypmod = typmod;
+	col->basetype = getBaseTypeAndTypmod(typid, &col->basetypmod);
+	col->cxt = tg->cxt;
 	getTypeInputInfo(typid, &func, &col->ioparam);
 	fmgr_info(func, &col->infunc);
 	col->category = TypeCategory(typid);
@@ -450,8 +454,9 @@ make_target(Oid typid, int32 typmod)
 }
 
 /*
- * complete_target: what an array's elements or a composite's attributes
- * become, once, in the memory of the target itself (the plan's).
+ * complete_target: what a domain's base type, an array's elements or a
+ * composite's attributes become, once, in the memory of the target itself
+ * (the plan's).
  */
 static void
 complete_target(Target *tg)
@@ -463,13 +468,29 @@ complete_target(Target *tg)
 		return;
 	old = MemoryContextSwitchTo(tg->cxt);
 
-	if (OidIsValid(col->elemtype) && tg->elem == NULL)
+	if (col->basetype != col->typid)
 	{
+		/* a domain: a value is read as its base type's, then checked */
+		if (tg->base == NULL)
+			tg->base = make_target(col->basetype, col->basetypmod);
+	}
+	else if (OidIsValid(col->elemtype) && tg->elem == NULL)
+	{
+		Oid			elembase;
+
 		tg->elem = make_target(col->elemtype, col->typmod);
 		get_typlenbyvalalign(col->elemtype, &tg->elem->typlen, &tg->elem->typbyval,
 							 &tg->elem->typalign);
+		/*
+		 * Avro arrays of arrays are the dimensions of a multidimensional
+		 * array, unless an element takes an array whole: json and jsonb
+		 * (a JSON array), and a domain over an array type.
+		 */
+		elembase = tg->elem->col->basetype;
+		tg->subarrays = elembase != JSONOID && elembase != JSONBOID &&
+			!OidIsValid(get_element_type(elembase));
 	}
-	if (col->category == TYPCATEGORY_COMPOSITE && tg->desc == NULL)
+	else if (col->category == TYPCATEGORY_COMPOSITE && tg->desc == NULL)
 	{
 		int			i;
 
@@ -515,43 +536,134 @@ numeric_typmod(Numeric n, int32 typmod)
 	return DirectFunctionCall2(numeric, NumericGetDatum(n), Int32GetDatum(typmod));
 }
 
-/* array_datum: an Avro array into a Postgres array of the target's elements. */
-static Datum
-array_datum(SspAvroType *t, SspAvroReader *r, Target *tg)
+/* What array_datum gathers: the elements, and the shape of nested arrays. */
+typedef struct ArrayShape
+{
+	int			ndims;			/* -1 until the first element (or empty array) */
+	int			dims[MAXDIM];	/* per level: the length of its arrays, or -1 */
+	int			n;
+	int			cap;
+	Datum	   *values;
+	bool	   *nulls;
+} ArrayShape;
+
+static void
+not_rectangular(Target *et)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+			 errmsg("cannot decode an Avro array whose sub-arrays differ in shape into an array of %s",
+					format_type_be(et->col->typid)),
+			 errdetail("Multidimensional arrays must have sub-arrays with matching dimensions.")));
+}
+
+/* elements_at: elements (or an empty array) at this level fix the dimensions */
+static void
+elements_at(ArrayShape *sh, Target *et, int level)
+{
+	if (sh->ndims < 0)
+		sh->ndims = level;
+	else if (sh->ndims != level)
+		not_rectangular(et);
+}
+
+/*
+ * array_level: the items of an Avro array at level (0: the value's own)
+ * into sh.  With tg->subarrays, an item that is an array (a union's array
+ * branch too) is a sub-array: the next dimension; all the arrays of a level
+ * must have one length, and the elements must all be at one level.
+ */
+static void
+array_level(SspAvroType *t, SspAvroReader *r, Target *tg, ArrayShape *sh, int level)
 {
 	Target	   *et = tg->elem;
-	int			cap = 16;
-	int			n = 0;
-	Datum	   *values = palloc(sizeof(Datum) * cap);
-	bool	   *nulls = palloc(sizeof(bool) * cap);
 	int64		count;
-	int			dims[1];
-	int			lbs[1] = {1};
+	int			len = 0;
 
+	if (level >= MAXDIM)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("number of array dimensions (%d) exceeds the maximum allowed (%d)",
+						level + 1, MAXDIM)));
 	ssp_avro_enter(r);
 	while ((count = ssp_avro_block(r, t->types[0])) > 0)
 	{
 		CHECK_FOR_INTERRUPTS();
 		while (count-- > 0)
 		{
-			if (n == cap)
+			SspAvroType *it = t->types[0];
+			bool		branch = false;
+
+			len++;
+			if (tg->subarrays && it->kind == AV_UNION)
 			{
-				if (cap >= MaxArraySize / 2)
-					ssp_avro_data_error("an array has too many items");
-				cap *= 2;
-				values = repalloc(values, sizeof(Datum) * cap);
-				nulls = repalloc(nulls, sizeof(bool) * cap);
+				/* which branch, to know whether it is a sub-array */
+				ssp_avro_enter(r);
+				it = it->types[ssp_avro_branch(r, it)];
+				branch = true;
 			}
-			values[n] = to_datum(t->types[0], r, et, &nulls[n]);
-			n++;
+			if (tg->subarrays && it->kind == AV_ARRAY)
+			{
+				if (sh->ndims >= 0 && level + 1 >= sh->ndims)
+					not_rectangular(et);	/* a sub-array where elements were */
+				array_level(it, r, tg, sh, level + 1);
+			}
+			else
+			{
+				elements_at(sh, et, level + 1);
+				if (sh->n == sh->cap)
+				{
+					if (sh->cap >= MaxArraySize / 2)
+						ssp_avro_data_error("an array has too many items");
+					sh->cap *= 2;
+					sh->values = repalloc(sh->values, sizeof(Datum) * sh->cap);
+					sh->nulls = repalloc(sh->nulls, sizeof(bool) * sh->cap);
+				}
+				sh->values[sh->n] = to_datum(it, r, et, &sh->nulls[sh->n]);
+				sh->n++;
+			}
+			if (branch)
+				r->depth--;
 		}
 	}
 	r->depth--;
-	if (n == 0)
+	if (len == 0)
+		elements_at(sh, et, level + 1); /* an empty array: the innermost level */
+	if (sh->dims[level] < 0)
+		sh->dims[level] = len;
+	else if (sh->dims[level] != len)
+		not_rectangular(et);
+}
+
+/*
+ * array_datum: an Avro array into a Postgres array of the target's
+ * elements; arrays of arrays into a multidimensional one (as INSERT writes
+ * it), if the elements do not take arrays themselves.
+ */
+static Datum
+array_datum(SspAvroType *t, SspAvroReader *r, Target *tg)
+{
+	Target	   *et = tg->elem;
+	ArrayShape	sh;
+	int			lbs[MAXDIM];
+	int			i;
+
+	sh.ndims = -1;
+	for (i = 0; i < MAXDIM; i++)
+	{
+		sh.dims[i] = -1;
+		lbs[i] = 1;
+	}
+	sh.n = 0;
+	sh.cap = 16;
+	sh.values = palloc(sizeof(Datum) * sh.cap);
+	sh.nulls = palloc(sizeof(bool) * sh.cap);
+	array_level(t, r, tg, &sh, 0);
+	if (sh.n == 0)
 		return PointerGetDatum(construct_empty_array(et->col->typid));
-	dims[0] = n;
-	return PointerGetDatum(construct_md_array(values, nulls, 1, dims, lbs, et->col->typid,
-											  et->typlen, et->typbyval, et->typalign));
+	return PointerGetDatum(construct_md_array(sh.values, sh.nulls, sh.ndims, sh.dims, lbs,
+											  et->col->typid, et->typlen, et->typbyval,
+											  et->typalign));
 }
 
 /* composite_datum: an Avro record into a composite, attributes by field name. */
@@ -680,6 +792,17 @@ to_datum(SspAvroType *t, SspAvroReader *r, Target *tg, bool *isnull)
 		*isnull = true;
 		return (Datum) 0;
 	}
+	if (col->basetype != typid)
+	{
+		Datum		d;
+
+		/* a domain: the value as its base type's, then checked */
+		complete_target(tg);
+		d = to_datum(t, r, tg->base, isnull);
+		if (!*isnull)
+			ssp_domain_check(col, d);
+		return d;
+	}
 	if (typid == JSONBOID || typid == JSONOID)
 	{
 		StringInfoData buf;
@@ -721,9 +844,10 @@ to_datum(SspAvroType *t, SspAvroReader *r, Target *tg, bool *isnull)
 					SspAvroType ms = {.kind = AV_LONG,.logical = AL_TS_MILLIS};
 					Timestamp	ts = instant(&ms, v);
 
-					return typid == TIMESTAMPOID ?
-						DirectFunctionCall1(timestamptz_timestamp, TimestampTzGetDatum(ts)) :
-						TimestampTzGetDatum(ts);
+					return ssp_typmod_datum(typid, col->typmod, typid == TIMESTAMPOID ?
+											DirectFunctionCall1(timestamptz_timestamp,
+																TimestampTzGetDatum(ts)) :
+											TimestampTzGetDatum(ts));
 				}
 				return int_datum(v, typid);
 			}
@@ -733,12 +857,15 @@ to_datum(SspAvroType *t, SspAvroReader *r, Target *tg, bool *isnull)
 				Oid			natural;
 				Datum		d = logical_datum(t, v, &natural);
 
+				/* a timestamp's or a time's precision is the column's */
 				if (natural == typid)
-					return d;
+					return ssp_typmod_datum(typid, col->typmod, d);
 				if (natural == TIMESTAMPTZOID && typid == TIMESTAMPOID)
-					return DirectFunctionCall1(timestamptz_timestamp, d);
+					return ssp_typmod_datum(typid, col->typmod,
+											DirectFunctionCall1(timestamptz_timestamp, d));
 				if (natural == TIMESTAMPOID && typid == TIMESTAMPTZOID)
-					return DirectFunctionCall1(timestamp_timestamptz, d);
+					return ssp_typmod_datum(typid, col->typmod,
+											DirectFunctionCall1(timestamp_timestamptz, d));
 				{
 					char	   *text = ssp_avro_text_of(d, natural);
 
@@ -798,7 +925,7 @@ to_datum(SspAvroType *t, SspAvroReader *r, Target *tg, bool *isnull)
 					return UUIDPGetDatum(u);
 				}
 				if (t->logical == AL_DURATION && typid == INTERVALOID)
-					return duration_datum(p);
+					return ssp_typmod_datum(typid, col->typmod, duration_datum(p));
 				if (typid == BYTEAOID && t->logical != AL_DECIMAL)
 					return ssp_text_input(col, (const char *) p, len);
 				r->p = start;	/* the rest from its text: read it again */

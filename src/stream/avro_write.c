@@ -11,8 +11,10 @@
  * NULL column goes to a union's null branch; a value goes to the first
  * branch that can hold its type.  Values are written without text where the
  * types allow (numbers, booleans, bytes, timestamps, dates, decimals,
- * uuids), else from the column's text.  Errors are the row's: the
- * statement fails, naming the column and the field.
+ * uuids), else from the column's text; a domain's value as its base
+ * type's.  A multidimensional array is an array of arrays, where the
+ * schema's items are arrays.  Errors are the row's: the statement fails,
+ * naming the column and the field.
  *
  *-------------------------------------------------------------------------
  */
@@ -268,6 +270,70 @@ decimal_bytes(SspAvroType *t, Datum d, Oid typid, const char *field, StringInfo 
 	appendBinaryStringInfo(out, b.data, b.len);
 }
 
+/* array_branch: the branch of a union that is an array, or -1 */
+static int
+array_branch(SspAvroType *t)
+{
+	int			b;
+
+	for (b = 0; b < t->n; b++)
+		if (t->types[b]->kind == AV_ARRAY)
+			return b;
+	return -1;
+}
+
+/*
+ * write_array_level: the sub-arrays of one level of a multidimensional
+ * array (dims: its shape) from elements *k on, as an Avro array (t) of
+ * arrays down to the last level, whose items are the elements.
+ */
+static void
+write_array_level(SspAvroType *t, int level, int ndim, int *dims, Datum *elems,
+				  bool *nulls, int *k, Oid elembase, Oid typid, const char *field,
+				  StringInfo out)
+{
+	SspAvroType *items = t->types[0];
+	int			i;
+
+	if (dims[level] > 0)
+		put_long(out, dims[level]);
+	for (i = 0; i < dims[level]; i++)
+	{
+		if (level + 1 < ndim)
+		{
+			SspAvroType *sub = items;
+
+			if (sub->kind == AV_UNION)
+			{
+				int			b = array_branch(sub);
+
+				if (b >= 0)
+				{
+					put_long(out, b);
+					sub = sub->types[b];
+				}
+			}
+			if (sub->kind != AV_ARRAY)
+				cannot(field, t, typid,
+					   psprintf("It has %d dimensions; the field holds %d.", ndim, level + 1));
+			write_array_level(sub, level + 1, ndim, dims, elems, nulls, k, elembase, typid,
+							  field, out);
+		}
+		else
+		{
+			write_value(items, elems[*k], nulls[*k], elembase, field, out);
+			(*k)++;
+		}
+	}
+	put_long(out, 0);
+}
+
+/*
+ * write_array: a Postgres array as an Avro array of its elements (of their
+ * base type, for an array of a domain); a multidimensional one as arrays of
+ * arrays, which the decoder reads back so, if the field's items are arrays
+ * (else it is refused: flattened, it would read back as another value).
+ */
 static void
 write_array(SspAvroType *t, Datum d, Oid typid, const char *field, StringInfo out)
 {
@@ -279,20 +345,20 @@ write_array(SspAvroType *t, Datum d, Oid typid, const char *field, StringInfo ou
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n;
-	int			i;
+	int			k = 0;
 
 	if (!OidIsValid(elemtype))
 		cannot(field, t, typid, "An Avro array is written from a Postgres array.");
 	arr = DatumGetArrayTypeP(d);
+	if (ARR_NDIM(arr) == 0)
+	{
+		put_long(out, 0);
+		return;
+	}
 	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
 	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, &elems, &nulls, &n);
-	if (n > 0)
-	{
-		put_long(out, n);
-		for (i = 0; i < n; i++)
-			write_value(t->types[0], elems[i], nulls[i], elemtype, field, out);
-	}
-	put_long(out, 0);
+	write_array_level(t, 0, ARR_NDIM(arr), ARR_DIMS(arr), elems, nulls, &k,
+					  getBaseType(elemtype), typid, field, out);
 }
 
 /* write_map: a jsonb object into a map, each value as the scalar it is. */
@@ -382,7 +448,8 @@ write_record(SspAvroType *t, Datum d, Oid typid, const char *field, StringInfo o
 				strcmp(NameStr(TupleDescAttr(desc, a)->attname), t->names[f]) == 0)
 			{
 				v = heap_getattr(&tuple, a + 1, desc, &isnull);
-				atype = TupleDescAttr(desc, a)->atttypid;
+				/* a domain's value is its base type's */
+				atype = getBaseType(TupleDescAttr(desc, a)->atttypid);
 				break;
 			}
 		write_value(t->types[f], v, isnull, atype, t->names[f], out);
@@ -474,7 +541,10 @@ branch_for(SspAvroType *t, Oid typid, bool isnull)
 	return fallback;
 }
 
-/* write_value: one value (isnull: NULL) of type typid as type t. */
+/*
+ * write_value: one value (isnull: NULL) of type typid as type t.  typid is
+ * never a domain: callers give a domain's base type, whose value it is.
+ */
 static void
 write_value(SspAvroType *t, Datum d, bool isnull, Oid typid, const char *field, StringInfo out)
 {
@@ -673,7 +743,7 @@ write_fields(SspStream *stream, SspSource source, SspAvroType *t, List *prefix,
 		{
 			SspColumn  *col = &stream->columns[i];
 
-			write_value(ft, values[col->attnum - 1], nulls[col->attnum - 1], col->typid,
+			write_value(ft, values[col->attnum - 1], nulls[col->attnum - 1], col->basetype,
 						t->names[f], out);
 			continue;
 		}
@@ -722,17 +792,23 @@ ssp_avro_encode(SspStream *stream, SspSource source, SspAvroType *writer,
 		{
 			SspColumn  *col = &stream->columns[i];
 
-			write_value(writer, values[col->attnum - 1], nulls[col->attnum - 1], col->typid,
+			write_value(writer, values[col->attnum - 1], nulls[col->attnum - 1], col->basetype,
 						col->name, out);
 			return;
 		}
 }
 
-/* avro_type_of: the Avro type (as JSON) that holds a Postgres type. */
+/*
+ * avro_type_of: the Avro type (as JSON) that holds a Postgres type: a
+ * domain's base type's (as its values are written), arrays of one dimension.
+ */
 static const char *
 avro_type_of(Oid typid, int32 typmod)
 {
-	Oid			elem = get_element_type(typid);
+	Oid			elem;
+
+	typid = getBaseTypeAndTypmod(typid, &typmod);
+	elem = get_element_type(typid);
 
 	if (OidIsValid(elem) && typid != INT2VECTOROID && typid != OIDVECTOROID)
 		return psprintf("{\"type\": \"array\", \"items\": [\"null\", %s]}", avro_type_of(elem, typmod));

@@ -424,7 +424,54 @@ string_input(SspColumn *col, const char *data, size_t len)
 	return text_input(col, data, len);
 }
 
-/* epoch_input: a JSON number into a timestamp column: milliseconds since 1970 */
+/*
+ * ssp_domain_check: error unless a value of a domain column's base type
+ * (not NULL) is one of the domain's, checked as domain_in checks it.
+ * The check's state (the domain's constraints, kept up to date by the type
+ * cache) lives as long as the column, in its memory: looked up once, not
+ * for each value.
+ */
+void
+ssp_domain_check(SspColumn *col, Datum value)
+{
+	domain_check(value, false, col->typid, &col->domain_cache, col->cxt);
+}
+
+/*
+ * ssp_typmod_datum: a value of a base type made without the type's input
+ * function (from a number, or from a binary format's value), coerced to
+ * typmod as its input function would coerce it: timestamps, times and
+ * intervals rounded to their precision, numerics to theirs.  Other types'
+ * values are returned as they are.
+ */
+Datum
+ssp_typmod_datum(Oid typid, int32 typmod, Datum value)
+{
+	if (typmod < 0)
+		return value;
+	switch (typid)
+	{
+		case TIMESTAMPOID:
+			return DirectFunctionCall2(timestamp_scale, value, Int32GetDatum(typmod));
+		case TIMESTAMPTZOID:
+			return DirectFunctionCall2(timestamptz_scale, value, Int32GetDatum(typmod));
+		case TIMEOID:
+			return DirectFunctionCall2(time_scale, value, Int32GetDatum(typmod));
+		case TIMETZOID:
+			return DirectFunctionCall2(timetz_scale, value, Int32GetDatum(typmod));
+		case INTERVALOID:
+			return DirectFunctionCall2(interval_scale, value, Int32GetDatum(typmod));
+		case NUMERICOID:
+			return DirectFunctionCall2(numeric, value, Int32GetDatum(typmod));
+		default:
+			return value;
+	}
+}
+
+/*
+ * epoch_input: a JSON number into a timestamp column (or a domain over
+ * one): milliseconds since 1970, at the column's precision.
+ */
 static Datum
 epoch_input(SspColumn *col, const char *number)
 {
@@ -442,8 +489,9 @@ epoch_input(SspColumn *col, const char *number)
 	ts = ssp_ms_to_timestamptz((int64) d);
 	if (col->basetype == TIMESTAMPOID)
 		ts = DirectFunctionCall1(timestamptz_timestamp, ts);
+	ts = ssp_typmod_datum(col->basetype, col->basetypmod, ts);
 	if (col->basetype != col->typid)
-		domain_check(ts, false, col->typid, NULL, CurrentMemoryContext);
+		ssp_domain_check(col, ts);
 	return ts;
 }
 
@@ -599,25 +647,62 @@ ja_scalar(void *state, char *token, JsonTokenType tokentype)
 }
 
 /*
- * json_array_input: a JSON array into an array of elemtype (the column's,
- * or its domain's base type's) whose elements take typmod, as array_in
- * gives the column's typmod to each element.  Nested arrays of one shape
- * are a multidimensional array, as INSERT writes one; but an element of
- * json or jsonb is any JSON value, nested arrays too, so such arrays have
- * one dimension.
+ * The elements of a column's arrays (or of its domain's base type's): what
+ * json_array_input needs of their type, looked up once per column and
+ * kept in its memory (col->array_cache).  elemtype is InvalidOid if the
+ * column is not an array.
  */
-static Datum
-json_array_input(Oid elemtype, int32 typmod, JsonFound *f)
+typedef struct ElemIO
 {
-	ArrayState	st;
-	JsonSemAction sem;
-	Oid			elemin;
-	Oid			elemioparam;
-	FmgrInfo	infunc;
+	Oid			elemtype;
+	bool		json_elems;		/* of json or jsonb (or a domain over them) */
+	FmgrInfo	infunc;			/* its fn_extra: domain_in's cache, kept */
+	Oid			ioparam;
 	int16		typlen;
 	bool		typbyval;
 	char		typalign;
-	Oid			elembase = getBaseType(elemtype);
+} ElemIO;
+
+static ElemIO *
+elem_io(SspColumn *col)
+{
+	ElemIO	   *eio = col->array_cache;
+
+	if (eio == NULL)
+	{
+		Oid			infunc;
+		Oid			elembase;
+
+		eio = MemoryContextAllocZero(col->cxt, sizeof(ElemIO));
+		eio->elemtype = OidIsValid(col->elemtype) ? col->elemtype :
+			col->basetype != col->typid ? get_element_type(col->basetype) : InvalidOid;
+		if (OidIsValid(eio->elemtype))
+		{
+			elembase = getBaseType(eio->elemtype);
+			eio->json_elems = elembase == JSONOID || elembase == JSONBOID;
+			getTypeInputInfo(eio->elemtype, &infunc, &eio->ioparam);
+			fmgr_info_cxt(infunc, &eio->infunc, col->cxt);
+			get_typlenbyvalalign(eio->elemtype, &eio->typlen, &eio->typbyval,
+								 &eio->typalign);
+		}
+		col->array_cache = eio;
+	}
+	return eio;
+}
+
+/*
+ * json_array_input: a JSON array into an array of the elements of eio
+ * whose elements take typmod, as array_in gives the column's typmod to
+ * each element.  Nested arrays of one shape are a multidimensional array,
+ * as INSERT writes one; but an element of json or jsonb is any JSON value,
+ * nested arrays too, so such arrays have one dimension.
+ */
+static Datum
+json_array_input(ElemIO *eio, int32 typmod, JsonFound *f)
+{
+	ArrayState	st;
+	JsonSemAction sem;
+	Oid			elemtype = eio->elemtype;
 	int			nelems;
 	Datum	   *values;
 	bool	   *nulls;
@@ -628,7 +713,7 @@ json_array_input(Oid elemtype, int32 typmod, JsonFound *f)
 	memset(&st, 0, sizeof(st));
 	st.lex = makeJsonLexContextCstringLen(f->raw, f->rawlen, GetDatabaseEncoding(), true);
 	st.elemtype = elemtype;
-	st.json_elems = elembase == JSONOID || elembase == JSONBOID;
+	st.json_elems = eio->json_elems;
 	st.ndims = -1;
 	for (i = 0; i < MAXDIM; i++)
 	{
@@ -649,9 +734,6 @@ json_array_input(Oid elemtype, int32 typmod, JsonFound *f)
 	if (nelems == 0)
 		return PointerGetDatum(construct_empty_array(elemtype));
 
-	getTypeInputInfo(elemtype, &elemin, &elemioparam);
-	fmgr_info(elemin, &infunc);
-	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
 	values = palloc(sizeof(Datum) * nelems);
 	nulls = palloc(sizeof(bool) * nelems);
 	i = 0;
@@ -660,11 +742,12 @@ json_array_input(Oid elemtype, int32 typmod, JsonFound *f)
 		char	   *s = lfirst(lc);
 
 		nulls[i] = s == NULL;
-		values[i] = s ? InputFunctionCall(&infunc, s, elemioparam, typmod) : (Datum) 0;
+		values[i] = s ? InputFunctionCall(&eio->infunc, s, eio->ioparam, typmod) : (Datum) 0;
 		i++;
 	}
 	return PointerGetDatum(construct_md_array(values, nulls, st.ndims, st.dims, lbs,
-											  elemtype, typlen, typbyval, typalign));
+											  elemtype, eio->typlen, eio->typbyval,
+											  eio->typalign));
 }
 
 /*
@@ -691,17 +774,13 @@ json_input(SspColumn *col, JsonFound *f, bool *isnull)
 		return InputFunctionCall(&col->infunc, pnstrdup(f->raw, f->rawlen),
 								 col->ioparam, col->typmod);
 	}
-	if (f->type == JSON_TOKEN_ARRAY_START && OidIsValid(col->elemtype))
-		return json_array_input(col->elemtype, col->typmod, f);
-	if (f->type == JSON_TOKEN_ARRAY_START && col->basetype != col->typid &&
-		OidIsValid(get_element_type(col->basetype)))
+	if (f->type == JSON_TOKEN_ARRAY_START && OidIsValid(elem_io(col)->elemtype))
 	{
-		/* a domain over an array type */
-		int32		basetypmod = col->typmod;
-		Oid			base = getBaseTypeAndTypmod(col->typid, &basetypmod);
-		Datum		d = json_array_input(get_element_type(base), basetypmod, f);
+		/* an array, or a domain over an array type: checked */
+		Datum		d = json_array_input(elem_io(col), col->basetypmod, f);
 
-		domain_check(d, false, col->typid, NULL, CurrentMemoryContext);
+		if (col->basetype != col->typid)
+			ssp_domain_check(col, d);
 		return d;
 	}
 	if (f->scalar == NULL)		/* an object or array: its JSON text */
@@ -923,7 +1002,8 @@ decode_avro(SspStream *stream, SspSource source, const char *data, size_t len,
  * its columns: by the plan of its message's type, straight from the
  * message, and, for the columns that need it (nested paths, json, repeated
  * fields, maps, messages), from the message written as JSON (only the
- * top-level fields they read).
+ * top-level fields they read), whose UTF-8 is converted to the database
+ * encoding first.
  */
 static void
 decode_protobuf(SspStream *stream, SspSource source, const char *data, size_t len,
@@ -935,6 +1015,8 @@ decode_protobuf(SspStream *stream, SspSource source, const char *data, size_t le
 	SspSchema  *schema = unframe(stream, source, &data, &len, SSP_SCHEMA_PROTOBUF);
 	SspPbPlan  *plan;
 	StringInfo	buf;
+	const char *json;
+	size_t		jsonlen;
 	JsonFound  *found;
 	int			i;
 
@@ -966,9 +1048,18 @@ decode_protobuf(SspStream *stream, SspSource source, const char *data, size_t le
 	}
 	resetStringInfo(buf);
 	ssp_pb_json(plan->message, data, len, plan->only, plan->nonly, buf);
+	json = buf->data;
+	jsonlen = buf->len;
+	if (GetDatabaseEncoding() != PG_UTF8)
+	{
+		/* its strings are UTF-8 (checked): JSON in the database encoding */
+		json = pg_any_to_server(buf->data, buf->len, PG_UTF8);
+		if (json != buf->data)
+			jsonlen = strlen(json);
+	}
 	if (*tree == NULL)
 		*tree = build_paths(stream, source, stream->cxt);
-	found = parse_json_fields(stream, *tree, buf->data, buf->len);
+	found = parse_json_fields(stream, *tree, json, jsonlen);
 	for (i = 0; i < stream->ncolumns; i++)
 	{
 		SspColumn  *col = &stream->columns[i];

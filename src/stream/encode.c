@@ -581,8 +581,10 @@ path_text(List *path)
  * any is.  A message written as a JSON object (formats json, jsonschema,
  * debezium and protobuf) holds one value per field: two columns of one
  * field, or a column whose field holds another's ("x" and "x.y"), would
- * write the field twice, and a reader keeps only the last.  Reading such
- * a stream is fine (each column gets the field's value), so it is refused
+ * write the field twice, and a reader keeps only the last.  An Avro record
+ * holds one value per field too, taken from the first column of its path:
+ * the other column's value would not be written at all.  Reading such a
+ * stream is fine (each column gets the field's value), so it is refused
  * here, not when the stream is defined.
  */
 void
@@ -590,9 +592,11 @@ ssp_encode_check(SspStream *stream)
 {
 	int			i;
 	int			j;
+	bool		avro = stream->format == SSP_FORMAT_AVRO;
 
 	if (stream->format != SSP_FORMAT_JSON && stream->format != SSP_FORMAT_JSONSCHEMA &&
-		stream->format != SSP_FORMAT_DEBEZIUM && stream->format != SSP_FORMAT_PROTOBUF)
+		stream->format != SSP_FORMAT_DEBEZIUM && stream->format != SSP_FORMAT_PROTOBUF &&
+		!avro)
 		return;
 	for (i = 0; i < stream->ncolumns; i++)
 	{
@@ -627,6 +631,7 @@ ssp_encode_check(SspStream *stream)
 						(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 						 errmsg("cannot insert into stream \"%s\": columns \"%s\" and \"%s\" both write field \"%s\"",
 								stream->relname, a->name, b->name, path_text(a->path)),
+						 avro ? errdetail("An Avro record has one value for each field; the second column's would not be written.") :
 						 errdetail("A message has one value for each field; a reader would keep the last."),
 						 errhint("Insert through a stream whose columns name distinct fields.")));
 			ereport(ERROR,
@@ -634,6 +639,7 @@ ssp_encode_check(SspStream *stream)
 					 errmsg("cannot insert into stream \"%s\": column \"%s\" writes field \"%s\", which holds field \"%s\" of column \"%s\"",
 							stream->relname, a->name, path_text(a->path),
 							path_text(b->path), b->name),
+					 avro ? errdetail("A field cannot hold both a column's value and a record of other fields.") :
 					 errdetail("A field cannot hold both a column's value and an object of other fields."),
 					 errhint("Insert through a stream whose columns name distinct fields, none inside another.")));
 		}

@@ -7,7 +7,8 @@
  *	  field of its name (or JSON name) in Protobuf's binary encoding, as
  *	  Google's JSON parser would.  A key the message has no field for is an
  *	  error, never dropped.  And the .proto of a stream's columns, for
- *	  auto_register.
+ *	  auto_register.  Protobuf's strings are UTF-8: converted from and to
+ *	  the database encoding.  A domain's values are its base type's.
  *
  *-------------------------------------------------------------------------
  */
@@ -109,7 +110,7 @@ ssp_pb_plan(SspStream *stream, SspSource source, SspPbMessage *m)
 				f = &m->fields[k];
 		if (m->wk == PBW_NONE && list_length(path) == 1 &&
 			(f == NULL || ssp_pb_direct(f)) &&
-			col->typid != JSONOID && col->typid != JSONBOID)
+			col->basetype != JSONOID && col->basetype != JSONBOID)
 		{
 			plan->direct[i] = true;
 			if (f == NULL)
@@ -193,16 +194,50 @@ value_text(SspPbValue *v, bool *number)
 }
 
 /*
+ * server_string: a string value (UTF-8 without zero bytes, checked) in the
+ * database encoding: converted, as Postgres converts a client's text (an
+ * error, SQLSTATE 22P05, for a character the database encoding lacks).
+ */
+static void
+server_string(SspPbValue *v)
+{
+	const char *s;
+
+	if (GetDatabaseEncoding() == PG_UTF8)
+		return;
+	s = pg_any_to_server((const char *) v->p, (int) v->len, PG_UTF8);
+	if (s != (const char *) v->p)
+	{
+		v->p = (const uint8 *) s;
+		v->len = strlen(s);
+	}
+}
+
+/*
+ * checked: a value of a column's base type made here, without its input
+ * function: checked against the column's domain, if it has one.
+ */
+static Datum
+checked(SspColumn *col, Datum d)
+{
+	if (col->basetype != col->typid)
+		ssp_domain_check(col, d);
+	return d;
+}
+
+/*
  * value_datum: a value into a column, as the JSON path would make it from
  * the value's JSON: the common pairs straight (integers into integers,
  * numerics, doubles and timestamps as milliseconds since 1970; doubles into
  * doubles; strings; bytes into bytea; booleans; Timestamps of whole
- * microseconds into timestamptz), the rest from the value's text.
+ * microseconds into timestamptz), the rest from the value's text.  A
+ * domain's value is its base type's, checked.
  */
 static Datum
 value_datum(SspColumn *col, SspPbValue *v, bool *isnull)
 {
-	Oid			typid = col->typid;
+	Oid			typid = col->basetype;
+	int32		typmod = col->basetypmod;
 	char	   *text;
 	bool		number;
 
@@ -219,37 +254,40 @@ value_datum(SspColumn *col, SspPbValue *v, bool *isnull)
 			return (Datum) 0;
 		case PBV_INT:
 			if (typid == INT8OID)
-				return Int64GetDatum(v->i);
+				return checked(col, Int64GetDatum(v->i));
 			if (typid == INT4OID && v->i >= PG_INT32_MIN && v->i <= PG_INT32_MAX)
-				return Int32GetDatum((int32) v->i);
+				return checked(col, Int32GetDatum((int32) v->i));
 			if (typid == INT2OID && v->i >= PG_INT16_MIN && v->i <= PG_INT16_MAX)
-				return Int16GetDatum((int16) v->i);
+				return checked(col, Int16GetDatum((int16) v->i));
 			if (typid == FLOAT8OID)
-				return Float8GetDatum((double) v->i);
-			if (typid == NUMERICOID && col->typmod < 0)
-				return NumericGetDatum(int64_to_numeric(v->i));
+				return checked(col, Float8GetDatum((double) v->i));
+			if (typid == NUMERICOID && typmod < 0)
+				return checked(col, NumericGetDatum(int64_to_numeric(v->i)));
 			/* milliseconds since 1970, exactly as a double holds them */
 			if ((typid == TIMESTAMPTZOID || typid == TIMESTAMPOID) &&
 				v->i >= -(INT64CONST(1) << 53) && v->i <= (INT64CONST(1) << 53))
 			{
 				Datum		ts = ssp_ms_to_timestamptz(v->i);
 
-				return typid == TIMESTAMPOID ?
-					DirectFunctionCall1(timestamptz_timestamp, ts) : ts;
+				if (typid == TIMESTAMPOID)
+					ts = DirectFunctionCall1(timestamptz_timestamp, ts);
+				return checked(col, ssp_typmod_datum(typid, typmod, ts));
 			}
 			break;
 		case PBV_DOUBLE:
 			if (typid == FLOAT8OID)
-				return Float8GetDatum(v->d);
+				return checked(col, Float8GetDatum(v->d));
 			break;
 		case PBV_BOOL:
 			if (typid == BOOLOID)
-				return BoolGetDatum(v->i != 0);
+				return checked(col, BoolGetDatum(v->i != 0));
 			break;
 		case PBV_STRING:
-			/* UTF-8 without zero bytes, checked: text of a UTF-8 database as it is */
-			if (typid == TEXTOID && GetDatabaseEncoding() == PG_UTF8)
-				return PointerGetDatum(cstring_to_text_with_len((const char *) v->p, v->len));
+			/* UTF-8 without zero bytes, checked: in the database encoding */
+			server_string(v);
+			if (typid == TEXTOID)
+				return checked(col, PointerGetDatum(cstring_to_text_with_len((const char *) v->p,
+																			 v->len)));
 			if (typid != BYTEAOID)
 				return ssp_text_input(col, (const char *) v->p, v->len);
 			break;
@@ -260,17 +298,19 @@ value_datum(SspColumn *col, SspPbValue *v, bool *isnull)
 
 				SET_VARSIZE(b, VARHDRSZ + v->len);
 				memcpy(VARDATA(b), v->p, v->len);
-				return PointerGetDatum(b);
+				return checked(col, PointerGetDatum(b));
 			}
 			break;
 		case PBV_TIMESTAMP:
-			if (typid == TIMESTAMPTZOID && col->typmod < 0 && v->nanos % 1000 == 0)
-				return TimestampTzGetDatum((v->i - (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
-											SECS_PER_DAY) * USECS_PER_SEC + v->nanos / 1000);
+			if (typid == TIMESTAMPTZOID && typmod < 0 && v->nanos % 1000 == 0)
+				return checked(col,
+							   TimestampTzGetDatum((v->i - (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
+													SECS_PER_DAY) * USECS_PER_SEC + v->nanos / 1000));
 			break;
 		default:
 			break;
 	}
+	/* through the column's input function, which checks a domain itself */
 	text = value_text(v, &number);
 	return ssp_scalar_input(col, text, number);
 }
@@ -567,9 +607,11 @@ scalar(SspPbField *f, JsonbValue *v, StringInfo out)
 			}
 		case PB_STRING:
 			{
+				/* Protobuf's strings are UTF-8 */
 				char	   *s = scalar_text(f, v);
+				char	   *u = pg_server_to_any(s, strlen(s), PG_UTF8);
 
-				put_bytes(out, s, strlen(s));
+				put_bytes(out, u, strlen(u));
 				break;
 			}
 		case PB_BYTES:
@@ -684,6 +726,11 @@ field(SspPbField *f, JsonbValue *v, StringInfo out, int depth)
 			if (e.type == jbvNull &&
 				!(f->type == PB_MESSAGE && f->message->wk == PBW_VALUE))
 				write_error(f, "a repeated field cannot hold NULL");
+			/* a Postgres array of more than one dimension: arrays in an array */
+			if (is_container(&e, false) &&
+				!(f->type == PB_MESSAGE &&
+				  (f->message->wk == PBW_VALUE || f->message->wk == PBW_LIST)))
+				write_error(f, "an element of a repeated field cannot be an array (Protobuf has no multidimensional arrays)");
 			if (f->packed && f->type != PB_STRING && f->type != PB_BYTES &&
 				f->type != PB_MESSAGE)
 				scalar(f, &e, &packed);
@@ -809,6 +856,7 @@ well_known(SspPbMessage *m, SspPbField *outer, JsonbValue *v, StringInfo out, in
 			{
 				char	   *s = scalar_text(named, v);
 				char	   *path;
+				char	   *utf8;
 				char	   *save = NULL;
 
 				/* Google's form is lowerCamelCase; the paths are field names */
@@ -829,7 +877,8 @@ well_known(SspPbMessage *m, SspPbField *outer, JsonbValue *v, StringInfo out, in
 							appendStringInfoChar(&snake, *c);
 					}
 					put_tag(out, 1, 2);
-					put_bytes(out, snake.data, snake.len);
+					utf8 = pg_server_to_any(snake.data, snake.len, PG_UTF8);
+					put_bytes(out, utf8, utf8 == snake.data ? snake.len : strlen(utf8));
 				}
 				break;
 			}
@@ -903,7 +952,7 @@ ssp_pb_encode(SspPbWriter *writer, const char *json, StringInfo out)
 
 /* auto_register -------------------------------------------------------- */
 
-/* pb_type_of: the Protobuf type that holds a Postgres type, or NULL */
+/* pb_type_of: the Protobuf type that holds a Postgres type (not a domain) */
 static const char *
 pb_type_of(Oid typid)
 {
@@ -971,7 +1020,8 @@ ssp_pb_schema_of(SspStream *stream, SspSource source)
 	for (i = 0; i < stream->ncolumns; i++)
 	{
 		SspColumn  *col = &stream->columns[i];
-		Oid			elem = get_element_type(col->typid);
+		/* a domain's values are written as its base type's */
+		Oid			elem = get_element_type(col->basetype);
 		const char *type;
 
 		if (col->source != source)
@@ -989,7 +1039,7 @@ ssp_pb_schema_of(SspStream *stream, SspSource source)
 					 errmsg("cannot derive a Protobuf schema for stream \"%s\": \"%s\" is not a Protobuf field name",
 							stream->relname, p),
 					 errhint("Register the subject's schema in the schema registry instead.")));
-		type = pb_type_of(OidIsValid(elem) ? elem : col->typid);
+		type = pb_type_of(OidIsValid(elem) ? getBaseType(elem) : col->basetype);
 		timestamp |= strcmp(type, "google.protobuf.Timestamp") == 0;
 		value |= strcmp(type, "google.protobuf.Value") == 0;
 		appendStringInfo(&fields, "  %s%s %s = %d;\n",

@@ -446,7 +446,9 @@ ssp_stream_open(Oid relid)
 		col->attnum = att->attnum;
 		col->typid = att->atttypid;
 		col->typmod = att->atttypmod;
-		col->basetype = getBaseType(col->typid);
+		col->basetypmod = col->typmod;
+		col->basetype = getBaseTypeAndTypmod(col->typid, &col->basetypmod);
+		col->cxt = stream->cxt;
 		getTypeInputInfo(col->typid, &func, &col->ioparam);
 		fmgr_info(func, &col->infunc);
 		getTypeOutputInfo(col->typid, &func, &isvarlena);

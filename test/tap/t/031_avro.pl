@@ -21,7 +21,8 @@
 #  - INSERT writes every type with the subject's registered schema, and
 #    Apache Avro's own Java decoder (test/kafka/AvroConsume) reads back what
 #    ssp wrote; a subject without a schema is refused, or registered from
-#    the stream's columns with auto_register; Avro keys both ways.
+#    the stream's columns with auto_register (domains as their base
+#    types); Avro keys both ways.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -32,7 +33,7 @@ use SspTest;
 my $k = SspTest::start_kafka(partitions => 2);
 my $b = $k->{bootstrap};
 SspTest::kafka($k, 'topics', '--create', '--topic', $_, '--partitions', '2', '--replication-factor', '1')
-  for qw(types evolve nest secure types2 written js slow refs refs2 keyed keyed2);
+  for qw(types evolve nest secure types2 written dwritten js slow refs refs2 keyed keyed2);
 my $reg = SspTest::start_registry($k);
 
 my $node = SspTest::new_node('avro');
@@ -391,6 +392,27 @@ like($wjava, qr/\{"id": 3, "name": "n3", "amount": 3\.75, "at": "2024-01-01T00:0
 like($wjava, qr/\{"id": 6, "name": null, "amount": null, "at": null, "tags": null\}/, 'and NULLs as nulls');
 is($node->safe_psql('postgres', q{SELECT count(*), sum(id), sum(amount) FROM written}), '6|21|18.75',
 	'and ssp reads them back');
+
+# domains: registered and written as their base types, read back through them
+$node->safe_psql('postgres', q{
+	CREATE DOMAIN d_id AS bigint CHECK (VALUE > 0);
+	CREATE DOMAIN d_money AS numeric(10,2);
+	CREATE DOMAIN d_at AS timestamptz;
+	CREATE DOMAIN d_ints AS int[];
+	CREATE FOREIGN TABLE dwritten (id d_id, amount d_money, at d_at, nums d_ints, tags d_id[])
+	  SERVER kafka OPTIONS (topic 'dwritten', format 'avro', auto_register 'true');
+	INSERT INTO dwritten VALUES (1, 1.25, '2024-01-01 00:00:01+00', '{1,2}', '{3}'), (2, NULL, NULL, NULL, NULL);
+});
+require HTTP::Tiny;
+like(HTTP::Tiny->new->get("$reg->{url}/subjects/dwritten-value/versions/latest")->{content},
+	qr/\{\\"name\\": \\"id\\", \\"type\\": \[\\"null\\", \\"long\\"\], \\"default\\": null\}, \{\\"name\\": \\"amount\\", \\"type\\": \[\\"null\\", \{\\"type\\": \\"bytes\\", \\"logicalType\\": \\"decimal\\", \\"precision\\": 10, \\"scale\\": 2\}\], \\"default\\": null\}, \{\\"name\\": \\"at\\", \\"type\\": \[\\"null\\", \{\\"type\\": \\"long\\", \\"logicalType\\": \\"timestamp-micros\\"\}\], \\"default\\": null\}, \{\\"name\\": \\"nums\\", \\"type\\": \[\\"null\\", \{\\"type\\": \\"array\\", \\"items\\": \[\\"null\\", \\"int\\"\]\}\], \\"default\\": null\}, \{\\"name\\": \\"tags\\", \\"type\\": \[\\"null\\", \{\\"type\\": \\"array\\", \\"items\\": \[\\"null\\", \\"long\\"\]\}\]/,
+	'auto_register: domains as their base types');
+is($node->safe_psql('postgres', q{SET timezone = 'UTC'; SELECT id, amount, at, nums, tags FROM dwritten ORDER BY id}),
+	"1|1.25|2024-01-01 00:00:01+00|{1,2}|{3}\n2||||", 'and ssp reads them back');
+my $djava = SspTest::avro_consume($k, $reg->{url}, 'dwritten', 2);
+like($djava, qr/\{"id": 1, "amount": 1\.25, "at": "2024-01-01T00:00:01Z", "nums": \[1, 2\], "tags": \[3\]\}/,
+	'and so does Apache Avro');
+like($djava, qr/\{"id": 2, "amount": null, "at": null, "nums": null, "tags": null\}/, 'NULLs as nulls');
 
 # keys in Avro: written with a registered key schema, read by ssp and by Apache Avro
 $node->safe_psql('postgres', q{

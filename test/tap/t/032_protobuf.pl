@@ -20,7 +20,13 @@
 #    parsers skip it; a field given twice: the last, or merged;
 #  - INSERT writes with the subject's registered schema and Google's
 #    decoder reads back what ssp wrote; auto_register derives a schema from
-#    the columns; keys in Protobuf both ways.
+#    the columns; keys in Protobuf both ways;
+#  - domains read as their base types and checked (a view's dead letter
+#    when a domain refuses a value), written and registered as their base
+#    types; a column's precision applied to milliseconds; multidimensional
+#    arrays and two columns of one field refused;
+#  - a LATIN1 database: strings converted from UTF-8 when read (a character
+#    LATIN1 lacks is a dead letter) and to UTF-8 when written.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -31,7 +37,7 @@ use SspTest;
 my $k = SspTest::start_kafka(partitions => 2);
 my $b = $k->{bootstrap};
 SspTest::kafka($k, 'topics', '--create', '--topic', $_, '--partitions', '2', '--replication-factor', '1')
-  for qw(ptypes pnanos pevolve phostile pwritten pauto pauto2 pauto63 pkeyed);
+  for qw(ptypes pnanos pevolve phostile pwritten pauto pauto2 pauto63 pkeyed pdomain pdomauto platin1);
 my $reg = SspTest::start_registry($k);
 
 my $node = SspTest::new_node('protobuf');
@@ -426,6 +432,100 @@ is($node->safe_psql('postgres', 'SELECT id, shard, amount FROM pkeyed ORDER BY i
 	'Protobuf keys written and read back');
 my $keys = SspTest::proto_consume($k, $reg->{url}, 'pkeyed', 2, '--key');
 like($keys, qr/\t\{"id":"1","shard":"a"\}/, "Google's decoder reads the keys");
+
+# 5. Domains: read as their base types, then checked; written as them ------------
+$node->safe_psql('postgres', q{
+	CREATE DOMAIN pd_pos AS bigint CHECK (VALUE > 0);
+	CREATE DOMAIN pd_at AS timestamptz CHECK (VALUE > '2000-01-01');
+	CREATE DOMAIN pd_doc AS jsonb;
+	CREATE DOMAIN pd_ints AS int[] CHECK (cardinality(VALUE) < 3);
+	CREATE DOMAIN pd_name AS text CHECK (VALUE <> '');
+	CREATE FOREIGN TABLE pdomain_w (id bigint, ms bigint, at timestamptz, name text, nums int[],
+	    p int OPTIONS (meta 'partition'))
+	  SERVER kafka OPTIONS (topic 'pdomain', format 'protobuf', auto_register 'true');
+	INSERT INTO pdomain_w VALUES (1, 1704067200654, '2024-01-01 00:00:00.5+00', 'x', '{1,2}', 0),
+	  (-1, 1, '1999-01-01 00:00:00+00', '', '{1,2,3}', 1);
+	CREATE FOREIGN TABLE pdomain (id pd_pos, ms pd_at, ms0 timestamptz(0) OPTIONS (field 'ms'), at pd_at,
+	    name pd_name, doc pd_doc OPTIONS (field 'name'), nums pd_ints, p int OPTIONS (meta 'partition'))
+	  SERVER kafka OPTIONS (topic 'pdomain', format 'protobuf');
+	CREATE VIEW pdomain_v WITH (ssp.continuous) AS SELECT * FROM pdomain;
+});
+SspTest::wait_views($node, 'postgres', 'pdomain_v');
+is($node->safe_psql('postgres', q{SET timezone = 'UTC'; SELECT id, ms, ms0, at, name, doc, nums FROM pdomain_v}),
+	'1|2024-01-01 00:00:00.654+00|2024-01-01 00:00:01+00|2024-01-01 00:00:00.5+00|x|"x"|{1,2}',
+	'domains read as their base types (a string into a domain over jsonb a JSON string), a precision applied');
+like($node->safe_psql('postgres', q{SELECT error FROM ssp.dead_letters WHERE view = 'pdomain_v'::regclass}),
+	qr/^value for domain public\.pd_pos violates check constraint "pd_pos_check" \(stream "pdomain", topic "pdomain", partition 1, offset 0, column "id"\)$/,
+	'a value its domain refuses: a dead letter');
+for my $c ([ 'ms', 'pd_at' ], [ 'at', 'pd_at' ], [ 'nums', 'pd_ints' ])
+{
+	my ($col, $domain) = @$c;
+	my ($rd, $od, $ed) = $node->psql('postgres', qq{
+		CREATE FOREIGN TABLE pdomain_$col ($col $domain, p int OPTIONS (meta 'partition'))
+		  SERVER kafka OPTIONS (topic 'pdomain', format 'protobuf');
+		SELECT $col FROM pdomain_$col WHERE p = 1});
+	like($ed, qr/value for domain $domain violates check constraint "${domain}_check"\nCONTEXT:  stream "pdomain_$col", topic "pdomain", partition 1, offset 0, column "$col"/,
+		"a domain checks what a scan reads into it ($col)");
+}
+my ($rmd, $omd, $emd) = $node->psql('postgres', q{INSERT INTO pdomain_w (id, nums) VALUES (3, '{{1,2},{3,4}}')});
+like($emd, qr/cannot write Protobuf field "nums": an element of a repeated field cannot be an array \(Protobuf has no multidimensional arrays\)/,
+	'a multidimensional array: refused, saying why');
+($rmd, $omd, $emd) = $node->psql('postgres', q{
+	CREATE FOREIGN TABLE pdomain_twice (id bigint, id2 bigint OPTIONS (field 'id'))
+	  SERVER kafka OPTIONS (topic 'pdomain', format 'protobuf');
+	INSERT INTO pdomain_twice VALUES (4, 4)});
+like($emd, qr/cannot insert into stream "pdomain_twice": columns "id" and "id2" both write field "id"/,
+	'two columns of one field: refused');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM pdomain_w'), '2', 'and nothing of them was written');
+# auto_register: the schema of the domains' base types
+$node->safe_psql('postgres', q{
+	CREATE FOREIGN TABLE pdomauto (id pd_pos, at pd_at, doc pd_doc, nums pd_ints, name pd_name)
+	  SERVER kafka OPTIONS (topic 'pdomauto', format 'protobuf', auto_register 'true');
+	INSERT INTO pdomauto VALUES (1, '2024-01-01 00:00:01+00', '{"a": [1]}', '{1,2}', 'n'), (2, NULL, NULL, NULL, NULL);
+});
+require HTTP::Tiny;
+like(HTTP::Tiny->new->get("$reg->{url}/subjects/pdomauto-value/versions/latest")->{content},
+	qr/optional int64 id = 1;\\n  google.protobuf.Timestamp at = 2;\\n  google.protobuf.Value doc = 3;\\n  repeated int32 nums = 4;\\n  optional string name = 5;/,
+	'auto_register: domains as their base types');
+is($node->safe_psql('postgres', q{SET timezone = 'UTC'; SELECT id, at, doc, nums, name FROM pdomauto ORDER BY id}),
+	qq(1|2024-01-01 00:00:01+00|{"a": [1]}|{1,2}|n\n2|||{}|), 'and ssp reads them back');
+like(SspTest::proto_consume($k, $reg->{url}, 'pdomauto', 2),
+	qr/\{"id":"1","at":"2024-01-01T00:00:01Z","doc":\{"a":\[1\.0\]\},"nums":\[1,2\],"name":"n"\}/,
+	"and so does Google's decoder");
+
+# 6. A LATIN1 database: Protobuf's strings are UTF-8 on the wire ------------------
+$node->safe_psql('postgres',
+	q{CREATE DATABASE latin1 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0});
+$node->safe_psql('latin1', qq{
+	CREATE EXTENSION ssp;
+	CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka
+	  OPTIONS (brokers '$b', "schema.registry.url" '$reg->{url}');
+	CREATE FOREIGN TABLE platin1 (id int, s text, tags text[], doc jsonb, p int OPTIONS (meta 'partition'))
+	  SERVER kafka OPTIONS (topic 'platin1', format 'protobuf', auto_register 'true');
+	CREATE FOREIGN TABLE platin1_raw (v bytea, p int OPTIONS (meta 'partition'))
+	  SERVER kafka OPTIONS (topic 'platin1', format 'bytea');
+	INSERT INTO platin1 VALUES (1, U&'caf\\00E9', ARRAY[U&'\\00FC'], jsonb_build_object(U&'\\00DF', U&'\\00E0'), 0);
+});
+# after the framing: message index 0, s "café", id 1, doc {"ß": "à"} (a Struct), tags ["ü"]
+is($node->safe_psql('latin1', q{SELECT encode(substring(v from 6), 'hex') FROM platin1_raw}),
+	'001205636166c3a90801220e2a0c0a0a0a02c39f12041a02c3a01a02c3bc',
+	'INSERT writes the strings in UTF-8');
+is($node->safe_psql('latin1', q{
+	SELECT id, s = U&'caf\00E9', tags = ARRAY[U&'\00FC'], doc = jsonb_build_object(U&'\00DF', U&'\00E0')
+	FROM platin1}), '1|t|t|t', 'and reads them back in LATIN1, straight and through JSON');
+# another writer's string with a character LATIN1 lacks: id 2, s "€"
+$node->safe_psql('latin1', q{
+	INSERT INTO platin1_raw SELECT substring(v from 1 for 6) || '\x08021203e282ac'::bytea, 1 FROM platin1_raw;
+	CREATE VIEW platin1_v WITH (ssp.continuous) AS SELECT id, s FROM platin1;
+});
+my ($rl, $ol, $el) = $node->psql('latin1', q{SELECT id, s FROM platin1 WHERE p = 1});
+like($el, qr/character with byte sequence 0xe2 0x82 0xac in encoding "UTF8" has no equivalent in encoding "LATIN1"\nCONTEXT:  stream "platin1", topic "platin1", partition 1, offset 0, column "s"/,
+	'a character LATIN1 lacks: the scan fails, saying which');
+SspTest::wait_views($node, 'latin1', 'platin1_v');
+is($node->safe_psql('latin1', q{SELECT id, s = U&'caf\00E9' FROM platin1_v}), '1|t', 'the view has the other');
+like($node->safe_psql('latin1', q{SELECT error FROM ssp.dead_letters WHERE view = 'platin1_v'::regclass}),
+	qr/^character with byte sequence 0xe2 0x82 0xac in encoding "UTF8" has no equivalent in encoding "LATIN1" \(stream "platin1", topic "platin1", partition 1, offset 0, column "s"\)$/,
+	'and a dead letter for it');
 
 # option checks
 my ($r9, $o9, $e9) = $node->psql('postgres', q{

@@ -107,6 +107,14 @@ CREATE VIEW cat_off WITH (ssp.continuous) AS SELECT count(*) FROM cat_s;
 CREATE VIEW cat_par WITH (ssp.continuous) AS SELECT count(*) FROM cat_s;
 SELECT ssp.wait('cat_off'), ssp.wait('cat_par');
 SELECT ssp.pause('cat_off');
+-- once no process serves it, which then reads the planted row at resume
+DO $$
+BEGIN
+  FOR i IN 1..300 LOOP
+    EXIT WHEN (SELECT worker_pid IS NULL FROM ssp.views WHERE view = 'cat_off'::regclass);
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END $$;
 INSERT INTO ssp.offsets (view, topic, partition, next_offset) VALUES ('cat_off', :'topic', -2147483648, 0);
 SELECT ssp.resume('cat_off');
 UPDATE ssp.continuous_views SET parallelism = 2147483647 WHERE view = 'cat_par'::regclass;

@@ -23,6 +23,8 @@ CREATE VIEW r WITH (ssp.continuous) AS SELECT region FROM orders UNION SELECT 'x
 CREATE VIEW r WITH (ssp.continuous) AS WITH x AS (SELECT * FROM orders) SELECT region FROM x;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT region, count(*) FROM orders GROUP BY ROLLUP (region);
 CREATE VIEW r WITH (ssp.continuous) AS SELECT count(DISTINCT (customer_id, region)) FROM orders;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT (customer_id, region) AS cr, count(*) FROM orders GROUP BY 1;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT count(*) FROM orders GROUP BY ROW(customer_id, region);
 CREATE VIEW r WITH (ssp.continuous) AS SELECT string_agg(region, region) FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) FROM orders;
 CREATE VIEW r WITH (ssp.continuous) AS SELECT array_agg(amount ORDER BY amount) FROM orders;
@@ -258,6 +260,20 @@ SELECT region, count(*), sum(amount / qty), max(id) FROM dl_lenient
 -- message with a wrong id is not a dead letter for it
 SELECT columns FROM ssp.continuous_views WHERE view IN ('per_unit'::regclass, 'dl_count'::regclass) ORDER BY view::text;
 SELECT * FROM dl_count;
+-- a value a cast cannot take is a dead letter whatever its SQLSTATE (NaN
+-- or infinity to an integer is 0A000, "not supported"), not a view stopped
+\set topic views_nan_ :run
+CREATE FOREIGN TABLE nan_s (k text, n numeric) SERVER kafka OPTIONS (topic :'topic');
+CREATE VIEW nan_v WITH (ssp.continuous) AS SELECT k, sum(n::int) FROM nan_s GROUP BY k;
+INSERT INTO nan_s VALUES ('a', 1), ('a', 'NaN'), ('b', 2), ('b', 'Infinity'), ('b', 3);
+SELECT ssp.wait('nan_v', '30 s');
+SELECT status, processed, dead_letters FROM ssp.views WHERE view = 'nan_v'::regclass;
+SELECT error FROM ssp.dead_letters WHERE view = 'nan_v'::regclass ORDER BY error;
+SELECT * FROM nan_v ORDER BY k;
+DROP VIEW nan_v;
+DROP FOREIGN TABLE nan_s;
+-- an index goes on the view's table
+CREATE INDEX ON per_unit (region);
 -- the regression family and bitwise aggregates: Postgres's own transition
 -- states, merged across batches (one worker) and across workers (two)
 CREATE VIEW stats WITH (ssp.continuous, ssp.batch_size = 700) AS

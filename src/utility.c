@@ -515,6 +515,24 @@ check_part_change(Node *parsetree)
 					part_refused("create a BEFORE trigger on", stmt->relation->relname, view);
 				return;
 			}
+		case T_IndexStmt:
+			{
+				IndexStmt  *stmt = (IndexStmt *) parsetree;
+				Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+
+				/* (Postgres said only "cannot create index on relation") */
+				if (ssp_is_continuous_view(relid))
+				{
+					char	   *mrel = view_name(ssp_continuous_view_mrel(relid));
+
+					ereport(ERROR,
+							(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+							 errmsg("cannot create an index on continuous view \"%s\"", get_rel_name(relid)),
+							 errdetail("Its rows are in its table %s.", mrel),
+							 errhint("Create the index on %s; queries of the view use it.", mrel)));
+				}
+				return;
+			}
 		case T_RuleStmt:
 			{
 				RuleStmt   *stmt = (RuleStmt *) parsetree;

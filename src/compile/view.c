@@ -356,6 +356,24 @@ check_query(Query *q)
 				 errdetail("Its worker runs in a session of its own, which cannot see this session's temporary tables.")));
 	if (q->limitCount || q->limitOffset)
 		ssp_refuse("LIMIT or OFFSET", "A limit over an unbounded stream changes as rows arrive; put it in the queries that read the view.");
+	/* (it failed in the CREATE TABLE of the view's table, from inside SPI) */
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *te = lfirst(lc);
+
+		/* a column, or a GROUP BY key it does not show */
+		if ((!te->resjunk || te->ressortgroupref != 0) &&
+			get_typtype(exprType((Node *) te->expr)) == TYPTYPE_PSEUDO)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 te->resjunk || te->resname == NULL ?
+					 errmsg("a GROUP BY key of a continuous view cannot be of type %s",
+							format_type_be(exprType((Node *) te->expr))) :
+					 errmsg("column \"%s\" of a continuous view cannot be of type %s",
+							te->resname, format_type_be(exprType((Node *) te->expr))),
+					 errdetail("A continuous view keeps its rows in a table, which cannot have a column of that type."),
+					 errhint("Keep the fields as columns of their own, or make the value of a named composite type (CREATE TYPE).")));
+	}
 	if (q->hasSubLinks &&
 		query_tree_walker(q, reads_stream_walker, NULL, QTW_IGNORE_RANGE_TABLE))
 		ssp_refuse("a subquery that reads a stream", "Join the two streams with ON and a bound between their event times; subqueries may read tables and views.");

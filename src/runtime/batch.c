@@ -158,7 +158,9 @@ is_data_error(int sqlerrcode)
 		sqlerrcode == ERRCODE_PROGRAM_LIMIT_EXCEEDED ||
 		sqlerrcode == ERRCODE_STATEMENT_TOO_COMPLEX ||	/* JSON nested too deep */
 		sqlerrcode == ERRCODE_DATATYPE_MISMATCH ||
-		sqlerrcode == ERRCODE_INVALID_TEXT_REPRESENTATION;
+		sqlerrcode == ERRCODE_INVALID_TEXT_REPRESENTATION ||
+		/* NaN or infinity cast to an integer: Postgres's "not supported" */
+		sqlerrcode == ERRCODE_FEATURE_NOT_SUPPORTED;
 }
 
 /*

@@ -459,6 +459,26 @@ CREATE AGGREGATE unstorable(numeric) (SFUNC = numeric_avg_accum, STYPE = interna
   FINALFUNC = numeric_avg, COMBINEFUNC = numeric_avg_combine);
 CREATE VIEW r WITH (ssp.continuous) AS SELECT unstorable(n) FROM m;
 
+-- numeric NaN and infinities: stddev and variance are Postgres's (NaN; the
+-- square root of NaN lost its scale and came out null)
+\set topic aggs_nan_ :run
+CREATE FOREIGN TABLE nan_s (k text, n numeric) SERVER kafka OPTIONS (topic :'topic');
+CREATE TABLE nan_t (k text, n numeric);
+INSERT INTO nan_t VALUES ('a', 1), ('a', 'NaN'), ('b', 'Infinity'), ('b', 1), ('c', 'Infinity'),
+  ('c', '-Infinity'), ('d', 'Infinity'), ('e', 1), ('e', 3.5);
+CREATE VIEW nan_v WITH (ssp.continuous) AS
+  SELECT k, stddev(n) AS sd, stddev_pop(n) AS sdp, var_samp(n) AS vs, var_pop(n) AS vp FROM nan_s GROUP BY k;
+INSERT INTO nan_s SELECT * FROM nan_t;
+SELECT ssp.wait('nan_v');
+SELECT * FROM nan_v ORDER BY k;
+SELECT (SELECT count(*) FROM (SELECT * FROM nan_v EXCEPT SELECT k, stddev(n), stddev_pop(n), var_samp(n), var_pop(n)
+                               FROM nan_t GROUP BY k) x) AS extra,
+       (SELECT count(*) FROM (SELECT k, stddev(n), stddev_pop(n), var_samp(n), var_pop(n) FROM nan_t GROUP BY k
+                               EXCEPT SELECT * FROM nan_v) x) AS missing;
+DROP VIEW nan_v;
+DROP FOREIGN TABLE nan_s;
+DROP TABLE nan_t;
+
 DROP VIEW distinct_differences;
 DROP VIEW plain, cv, cv2, cv3, td, td2, sess, daily, plain_distinct, cvd, cvd2, cvd3;
 DROP SERVER kafka CASCADE;

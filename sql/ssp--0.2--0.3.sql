@@ -166,3 +166,10 @@ ALTER FUNCTION resume(regclass) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION reset(regclass, text) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION handover(regclass) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION reshard(regclass, text, jsonb) SET search_path = pg_catalog, pg_temp;
+
+-- The square root of a variance at its scale: NaN (a NaN or an infinity
+-- among the values) has no scale, and came out null.
+CREATE OR REPLACE FUNCTION numeric_sqrt_scaled(numeric) RETURNS numeric
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN pg_catalog.round(pg_catalog.sqrt($1 OPERATOR(pg_catalog.*) 1.00000000000000000000),
+                        COALESCE(pg_catalog.scale($1), 0));

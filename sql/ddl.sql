@@ -200,4 +200,13 @@ ALTER FOREIGN TABLE ddl_orders_renamed DROP COLUMN value;
 DROP TABLE ddl_s.ddl_regions_renamed;
 DROP SCHEMA ddl_s;
 DROP FOREIGN TABLE ddl_orders_renamed;
+-- a stream dropped with CASCADE as soon as its views' processes start:
+-- they lock the stream before the view, as the DROP does (the other order
+-- deadlocked, one DROP in a few)
+SELECT format('CREATE FOREIGN TABLE ddl_dl%s (x int, y int) SERVER ddl_kafka OPTIONS (topic %L)',
+              g, 'ddl_dl_' || g || '_' || :'run'),
+       format('CREATE VIEW ddl_dla%s WITH (ssp.continuous) AS SELECT x, count(*) FROM ddl_dl%s GROUP BY x', g, g),
+       format('CREATE VIEW ddl_dlb%s WITH (ssp.continuous) AS SELECT x, y, count(*) FROM ddl_dl%s GROUP BY x, y', g, g),
+       format('DROP FOREIGN TABLE ddl_dl%s CASCADE', g)
+FROM generate_series(1, 10) g \gexec
 DROP SERVER ddl_kafka;

@@ -858,6 +858,8 @@ ssp_wait_for_batches(Oid view)
 static bool
 begin_view_xact(SspView *view, bool nested)
 {
+	int			i;
+
 	if (!nested)
 	{
 		SetCurrentStatementStartTimestamp();
@@ -867,11 +869,16 @@ begin_view_xact(SspView *view, bool nested)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
 	/*
-	 * The view first, as DROP VIEW locks it before its tables and its
-	 * catalog row: a batch holding the row while it waits for a table
-	 * would deadlock with a DROP holding the table while it waits for the
-	 * row.  (So DROP, ALTER and RENAME of the view wait for a batch.)
+	 * Its streams, then the view, as DROP of a stream (CASCADE) locks the
+	 * stream before the views that read it: a batch holding the view
+	 * while it waits for a stream would deadlock with it.  The view
+	 * before its tables and its catalog row, as DROP VIEW locks them: a
+	 * batch holding the row while it waits for a table would deadlock
+	 * with a DROP holding the table while it waits for the row.  (So
+	 * DROP, ALTER and RENAME of the view or its streams wait for a batch.)
 	 */
+	for (i = 0; i < view->nsources; i++)
+		LockRelationOid(view->streams[i], AccessShareLock);
 	LockRelationOid(view->view, AccessShareLock);
 	if (!claim_view(view))
 		return false;

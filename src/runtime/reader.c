@@ -222,6 +222,34 @@ ssp_view_reader_key(Oid viewoid, int part, SspReaderKey *key, int64 *position)
 }
 
 /* load_served: ssp_served_load's work, into s (and s->cxt) */
+/*
+ * lock_streams_of: AccessShareLock on the streams the catalog says view
+ * reads, before the view itself is locked (load_served).
+ */
+static void
+lock_streams_of(Oid view)
+{
+	Oid			argtype = OIDOID;
+	Datum		arg = ObjectIdGetDatum(view);
+	uint64		r;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (SPI_execute_with_args("SELECT pg_catalog.unnest(streams)::pg_catalog.oid FROM ssp.continuous_views "
+							  "WHERE view OPERATOR(pg_catalog.=) $1::pg_catalog.regclass",
+							  1, &argtype, &arg, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.continuous_views");
+	for (r = 0; r < SPI_processed; r++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			LockRelationOid(DatumGetObjectId(d), AccessShareLock);
+	}
+	SPI_finish();
+}
+
 static SspServed *
 load_served(SspServed *s, Oid viewoid, int part, SspReaderKey *key)
 {
@@ -239,10 +267,13 @@ load_served(SspServed *s, Oid viewoid, int part, SspReaderKey *key)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	old = MemoryContextSwitchTo(cxt);
 	/*
-	 * The view before its catalog row (which ssp_view_repair_dependencies
-	 * locks), as a batch and DROP VIEW take them: the other order deadlocks
-	 * with a DROP VIEW that holds the view and waits for the row.
+	 * Its streams before the view, and the view before its catalog row
+	 * (which ssp_view_repair_dependencies locks), as a batch takes them,
+	 * DROP of a stream CASCADE the first two and DROP VIEW the last two:
+	 * another order deadlocks with a DROP that holds one and waits for
+	 * the other.
 	 */
+	lock_streams_of(viewoid);
 	LockRelationOid(viewoid, AccessShareLock);
 	s->view = ssp_view_load(viewoid, true);
 	if (s->view == NULL || s->view->paused || part >= s->view->parallelism)

@@ -105,20 +105,22 @@ LEFT JOIN (
 -- SIZE 5 MILLISECONDS, ADVANCE BY 2 MILLISECONDS): windows start every
 -- slide, aligned as ssp.tumble aligns them, and each lasts size; the first
 -- that may hold ts starts ceil(size / slide) - 1 slides before ts's own.
--- Neither infinity is in a window (a stream refuses such an event time):
--- from infinity to infinity the series would never end, and would fill
--- the disk with temporary files; for them it stops at null: no rows.  (A
--- slide of 0 is ssp.tumble's to refuse, not a division's.)
+-- Lengths of time, as a continuous view's ssp.hop() takes them (a day is
+-- 24 hours, whatever the session's TimeZone), with its limits (at most
+-- 100,000 windows an event, no months).  Neither infinity is in a window
+-- (a stream refuses such an event time): the series would never end.
 CREATE OR REPLACE FUNCTION hop_windows(ts timestamptz, size interval, slide interval, origin text DEFAULT NULL)
 RETURNS SETOF timestamptz
-LANGUAGE sql STABLE PARALLEL SAFE ROWS 60 AS
-$$ SELECT w FROM pg_catalog.generate_series(
-       ssp.tumble(ts, slide, origin) OPERATOR(pg_catalog.-)
-         (((CASE WHEN EXTRACT(epoch FROM slide) OPERATOR(pg_catalog.<>) 0
-                 THEN pg_catalog.ceil(EXTRACT(epoch FROM size) OPERATOR(pg_catalog./) EXTRACT(epoch FROM slide))
-            END)::int4 OPERATOR(pg_catalog.-) 1) OPERATOR(pg_catalog.*) slide),
-       CASE WHEN pg_catalog.isfinite(ts) THEN ssp.tumble(ts, slide, origin) END, slide) AS w
-   WHERE w OPERATOR(pg_catalog.+) size OPERATOR(pg_catalog.>) ts $$;
+AS 'MODULE_PATHNAME', 'ssp_hop_windows'
+LANGUAGE C STABLE PARALLEL SAFE ROWS 60;
+
+-- The end of ssp.tumble's window that holds ts: the start of the next
+-- (aligned on a zone's local time, a day lasts 23 or 25 hours when its
+-- clocks change).
+CREATE FUNCTION tumble_end(ts timestamptz, size interval, origin text DEFAULT NULL)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'ssp_tumble_end'
+LANGUAGE C STABLE PARALLEL SAFE;
 
 -- What a view over shards reads of each shard's server, through
 -- postgres_fdw: where each view's table is, the shard it is

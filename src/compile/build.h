@@ -107,7 +107,8 @@ typedef struct Build
 	char	   *window_end;		/* SQL over the batch: the window's end */
 	char	   *window_from;	/* extra FROM for hopping windows */
 	char	   *sizesql;
-	char	   *window_zone;	/* quoted: the zone of the window's origin, or NULL */
+	char	   *window_origin;	/* SQL: the origin of a window aligned on a
+								 * time zone's local time, or NULL */
 	char	   *window_delay;	/* over a join: SQL interval a window closes
 								 * after the watermark passes its end (NULL: 0) */
 	char	   *window_base;	/* SQL: the watermark that closes windows in

@@ -342,8 +342,15 @@ ssp_view_load(Oid view, bool missing_ok)
 			ListCell   *lc;
 
 			foreach(lc, v->options)
+			{
 				if (strncmp(lfirst(lc), "shard=", 6) == 0)
 					ssp_parse_shard((char *) lfirst(lc) + 6, &v->shard_index, &v->shard_count);
+				if (strncmp(lfirst(lc), "retention=", 10) == 0)
+					v->retention = DatumGetIntervalP(DirectFunctionCall3(interval_in,
+																		 CStringGetDatum((char *) lfirst(lc) + 10),
+																		 ObjectIdGetDatum(InvalidOid),
+																		 Int32GetDatum(-1)));
+			}
 		}
 		v->changes = DatumGetObjectId(SPI_getbinval(tup, desc, CV_CHANGES, &isnull));
 		if (isnull)

@@ -78,6 +78,7 @@ typedef struct SspView
 	/* windowed views (window.c) */
 	char	   *late_sql;		/* NULL: not windowed */
 	char	   *retention_sql;	/* NULL: keep every window */
+	Interval   *retention;		/* ssp.retention, or NULL */
 	Interval   *grace;
 	int64		idle_ms;
 	TimestampTz watermark;		/* as last committed; DT_NOBEGIN: none */

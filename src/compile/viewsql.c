@@ -84,16 +84,17 @@ watermark_of(Build *b, const char *mrel)
 
 /*
  * window_end: SQL, the end of the window that starts at start: start plus
- * its size, in the local time of its origin's zone where it names one (a
- * day is 23 or 25 hours when the clocks change).
+ * its size, or for a tumbling window aligned on a time zone's local time,
+ * the start of the next (a day lasts 23 or 25 hours when the clocks
+ * change: ssp.tumble_end).  A hopping window lasts its size of absolute
+ * time, as ssp.hop_windows lists it, whatever its origin.
  */
 static char *
 window_end(Build *b, const char *start)
 {
-	if (b->window_zone == NULL)
+	if (b->window_origin == NULL || b->spec.hop)
 		return psprintf("(%s + %s)", start, b->sizesql);
-	return psprintf("pg_catalog.timezone(%s, pg_catalog.timezone(%s, %s) OPERATOR(pg_catalog.+) %s)",
-					b->window_zone, b->window_zone, start, b->sizesql);
+	return psprintf("ssp.tumble_end(%s, %s, %s)", start, b->sizesql, b->window_origin);
 }
 
 /*
@@ -104,10 +105,8 @@ window_end(Build *b, const char *start)
 static char *
 absolute_interval_sql(Interval *iv)
 {
-	Interval	abs = *iv;
+	Interval	abs = {.time = ssp_window_length(iv)};
 
-	abs.time += (int64) abs.day * USECS_PER_DAY;
-	abs.day = 0;
 	return ssp_interval_sql(&abs);
 }
 
@@ -123,9 +122,8 @@ find_window(Build *b, const char *mrel)
 	if (b->window < 0)
 		return;
 	b->sizesql = absolute_interval_sql(w->size);
-	b->window_zone = w->session ? NULL : ssp_window_zone(w->origin);
-	if (b->window_zone)
-		b->window_zone = quote_literal_cstr(b->window_zone);
+	if (!w->session && ssp_window_zone(w->origin))
+		b->window_origin = ssp_deparse(b, w->origin);
 	b->window_base = "$1";
 	if (w->session)
 	{
@@ -576,15 +574,21 @@ build_session(Build *b, const char *mrel, StringInfo create, StringInfo apply)
 	appendStringInfo(create, ");\nCREATE INDEX ON %s (%s%s)", mrel, mkeys.data, wcol);
 	b->mrel_indexed = true;
 
-	/* the batch's events of open sessions, cut into sessions per group */
+	/*
+	 * The batch's events of open sessions, cut into sessions per group; an
+	 * event whose session would close (its end and twice gap, closed_sql)
+	 * after the last timestamp fails here, a dead letter, rather than fail
+	 * reading the view and deleting past retention, each batch.
+	 */
 	appendStringInfo(apply,
-					 "WITH e AS (SELECT %s%s AS _ts, b.* FROM ssp_batch b WHERE (%s) AND %s + %s > COALESCE($1, '-infinity')), "
+					 "WITH e AS (SELECT %s%s AS _ts, b.* FROM ssp_batch b WHERE (%s) AND %s + %s > COALESCE($1, '-infinity') "
+					 "AND %s + %s + %s IS NOT NULL), "
 					 "c AS (SELECT e.*, CASE WHEN _ts - pg_catalog.lag(_ts) OVER (PARTITION BY %s true ORDER BY _ts) <= %s "
 					 "THEN 0 ELSE 1 END AS _new FROM e), "
 					 "n AS (SELECT c.*, pg_catalog.sum(_new) OVER (PARTITION BY %s true ORDER BY _ts ROWS UNBOUNDED PRECEDING) AS _sid FROM c), "
 					 "s AS (SELECT %s pg_catalog.min(_ts) AS _s, pg_catalog.max(_ts) AS _e%s FROM n b GROUP BY %s _sid), ",
 					 keysel.data, ts, q->jointree->quals ? ssp_deparse(b, q->jointree->quals) : "true", ts, gap,
-					 keys.data, gap, keys.data, keys.data, partials.data, keys.data);
+					 ts, gap, gap, keys.data, gap, keys.data, keys.data, partials.data, keys.data);
 	/* the stored sessions they touch, taken out */
 	appendStringInfo(apply,
 					 "t AS (DELETE FROM %s m USING s WHERE %s m.%s - %s <= s._e AND m._session_end + %s >= s._s "
@@ -1630,12 +1634,22 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 			share_groups(b, mrel, &m, where.data, group.data, set.data);
 		}
 
-		/* the distinct values of a window go when it closes */
+		/*
+		 * The distinct values of a window go when it closes.  A watermark
+		 * too near the first timestamp (4714 BC) to take a window's size
+		 * from is taken as that timestamp plus the size (nothing is that
+		 * old): the subtraction failed every batch, and every message.
+		 */
 		if (m.dstates.len > 0 && b->window >= 0)
-			appendStringInfo(apply, ";\nDELETE FROM %s d WHERE d._g%d < %s - %s%s%s AND %s <= %s",
-							 b->buffers[DISTINCT_BUFFER(b)], b->window + 1, b->window_base, b->sizesql,
-							 b->window_delay ? " - " : "", b->window_delay ? b->window_delay : "",
+		{
+			char	   *reach = psprintf("%s%s%s", b->sizesql, b->window_delay ? " + " : "",
+										 b->window_delay ? b->window_delay : "");
+
+			appendStringInfo(apply, ";\nDELETE FROM %s d WHERE d._g%d < "
+							 "GREATEST(%s, '4714-11-24 00:00:00+00 BC'::timestamptz + %s) - (%s) AND %s <= %s",
+							 b->buffers[DISTINCT_BUFFER(b)], b->window + 1, b->window_base, reach, reach,
 							 closes(b, window_end(b, psprintf("d._g%d", b->window + 1))), b->window_base);
+		}
 	}
 
 	aggregating_view(b, names, mrel, view, viewsql);

@@ -1,8 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * window.c
- *	  Windows on event time: ssp.tumble(), and finding the window of a
- *	  continuous view's query.
+ *	  Windows on event time: ssp.tumble(), ssp.tumble_end() and
+ *	  ssp.hop_windows() (on a time zone's clocks, or lengths of time),
+ *	  finding the window of a continuous view's query, and the watermark.
+ *
+ * Window arithmetic is in microseconds, checked for overflow: a window
+ * that would start before the first timestamp or end after the last is an
+ * error (for a view's event, a dead letter), never a wrapped value.
  *
  * A view is windowed when one of its GROUP BY keys is ssp.tumble() over
  * the stream's event time (its "timestamp" column, or a meta 'timestamp'
@@ -16,14 +21,19 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
 #include <limits.h>
 
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
+#include "funcapi.h"
+#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
+#include "parser/scansup.h"
 #include "pgtime.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
@@ -33,28 +43,61 @@
 #include "compile/window.h"
 
 PG_FUNCTION_INFO_V1(ssp_tumble);
+PG_FUNCTION_INFO_V1(ssp_tumble_end);
 PG_FUNCTION_INFO_V1(ssp_hop);
+PG_FUNCTION_INFO_V1(ssp_hop_windows);
 PG_FUNCTION_INFO_V1(ssp_session);
 
+/* seconds from 1970-01-01 (pg_time_t's epoch) to 2000-01-01 (Postgres's) */
+#define SSP_EPOCH_SECS ((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY)
+
+/* more than any zone's offset from UTC, or change of it */
+#define SSP_ZONE_REACH (2 * USECS_PER_DAY)
+
+/* the windows of a hopping window an event may be in: a row to write each */
+#define SSP_MAX_HOP_WINDOWS 100000
+
 /*
- * split_zone: if origin ends with a time zone name ("2000-01-01 00:00
- * Europe/Paris"), return the zone and cut it off origin; else NULL.
+ * A window's origin: an instant, or a local time in a time zone, whose
+ * local time then aligns the windows.
  */
-static char *
+typedef struct SspOrigin
+{
+	pg_tz	   *zone;			/* NULL: at is an instant */
+	int64		at;				/* the instant, or the zone's local time */
+} SspOrigin;
+
+/*
+ * split_zone: if origin ends with the name of a time zone ("2000-01-01
+ * 00:00 Europe/Paris", "... CET", "... EST5EDT"), cut it off origin and
+ * return the zone; else NULL.  A name is any that SET timezone takes,
+ * even where the same letters are an abbreviation too (CET is Central
+ * European Time, summer time included); a numeric offset ("+02") or an
+ * abbreviation that names no zone (CEST) is not one: timestamptz_in reads
+ * those as a fixed offset.  Nor is a word of the date (BC, PM).
+ */
+static pg_tz *
 split_zone(char *origin)
 {
 	char	   *space = strrchr(origin, ' ');
 	char	   *zone;
+	char	   *lower;
+	int			val;
+	pg_tz	   *tz;
 
 	if (space == NULL)
 		return NULL;
 	zone = space + 1;
-	if (strchr(zone, '/') == NULL && strcmp(zone, "UTC") != 0)
+	if (!isalpha((unsigned char) zone[0]) || strlen(zone) > TZ_STRLEN_MAX)
 		return NULL;
-	if (pg_tzset(zone) == NULL)
+	lower = downcase_truncate_identifier(zone, strlen(zone), false);
+	if (DecodeSpecial(0, lower, &val) != UNKNOWN_FIELD)
+		return NULL;
+	tz = pg_tzset(zone);
+	if (tz == NULL || !pg_tz_acceptable(tz))
 		return NULL;
 	*space = '\0';
-	return zone;
+	return tz;
 }
 
 /*
@@ -65,10 +108,368 @@ char *
 ssp_window_zone(Node *origin)
 {
 	Const	   *c = (Const *) origin;
+	pg_tz	   *tz;
 
 	if (origin == NULL || !IsA(origin, Const) || c->constisnull || c->consttype != TEXTOID)
 		return NULL;
-	return split_zone(TextDatumGetCString(c->constvalue));
+	tz = split_zone(TextDatumGetCString(c->constvalue));
+	return tz ? pstrdup(pg_get_timezone_name(tz)) : NULL;
+}
+
+static void
+origin_out_of_range(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("origin out of range")));
+}
+
+/*
+ * parse_origin: a window's origin from its text: with a zone name, the
+ * local time before it; else an instant, read in this session's TimeZone.
+ */
+static void
+parse_origin(const char *text, SspOrigin *o)
+{
+	char	   *copy = pstrdup(text);
+
+	o->zone = split_zone(copy);
+	if (o->zone)
+		o->at = DatumGetTimestamp(DirectFunctionCall3(timestamp_in, CStringGetDatum(copy),
+													  ObjectIdGetDatum(InvalidOid),
+													  Int32GetDatum(-1)));
+	else
+		o->at = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in, CStringGetDatum(copy),
+														ObjectIdGetDatum(InvalidOid),
+														Int32GetDatum(-1)));
+	if (TIMESTAMP_NOT_FINITE(o->at))
+		origin_out_of_range();
+	pfree(copy);
+}
+
+/*
+ * The origin of a window function's argument argno (none: 2000-01-01
+ * 00:00 UTC), parsed once per call site while its text stays the same.
+ */
+typedef struct OriginCache
+{
+	SspOrigin	origin;
+	int			len;
+	char		text[FLEXIBLE_ARRAY_MEMBER];
+} OriginCache;
+
+static void
+get_origin(FunctionCallInfo fcinfo, int argno, SspOrigin *o)
+{
+	text	   *t;
+	OriginCache *c = (OriginCache *) fcinfo->flinfo->fn_extra;
+	int			len;
+
+	o->zone = NULL;
+	o->at = 0;
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return;
+	t = PG_GETARG_TEXT_PP(argno);
+	len = VARSIZE_ANY_EXHDR(t);
+	if (c == NULL || c->len != len || memcmp(c->text, VARDATA_ANY(t), len) != 0)
+	{
+		SspOrigin	parsed;
+
+		parse_origin(text_to_cstring(t), &parsed);
+		c = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, offsetof(OriginCache, text) + len);
+		c->origin = parsed;
+		c->len = len;
+		memcpy(c->text, VARDATA_ANY(t), len);
+		if (fcinfo->flinfo->fn_extra)
+			pfree(fcinfo->flinfo->fn_extra);
+		fcinfo->flinfo->fn_extra = c;
+	}
+	*o = c->origin;
+}
+
+/*
+ * ssp_window_length: the length of a window (its size, slide or gap) in
+ * microseconds, a day being 24 hours (a zone's local ones where the
+ * origin names one): '1 day -23 hours' is an hour, as date_bin() takes it.
+ * Errors unless it is positive, without months.
+ */
+int64
+ssp_window_length(Interval *iv)
+{
+	int64		us;
+
+	if (iv->month != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("window sizes in months or years are not supported"),
+				 errhint("Use days, as in '30 days'.")));
+	if (pg_mul_s64_overflow(iv->day, USECS_PER_DAY, &us) ||
+		pg_add_s64_overflow(us, iv->time, &us))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("window size out of range")));
+	if (us <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("window size must be positive")));
+	return us;
+}
+
+/* floor_mod: a modulo m (m > 0), from 0 to m - 1 */
+static int64
+floor_mod(int64 a, int64 m)
+{
+	int64		r = a % m;
+
+	return r < 0 ? r + m : r;
+}
+
+/*
+ * bin_start: the start of the bin of size that holds t, bins aligned on
+ * origin (t less (t - origin) modulo size, which cannot overflow where
+ * t - origin could); false if it is past int64.
+ */
+static bool
+bin_start(int64 t, int64 origin, int64 size, int64 *start)
+{
+	int64		m = floor_mod(t, size) - floor_mod(origin, size);
+
+	if (m < 0)
+		m += size;
+	return !pg_sub_s64_overflow(t, m, start);
+}
+
+static void
+start_out_of_range(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("timestamp out of range")));
+}
+
+/*
+ * end_out_of_range: the window that holds t would end after the last
+ * timestamp: such an event is in no window (a continuous view makes it a
+ * dead letter, saying so, rather than hold a window that cannot close).
+ */
+static void
+end_out_of_range(TimestampTz t)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+			 errmsg("the window that holds %s ends after the last timestamp",
+					DatumGetCString(DirectFunctionCall1(timestamptz_out, TimestampTzGetDatum(t)))),
+			 errdetail("Timestamps end with 294276-12-31 23:59:59.999999 UTC.")));
+}
+
+/* unix_seconds: the pg_time_t second that holds t */
+static pg_time_t
+unix_seconds(TimestampTz t)
+{
+	return (t - floor_mod(t, USECS_PER_SEC)) / USECS_PER_SEC + SSP_EPOCH_SECS;
+}
+
+/* zone_offset: tz's offset from UTC at t (local time less UTC), in us */
+static int64
+zone_offset(pg_tz *tz, TimestampTz t)
+{
+	pg_time_t	s = unix_seconds(t);
+	struct pg_tm *tm = pg_localtime(&s, tz);
+
+	if (tm == NULL)
+		start_out_of_range();
+	return (int64) tm->tm_gmtoff * USECS_PER_SEC;
+}
+
+/*
+ * zone_change: the first change of tz's offset after t: when, and the
+ * offsets before and after it; false if there is none before the last
+ * timestamp.
+ */
+static bool
+zone_change(pg_tz *tz, TimestampTz t, TimestampTz *at, int64 *before, int64 *after)
+{
+	pg_time_t	s = unix_seconds(t);
+	pg_time_t	boundary;
+	long int	before_off;
+	long int	after_off;
+	int			before_dst;
+	int			after_dst;
+
+	if (pg_next_dst_boundary(&s, &before_off, &before_dst, &boundary,
+							 &after_off, &after_dst, tz) != 1 ||
+		boundary - SSP_EPOCH_SECS >= END_TIMESTAMP / USECS_PER_SEC)
+		return false;
+	*at = (boundary - SSP_EPOCH_SECS) * USECS_PER_SEC;
+	*before = (int64) before_off * USECS_PER_SEC;
+	*after = (int64) after_off * USECS_PER_SEC;
+	return true;
+}
+
+typedef struct ZoneChange
+{
+	TimestampTz at;
+	int64		before;			/* the offset before it */
+} ZoneChange;
+
+/*
+ * zone_start: the start of the window of local bins [lo, hi) that holds t,
+ * where the offset is off: the instant the clocks last showed lo, unless
+ * they jumped into the bin from another since.  The changes of offset
+ * since before the earliest instant whose local time may be lo are listed,
+ * then walked back from t while the clocks stay in the bin.
+ */
+static TimestampTz
+zone_start(pg_tz *tz, int64 lo, int64 hi, TimestampTz t, int64 off)
+{
+	ZoneChange *changes = NULL;
+	int			n = 0;
+	int			room = 0;
+	TimestampTz from;
+	TimestampTz at;
+	TimestampTz here;
+	int64		before;
+	int64		after;
+
+	if (pg_sub_s64_overflow(lo, SSP_ZONE_REACH, &from) ||
+		from < MIN_TIMESTAMP - SSP_ZONE_REACH)
+		from = MIN_TIMESTAMP - SSP_ZONE_REACH;
+	while (zone_change(tz, from, &at, &before, &after) && at <= t)
+	{
+		if (n == room)
+		{
+			room = room ? room * 2 : 4;
+			changes = changes ? repalloc(changes, sizeof(ZoneChange) * room) :
+				palloc(sizeof(ZoneChange) * room);
+		}
+		changes[n].at = at;
+		changes[n].before = before;
+		n++;
+		from = at;
+	}
+	for (;;)
+	{
+		int64		just_before;
+
+		/* where the clocks showed lo at this offset */
+		if (pg_sub_s64_overflow(lo, off, &here))
+			here = PG_INT64_MIN;
+		if (n == 0 || here >= changes[n - 1].at)
+			break;
+		/* they jumped past lo: into this bin from another? */
+		here = changes[n - 1].at;
+		just_before = here - 1 + changes[n - 1].before;
+		if (just_before < lo || just_before >= hi)
+			break;
+		off = changes[n - 1].before;
+		n--;
+	}
+	if (changes)
+		pfree(changes);
+	if (!IS_VALID_TIMESTAMP(here))
+		start_out_of_range();
+	return here;
+}
+
+/*
+ * zone_end: the end of the window of local bins [lo, hi) of size,
+ * aligned on origin, that holds t, where the offset is off: the instant the clocks
+ * show hi, unless they show the start of a bin, or another bin, before.
+ */
+static TimestampTz
+zone_end(pg_tz *tz, int64 origin, int64 size, int64 lo, int64 hi,
+		 TimestampTz t, int64 off)
+{
+	TimestampTz cur = t;
+	TimestampTz here;
+	TimestampTz at;
+	int64		before;
+	int64		after;
+
+	for (;;)
+	{
+		/* where the clocks show hi at this offset */
+		if (hi == PG_INT64_MAX || pg_sub_s64_overflow(hi, off, &here))
+			end_out_of_range(t);
+		if (!zone_change(tz, cur, &at, &before, &after) || here < at)
+			break;
+		/* after the change, do they show a bin's start, or another bin? */
+		if (at + after < lo || at + after >= hi ||
+			floor_mod(at + after, size) == floor_mod(origin, size))
+		{
+			here = at;
+			break;
+		}
+		cur = at;
+		off = after;
+	}
+	if (!IS_VALID_TIMESTAMP(here))
+		end_out_of_range(t);
+	return here;
+}
+
+/*
+ * zone_window: the window of local bins of size, aligned on the local
+ * time origin of tz, that holds t.  A window starts whenever the zone's
+ * clocks show the start of a bin, and where they jump from one bin into
+ * another without showing its start (spring: 01:59:59 to 03:00 starts the
+ * window of 02:00 or 03:00, whichever bin 03:00 is in); it ends where the
+ * next starts.  So windows tile time with neither gap nor overlap, and each
+ * starts at or before its events: a bin the clocks skip is no window; one
+ * whose start they show twice (autumn, 02:00) is two windows, an hour each
+ * for '1 hour'; a day, whose midnight they show once, lasts 25 hours.
+ * (Taking the local start back to UTC, as timezone() does, put an event of
+ * the first 02:30 in a window that began after it, at the second 02:00.)
+ * start and end may be NULL.
+ */
+static void
+zone_window(pg_tz *tz, int64 origin, int64 size, TimestampTz t,
+			TimestampTz *start, TimestampTz *end)
+{
+	int64		off = zone_offset(tz, t);
+	int64		lo;
+	int64		hi;
+
+	if (!bin_start(t + off, origin, size, &lo))
+		start_out_of_range();
+	if (pg_add_s64_overflow(lo, size, &hi))
+		hi = PG_INT64_MAX;
+	if (start)
+		*start = zone_start(tz, lo, hi, t, off);
+	if (end)
+		*end = zone_end(tz, origin, size, lo, hi, t, off);
+}
+
+/*
+ * window_of: the window of size (us), aligned on origin, that holds t (a
+ * finite time): its start and end, either NULL if not wanted.  Errors if
+ * it starts before the first timestamp, or ends after the last, even if
+ * end is NULL.
+ */
+static void
+window_of(TimestampTz t, int64 size, SspOrigin *origin,
+		  TimestampTz *start, TimestampTz *end)
+{
+	TimestampTz s;
+	TimestampTz e;
+	int64		far;
+
+	/* far from the end of time, its window ends within it */
+	if (end == NULL &&
+		(pg_add_s64_overflow(size, SSP_ZONE_REACH, &far) ||
+		 pg_add_s64_overflow(t, far, &far) || far >= END_TIMESTAMP))
+		end = &e;
+	if (origin->zone)
+	{
+		zone_window(origin->zone, origin->at, size, t, start, end);
+		return;
+	}
+	if (!bin_start(t, origin->at, size, &s) || !IS_VALID_TIMESTAMP(s))
+		start_out_of_range();
+	if (start)
+		*start = s;
+	if (end && (pg_add_s64_overflow(s, size, end) || !IS_VALID_TIMESTAMP(*end)))
+		end_out_of_range(t);
 }
 
 /*
@@ -80,47 +481,150 @@ ssp_window_zone(Node *origin)
 Datum
 ssp_tumble(PG_FUNCTION_ARGS)
 {
-	Datum		ts;
-	Interval   *size;
-	char	   *origin;
-	char	   *zone;
+	TimestampTz ts;
+	TimestampTz start;
+	int64		size;
+	SspOrigin	origin;
 
 	/* not STRICT, for the origin that defaults to NULL */
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_NULL();
-	ts = PG_GETARG_DATUM(0);
-	size = PG_GETARG_INTERVAL_P(1);
-	if (size->month != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("window sizes in months or years are not supported"),
-				 errhint("Use days, as in '30 days'.")));
-	if (size->day < 0 || size->time < 0 || (size->day == 0 && size->time == 0))
+	ts = PG_GETARG_TIMESTAMPTZ(0);
+	size = ssp_window_length(PG_GETARG_INTERVAL_P(1));
+	get_origin(fcinfo, 2, &origin);
+	if (TIMESTAMP_NOT_FINITE(ts))
+		PG_RETURN_TIMESTAMPTZ(ts);
+	window_of(ts, size, &origin, &start, NULL);
+	PG_RETURN_TIMESTAMPTZ(start);
+}
+
+/*
+ * ssp.tumble_end(ts, size [, origin]): the end of ssp.tumble's window that
+ * holds ts: the start of the next one (with an origin in a time zone, not
+ * always the start plus size: a day may last 23 or 25 hours).
+ */
+Datum
+ssp_tumble_end(PG_FUNCTION_ARGS)
+{
+	TimestampTz ts;
+	TimestampTz end;
+	int64		size;
+	SspOrigin	origin;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	ts = PG_GETARG_TIMESTAMPTZ(0);
+	size = ssp_window_length(PG_GETARG_INTERVAL_P(1));
+	get_origin(fcinfo, 2, &origin);
+	if (TIMESTAMP_NOT_FINITE(ts))
+		PG_RETURN_TIMESTAMPTZ(ts);
+	window_of(ts, size, &origin, NULL, &end);
+	PG_RETURN_TIMESTAMPTZ(end);
+}
+
+/*
+ * ssp_hop_count: the windows of size sliding by slide that hold an event,
+ * at most: size over slide, rounded up.  Errors as CREATE VIEW does for
+ * ssp.hop() unless the slide is at most the size, and the windows at most
+ * SSP_MAX_HOP_WINDOWS (each a row to write, or to list).
+ */
+int
+ssp_hop_count(Interval *size, Interval *slide)
+{
+	int64		size_us = ssp_window_length(size);
+	int64		slide_us = ssp_window_length(slide);
+	int64		n;
+
+	/* any size: windows start every slide, each size long */
+	if (slide_us > size_us)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("window size must be positive")));
-	if (PG_NARGS() < 3 || PG_ARGISNULL(2))
-		return DirectFunctionCall3(timestamptz_bin, PointerGetDatum(size), ts,
-								   TimestampTzGetDatum(0));
+				 errmsg("the slide of a hopping window must not be longer than its size"),
+				 errhint("Events between two windows would belong to none; use ssp.tumble for windows that do not overlap.")));
+	n = size_us / slide_us + (size_us % slide_us != 0);
+	if (n > SSP_MAX_HOP_WINDOWS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a hopping window of %s sliding by %s puts each event in more than %d windows",
+						DatumGetCString(DirectFunctionCall1(interval_out, PointerGetDatum(size))),
+						DatumGetCString(DirectFunctionCall1(interval_out, PointerGetDatum(slide))),
+						SSP_MAX_HOP_WINDOWS),
+				 errhint("For the aggregates over the last span of time, updated often, use ssp.sliding; or make the slide longer.")));
+	return (int) n;
+}
 
-	origin = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	zone = split_zone(origin);
-	if (zone)
+typedef struct HopWindows
+{
+	TimestampTz next;			/* the next window's start */
+	int64		slide;
+	int			left;			/* windows still to return */
+} HopWindows;
+
+/*
+ * ssp.hop_windows(ts, size, slide [, origin]): the starts of the windows
+ * of size, every slide, that hold ts, earliest first: the last starts at
+ * ssp.tumble(ts, slide, origin), and the others whole slides (of
+ * absolute time) before it, as long as they hold ts; each lasts size (a
+ * day being 24 hours).  A continuous view's ssp.hop() puts each event in
+ * these.  None for a null argument or for either infinity (a series of
+ * windows that would never end); the same limits as ssp.hop() in a view.
+ */
+Datum
+ssp_hop_windows(PG_FUNCTION_ARGS)
+{
+	FuncCallContext *fctx;
+	HopWindows *hw;
+
+	if (SRF_IS_FIRSTCALL())
 	{
-		Datum		zonename = CStringGetTextDatum(zone);
-		Datum		local_origin = DirectFunctionCall3(timestamp_in, CStringGetDatum(origin),
-													   ObjectIdGetDatum(InvalidOid),
-													   Int32GetDatum(-1));
-		Datum		local = DirectFunctionCall2(timestamptz_zone, zonename, ts);
-		Datum		bin = DirectFunctionCall3(timestamp_bin, PointerGetDatum(size),
-											  local, local_origin);
+		MemoryContext old;
 
-		return DirectFunctionCall2(timestamp_zone, zonename, bin);
+		fctx = SRF_FIRSTCALL_INIT();
+		old = MemoryContextSwitchTo(fctx->multi_call_memory_ctx);
+		hw = palloc0(sizeof(HopWindows));
+		fctx->user_fctx = hw;
+		if (!PG_ARGISNULL(0) && !PG_ARGISNULL(1) && !PG_ARGISNULL(2))
+		{
+			TimestampTz ts = PG_GETARG_TIMESTAMPTZ(0);
+			int			n = ssp_hop_count(PG_GETARG_INTERVAL_P(1), PG_GETARG_INTERVAL_P(2));
+			int64		size = ssp_window_length(PG_GETARG_INTERVAL_P(1));
+			int64		slide = ssp_window_length(PG_GETARG_INTERVAL_P(2));
+			SspOrigin	origin = {NULL, 0};
+			TimestampTz last;
+			TimestampTz first;
+			int64		back;
+
+			if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
+				parse_origin(text_to_cstring(PG_GETARG_TEXT_PP(3)), &origin);
+			if (!TIMESTAMP_NOT_FINITE(ts))
+			{
+				window_of(ts, slide, &origin, &last, NULL);
+				if (pg_add_s64_overflow(last, size, &first) || !IS_VALID_TIMESTAMP(first))
+					end_out_of_range(ts);
+				/* the first that holds ts: back while start + size > ts */
+				back = size - (ts - last);	/* > 0: last holds ts */
+				n = Min(n, (int) ((back - 1) / slide + 1));
+				if (pg_mul_s64_overflow(n - 1, slide, &back) ||
+					pg_sub_s64_overflow(last, back, &first) || !IS_VALID_TIMESTAMP(first))
+					start_out_of_range();
+				hw->next = first;
+				hw->slide = slide;
+				hw->left = n;
+			}
+		}
+		MemoryContextSwitchTo(old);
 	}
-	return DirectFunctionCall3(timestamptz_bin, PointerGetDatum(size), ts,
-							   DirectFunctionCall3(timestamptz_in, CStringGetDatum(origin),
-												   ObjectIdGetDatum(InvalidOid),
-												   Int32GetDatum(-1)));
+	fctx = SRF_PERCALL_SETUP();
+	hw = fctx->user_fctx;
+	if (hw->left > 0)
+	{
+		TimestampTz w = hw->next;
+
+		hw->next += hw->slide;
+		hw->left--;
+		SRF_RETURN_NEXT(fctx, TimestampTzGetDatum(w));
+	}
+	SRF_RETURN_DONE(fctx);
 }
 
 /*
@@ -170,15 +674,6 @@ window_function(Node *node)
 	return NULL;
 }
 
-/* the windows of a hopping window an event may be in: a row to write each */
-#define SSP_MAX_HOP_WINDOWS 100000
-
-static int64
-interval_us(Interval *iv)
-{
-	return iv->time + (int64) iv->day * USECS_PER_DAY;
-}
-
 /*
  * ssp_find_window: the window of a query, from its group keys, into spec
  * (index -1 if none).  Errors if the window is not over the stream's event
@@ -222,27 +717,11 @@ ssp_find_window(SspStream *stream, int rtindex, List *group_exprs, SspWindowSpec
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("the size, slide and origin of a window must be constants")));
 		spec->size = DatumGetIntervalP(((Const *) lsecond(f->args))->constvalue);
-		(void) DirectFunctionCall2(ssp_tumble, TimestampTzGetDatum(0), PointerGetDatum(spec->size));
+		(void) ssp_window_length(spec->size);
 		if (spec->hop)
 		{
 			spec->slide = DatumGetIntervalP(((Const *) lthird(f->args))->constvalue);
-			(void) DirectFunctionCall2(ssp_tumble, TimestampTzGetDatum(0), PointerGetDatum(spec->slide));
-			/* any size: windows start every slide, each size long */
-			if (interval_us(spec->slide) > interval_us(spec->size))
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("the slide of a hopping window must not be longer than its size"),
-						 errhint("Events between two windows would belong to none; use ssp.tumble for windows that do not overlap.")));
-			/* each event is a row of each of its windows */
-			if (interval_us(spec->size) / interval_us(spec->slide) +
-				(interval_us(spec->size) % interval_us(spec->slide) != 0) > SSP_MAX_HOP_WINDOWS)
-				ereport(ERROR,
-						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						 errmsg("a hopping window of %s sliding by %s puts each event in more than %d windows",
-								DatumGetCString(DirectFunctionCall1(interval_out, PointerGetDatum(spec->size))),
-								DatumGetCString(DirectFunctionCall1(interval_out, PointerGetDatum(spec->slide))),
-								SSP_MAX_HOP_WINDOWS),
-						 errhint("For the aggregates over the last span of time, updated often, use ssp.sliding; or make the slide longer.")));
+			(void) ssp_hop_count(spec->size, spec->slide);
 		}
 		if (list_length(f->args) > nconst)
 			spec->origin = list_nth(f->args, nconst);
@@ -320,21 +799,23 @@ ssp_event_time(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls)
 }
 
 /*
- * grace_fits: is w less grace a timestamp?  An event time a stream takes
- * may be days from the ends of the range (4714 BC), and the subtraction,
- * outside any message's subtransaction, failed the batch for good.  A
- * month is at most 31 days, a day 25 hours.
+ * ssp_minus_fits: is w less iv (not negative) surely a timestamp?  An
+ * event time a stream takes may be days from the ends of the range (4714
+ * BC), and the subtraction, outside any message's subtransaction, failed
+ * the batch for good.  A month is at most 31 days, a day 25 hours.  (This
+ * once subtracted MIN_TIMESTAMP from w, which overflowed past the year
+ * 287,000: the watermark then stayed where it was for good.)
  */
-static bool
-grace_fits(TimestampTz w, Interval *grace)
+bool
+ssp_minus_fits(TimestampTz w, Interval *iv)
 {
 	const int64 day = USECS_PER_DAY + USECS_PER_HOUR;
 	int64		span;
-	int64		m = grace->month;
-	int64		d = grace->day;
-	int64		t = grace->time;
-
+	int64		m = iv->month;
+	int64		d = iv->day;
+	int64		t = iv->time;
 	int64		dspan;
+	int64		lowest;
 
 	if (pg_mul_s64_overflow(m < 0 ? -m : m, 31 * day, &span) ||
 		pg_mul_s64_overflow(d < 0 ? -d : d, day, &dspan) ||
@@ -342,7 +823,8 @@ grace_fits(TimestampTz w, Interval *grace)
 		t == PG_INT64_MIN ||
 		pg_add_s64_overflow(span, t < 0 ? -t : t, &span))
 		return false;
-	return w - MIN_TIMESTAMP > span && END_TIMESTAMP - w > span;
+	return !TIMESTAMP_NOT_FINITE(w) && !pg_sub_s64_overflow(w, span, &lowest) &&
+		lowest >= MIN_TIMESTAMP;
 }
 
 /*
@@ -385,10 +867,11 @@ ssp_watermark(const TimestampTz *maxev, const TimestampTz *seen_at,
 			active = Min(active, maxev[p]);
 	}
 	w = active != DT_NOEND ? active : any;
-	if (w == DT_NOBEGIN || !grace_fits(w, grace))
+	if (w == DT_NOBEGIN || !ssp_minus_fits(w, grace))
 		return previous;
-	w = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
-												TimestampTzGetDatum(w),
-												PointerGetDatum(grace)));
+	/* in UTC: a day of grace is 24 hours, whatever the worker's TimeZone */
+	w = DatumGetTimestamp(DirectFunctionCall2(timestamp_mi_interval,
+											  TimestampGetDatum(w),
+											  PointerGetDatum(grace)));
 	return previous == DT_NOBEGIN ? w : Max(previous, w);
 }

@@ -29,6 +29,9 @@ extern TimestampTz ssp_watermark(const TimestampTz *maxev, const TimestampTz *se
 								 const bool *lagging, int nparts,
 								 TimestampTz previous, int64 idle_ms, Interval *grace);
 extern char *ssp_window_zone(Node *origin);
+extern int64 ssp_window_length(Interval *iv);
+extern int	ssp_hop_count(Interval *size, Interval *slide);
+extern bool ssp_minus_fits(TimestampTz w, Interval *iv);
 extern bool ssp_is_event_time(SspStream *stream, AttrNumber attnum);
 extern char *ssp_event_time_detail(SspStream *stream);
 extern TimestampTz ssp_event_time(SspStream *stream, SspMessage *msg,

@@ -1040,8 +1040,16 @@ store_progress(BatchState *bs, const int64 *from, const int64 *next,
 								   "WHERE view = $1::regclass", 9, argtypes),
 						 args, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "ssp: could not update ssp.continuous_views");
-	/* with no watermark yet, $1 is NULL and nothing is deleted */
+	/*
+	 * With no watermark yet, $1 is NULL and nothing is deleted; nor is
+	 * anything when the watermark is too near the first timestamp to take
+	 * ssp.retention from (the statement failed, and the batch for good).
+	 * A left join of streams deletes by the watermark its batch began with.
+	 */
 	if (bs->view->retention_sql &&
+		(bs->view->retention == NULL ||
+		 (ssp_minus_fits(watermark, bs->view->retention) &&
+		  (before == DT_NOBEGIN || ssp_minus_fits(before, bs->view->retention)))) &&
 		SPI_execute_with_args(bs->view->retention_sql, 1, &argtypes[2], &args[2], nulls + 2,
 							  false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "ssp: could not delete windows past retention");

@@ -28,6 +28,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "common/jsonapi.h"
 #include "datatype/timestamp.h"
 #include "mb/pg_wchar.h"
@@ -299,7 +300,7 @@ ssp_ms_to_timestamptz(int64 ms)
 	TimestampTz ts;
 
 	if (ms > PG_INT64_MAX / 1000 || ms < PG_INT64_MIN / 1000 ||
-		!IS_VALID_TIMESTAMP(ts = ms * 1000 - epoch_us))
+		pg_sub_s64_overflow(ms * 1000, epoch_us, &ts) || !IS_VALID_TIMESTAMP(ts))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp out of range: %lld milliseconds since 1970",
@@ -320,6 +321,9 @@ ssp_timestamptz_to_ms(Datum ts)
 		return PG_INT64_MIN / 1000;
 	if (TIMESTAMP_IS_NOEND(t))
 		return PG_INT64_MAX / 1000;
+	/* past the year 262,000 t + epoch_us overflows; both are positive there */
+	if (t > 0)
+		return t / 1000 + epoch_us / 1000;
 	return (t + epoch_us) / 1000;
 }
 

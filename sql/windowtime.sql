@@ -1,7 +1,7 @@
 -- Windows and time: origins in a time zone whatever its name, windows that
--- tile the changes of its clocks, window sizes as lengths of time,
--- ssp.hop_windows as a view's windows, and the two ends of the timestamp
--- range.
+-- tile the changes of its clocks, origins a continuous view keeps as its
+-- creator read them, window sizes as lengths of time, ssp.hop_windows as
+-- a view's windows, and the two ends of the timestamp range.
 \getenv brokers SSP_BROKERS
 \getenv run SSP_RUN_ID
 SET timezone = 'UTC';
@@ -162,4 +162,33 @@ SELECT * FROM ancient_kept ORDER BY w;
 SELECT * FROM ancient_ids ORDER BY w;
 SELECT view, status, watermark, dead_letters, last_error FROM ssp.views
 WHERE view IN ('ancient_kept'::regclass, 'ancient_ids'::regclass) ORDER BY 1;
+-- an origin without a zone is read at CREATE VIEW, in the creator's
+-- TimeZone, and kept with its offset: the views' workers, in New York's
+-- (the database's), keep Kolkata's midnight (they read the origin in their
+-- own TimeZone: ALTER DATABASE ... SET timezone moved the windows); a
+-- zone, in its own spelling, follows the local time in ISO form; an origin
+-- that cannot be read fails CREATE VIEW, not each batch
+SELECT current_database() AS db \gset
+ALTER DATABASE :"db" SET timezone = 'America/New_York';
+SET timezone = 'Asia/Kolkata';
+\set topic wt_origin_ :run
+\! "$SSP_SRC/test/create_topic" "wt_origin_$SSP_RUN_ID" 1 >/dev/null
+CREATE FOREIGN TABLE kolkata (id int, ts timestamptz) SERVER kafka OPTIONS (topic :'topic', timestamp 'ts');
+CREATE VIEW kolkata_days WITH (ssp.continuous) AS
+  SELECT ssp.tumble(ts, '1 day', '2000-01-01 00:00') AS day, count(*) AS n FROM kolkata GROUP BY day;
+CREATE VIEW kolkata_hops WITH (ssp.continuous) AS
+  SELECT ssp.hop(ts, '2 days', '1 day', '01/02/2000 00:00') AS day, count(*) AS n FROM kolkata GROUP BY day;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT ssp.tumble(ts, '1 day', 'at noon') AS d, count(*) FROM kolkata GROUP BY d;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT ssp.tumble(ts, '1 day', 'infinity') AS d, count(*) FROM kolkata GROUP BY d;
+SET timezone = 'UTC';
+SELECT pg_get_viewdef('kolkata_days_query') AS days, pg_get_viewdef('kolkata_hops_query') AS hops,
+       pg_get_viewdef('cet_days_query') AS cet;
+INSERT INTO kolkata VALUES (1, '2024-10-27 00:30+00'), (2, '2024-10-27 01:30+00'), (3, '2024-10-27 03:10+00');
+SELECT ssp.wait('kolkata_days'), ssp.wait('kolkata_hops');
+SELECT * FROM kolkata_days ORDER BY day;
+SELECT * FROM kolkata_hops ORDER BY day;
+ALTER DATABASE :"db" RESET timezone;
+
 DROP SERVER kafka CASCADE;

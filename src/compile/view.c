@@ -1153,6 +1153,8 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	raw->stmt_location = -1;
 	memset(&b, 0, sizeof(b));
 	b.query = parse_analyze_fixedparams(raw, queryString, NULL, 0, NULL);
+	/* window origins as this session reads them, whatever the worker's TimeZone */
+	ssp_resolve_origins(b.query);
 	b.opts = &opts;
 	names = ssp_target_names(b.query, stmt->aliases);
 	/* a change published adds these fields to the row's: they would replace a column's */

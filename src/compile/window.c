@@ -3,7 +3,8 @@
  * window.c
  *	  Windows on event time: ssp.tumble(), ssp.tumble_end() and
  *	  ssp.hop_windows() (on a time zone's clocks, or lengths of time),
- *	  finding the window of a continuous view's query, and the watermark.
+ *	  finding the window of a continuous view's query and keeping its
+ *	  origins, and the watermark.
  *
  * Window arithmetic is in microseconds, checked for overflow: a window
  * that would start before the first timestamp or end after the last is an
@@ -126,7 +127,8 @@ origin_out_of_range(void)
 
 /*
  * parse_origin: a window's origin from its text: with a zone name, the
- * local time before it; else an instant, read in this session's TimeZone.
+ * local time before it; else an instant, read in this session's TimeZone
+ * (a continuous view keeps its origins with an offset: ssp_resolve_origins).
  */
 static void
 parse_origin(const char *text, SspOrigin *o)
@@ -628,6 +630,73 @@ ssp_hop_windows(PG_FUNCTION_ARGS)
 }
 
 /*
+ * resolved_origin: an origin as a continuous view keeps it, read now, in
+ * this session's TimeZone, as the one who wrote it meant it: an instant
+ * with its offset ("2000-01-01 00:00:00+01"), or a local time and its
+ * zone ("2000-01-01 00:00:00 Europe/Paris"), both in ISO form.  Its worker
+ * reads it the same in any TimeZone and DateStyle: read there, an origin
+ * without a zone moved with ALTER DATABASE ... SET timezone.
+ */
+static char *
+resolved_origin(const char *text)
+{
+	SspOrigin	o;
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			tz;
+	char		buf[MAXDATELEN + 1];
+
+	parse_origin(text, &o);
+	if (o.zone)
+	{
+		if (timestamp2tm(o.at, NULL, &tm, &fsec, NULL, NULL) != 0)
+			origin_out_of_range();
+		EncodeDateTime(&tm, fsec, false, 0, NULL, USE_ISO_DATES, buf);
+		return psprintf("%s %s", buf, pg_get_timezone_name(o.zone));
+	}
+	if (timestamp2tm(o.at, &tz, &tm, &fsec, NULL, NULL) != 0)
+		origin_out_of_range();
+	EncodeDateTime(&tm, fsec, true, tz, NULL, USE_ISO_DATES, buf);
+	return pstrdup(buf);
+}
+
+static bool
+resolve_origins_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, resolve_origins_walker, context, 0);
+	if (IsA(node, FuncExpr) &&
+		get_func_namespace(((FuncExpr *) node)->funcid) == get_namespace_oid("ssp", false))
+	{
+		FuncExpr   *f = (FuncExpr *) node;
+		char	   *name = get_func_name(f->funcid);
+		int			argno = -1;
+		Const	   *c;
+
+		if (strcmp(name, "tumble") == 0 || strcmp(name, "tumble_end") == 0)
+			argno = 2;
+		else if (strcmp(name, "hop") == 0 || strcmp(name, "hop_windows") == 0)
+			argno = 3;
+		c = argno >= 0 && list_length(f->args) > argno ? list_nth(f->args, argno) : NULL;
+		if (c && IsA(c, Const) && !c->constisnull && c->consttype == TEXTOID)
+			c->constvalue = CStringGetTextDatum(resolved_origin(TextDatumGetCString(c->constvalue)));
+	}
+	return expression_tree_walker(node, resolve_origins_walker, context);
+}
+
+/*
+ * ssp_resolve_origins: at CREATE VIEW, the origins of the windows of a
+ * continuous view's query as it keeps them (resolved_origin), in place.
+ */
+void
+ssp_resolve_origins(Query *q)
+{
+	(void) query_tree_walker(q, resolve_origins_walker, NULL, 0);
+}
+
+/*
  * ssp.hop(ts, size, slide [, origin]): only a GROUP BY key of a continuous
  * view, where each event goes into every window that holds it; in a query,
  * FROM ..., ssp.hop_windows(ts, size, slide) lists those windows.
@@ -724,7 +793,14 @@ ssp_find_window(SspStream *stream, int rtindex, List *group_exprs, SspWindowSpec
 			(void) ssp_hop_count(spec->size, spec->slide);
 		}
 		if (list_length(f->args) > nconst)
+		{
+			SspOrigin	origin;
+
 			spec->origin = list_nth(f->args, nconst);
+			/* an origin that cannot be read fails CREATE VIEW, not each batch */
+			if (exprType(spec->origin) == TEXTOID)
+				parse_origin(TextDatumGetCString(((Const *) spec->origin)->constvalue), &origin);
+		}
 
 		if (stream == NULL)
 			continue;			/* over a join: join.c checks the time */

@@ -191,4 +191,24 @@ SELECT * FROM kolkata_days ORDER BY day;
 SELECT * FROM kolkata_hops ORDER BY day;
 ALTER DATABASE :"db" RESET timezone;
 
+-- options refused at CREATE VIEW, not by each batch for good: ssp.step in
+-- months; ssp.idle_timeout past what the worker's timing takes (a longer one
+-- was taken as 24 days 20:31:23.647)
+\set topic wt_opts_ :run
+CREATE FOREIGN TABLE opts (id int, ts timestamptz) SERVER kafka OPTIONS (topic :'topic', timestamp 'ts');
+CREATE VIEW r WITH (ssp.continuous, ssp.sliding = '1 year', ssp.step = '1 month') AS SELECT count(*) FROM opts;
+CREATE VIEW r WITH (ssp.continuous, ssp.idle_timeout = '24 days 20:31:23.648') AS
+  SELECT ssp.tumble(ts, '1 day') AS d, count(*) FROM opts GROUP BY d;
+CREATE VIEW r WITH (ssp.continuous, ssp.idle_timeout = '1 month') AS
+  SELECT ssp.tumble(ts, '1 day') AS d, count(*) FROM opts GROUP BY d;
+CREATE VIEW longest_idle WITH (ssp.continuous, ssp.idle_timeout = '24 days 20:31:23.647') AS
+  SELECT ssp.tumble(ts, '1 day') AS d, count(*) FROM opts GROUP BY d;
+-- a sliding window of five years steps by a sixtieth of it, 30 days (it
+-- stepped by '1 mon', which no window may be: each batch failed)
+CREATE VIEW five_years WITH (ssp.continuous, ssp.sliding = '5 years') AS SELECT count(*) AS n FROM opts;
+INSERT INTO opts VALUES (1, now() - interval '1 day'), (2, now() - interval '400 days');
+SELECT ssp.wait('five_years', '20 s');
+SELECT n FROM five_years;
+SELECT status, last_error FROM ssp.views WHERE view = 'five_years'::regclass;
+
 DROP SERVER kafka CASCADE;

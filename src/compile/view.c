@@ -38,6 +38,7 @@
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "common/int.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -88,19 +89,46 @@ ssp_view_flag(ViewStmt *stmt, const char *name)
 	return false;
 }
 
+static Interval *
+parse_interval(const char *val)
+{
+	return DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum(val),
+												 ObjectIdGetDatum(InvalidOid),
+												 Int32GetDatum(-1)));
+}
+
+/*
+ * interval_length: iv in microseconds, a month being 30 days and a day 24
+ * hours; false if that is past int64.
+ */
+static bool
+interval_length(Interval *iv, int64 *us)
+{
+	int64		days;
+
+	return !(pg_mul_s64_overflow(iv->month, DAYS_PER_MONTH, &days) ||
+			 pg_add_s64_overflow(days, iv->day, &days) ||
+			 pg_mul_s64_overflow(days, USECS_PER_DAY, us) ||
+			 pg_add_s64_overflow(*us, iv->time, us));
+}
+
+/* length_text: a length of time in microseconds as an interval's text */
+static char *
+length_text(int64 us)
+{
+	Interval	iv = {.time = us};
+
+	return DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(&iv)));
+}
+
 static int
 interval_ms(DefElem *def)
 {
 	char	   *val = defGetString(def);
-	Interval   *iv;
 	int64		us;
 
-	iv = DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum(val),
-											   ObjectIdGetDatum(InvalidOid),
-											   Int32GetDatum(-1)));
-	us = iv->time + (int64) iv->day * USECS_PER_DAY +
-		(int64) iv->month * 30 * USECS_PER_DAY;
-	if (us < 1000 || us > (int64) 3600 * USECS_PER_SEC)
+	if (!interval_length(parse_interval(val), &us) ||
+		us < 1000 || us > (int64) 3600 * USECS_PER_SEC)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ssp.%s must be between 1 millisecond and 1 hour, not \"%s\"",
@@ -162,6 +190,67 @@ ssp_parse_shard(const char *val, int *index, int *count)
 				 errdetail("N must be between 1 and %d, and k between 0 and N - 1.", SSP_MAX_SHARDS)));
 	*index = k;
 	*count = n;
+}
+
+/*
+ * length_of_time: an option's interval as a length of time (a day being 24
+ * hours), unless it has months: windows and steps are lengths of time,
+ * and timestamptz + '1 day' is not one where the worker's TimeZone
+ * changes its clocks.
+ */
+static char *
+length_of_time(char *val, const char *option)
+{
+	Interval   *iv = parse_interval(val);
+	int64		us;
+
+	if (iv->month != 0)
+		return val;
+	if (!interval_length(iv, &us))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("%s out of range: \"%s\"", option, val)));
+	return length_text(us);
+}
+
+/*
+ * sliding_step: the step of a sliding window, checked here rather than by
+ * each batch that failed for good: ssp.step, or by default a sixtieth of
+ * ssp.sliding (a month being 30 days, as interval / 60 has it: a sliding
+ * of five years stepped by '1 mon', which no window may be), as a length
+ * of time; and ssp.sliding as one, unless it has months (then "the last
+ * month" is one of the calendar's, back from now()).
+ */
+static void
+sliding_step(SspViewOptions *opts)
+{
+	Interval   *step;
+	int64		us;
+
+	if (opts->step)
+	{
+		step = parse_interval(opts->step);
+		if (step->month != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("ssp.step cannot be in months or years, not \"%s\"", opts->step),
+					 errhint("A step is a length of time: use days, as in '30 days'.")));
+	}
+	else
+		step = DatumGetIntervalP(DirectFunctionCall2(interval_div,
+													 IntervalPGetDatum(parse_interval(opts->sliding)),
+													 Float8GetDatum(60.0)));
+	if (!interval_length(step, &us))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("ssp.step out of range: \"%s\"", opts->step ? opts->step : opts->sliding)));
+	if (us <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ssp.sliding \"%s\" is too short for a step of a sixtieth of it", opts->sliding),
+				 errhint("Give ssp.step.")));
+	opts->step = length_text(us);
+	opts->sliding = length_of_time(opts->sliding, "ssp.sliding");
 }
 
 SspViewOptions
@@ -295,12 +384,10 @@ ssp_parse_view_options(List *options)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ssp.step needs ssp.sliding")));
-	if (opts.sliding && !opts.step)
-		opts.step = DatumGetCString(DirectFunctionCall1(interval_out,
-														DirectFunctionCall2(interval_div,
-																			DirectFunctionCall3(interval_in, CStringGetDatum(opts.sliding),
-																								ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)),
-																			Float8GetDatum(60.0))));
+	if (opts.sliding)
+		sliding_step(&opts);
+	if (opts.retention)
+		opts.retention = length_of_time(opts.retention, "ssp.retention");
 	return opts;
 }
 
@@ -1116,6 +1203,25 @@ options_text(List *options, SspViewOptions *opts)
 }
 
 /*
+ * check_idle_timeout: ssp.idle_timeout, in milliseconds (as the worker
+ * reads it), fits an int, which the worker's timing takes (a longer one
+ * was taken as 24 days 20:31:23.647, silently).  At CREATE VIEW only: a
+ * view made before goes on as it did.
+ */
+static void
+check_idle_timeout(SspViewOptions *opts)
+{
+	if (opts->idle_timeout &&
+		DatumGetFloat8(DirectFunctionCall2(interval_part, CStringGetTextDatum("epoch"),
+										   IntervalPGetDatum(parse_interval(opts->idle_timeout)))) * 1000 > INT_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 /* INT_MAX milliseconds */
+				 errmsg("ssp.idle_timeout must be at most 24 days 20:31:23.647, not \"%s\"",
+						opts->idle_timeout)));
+}
+
+/*
  * ssp_create_continuous_view: carry out CREATE VIEW ... WITH
  * (ssp.continuous) in place of Postgres.  Needs a transaction; creates
  * objects as the current user.
@@ -1149,6 +1255,7 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("WITH CHECK OPTION is not supported for continuous views")));
 
+	check_idle_timeout(&opts);
 	raw->stmt = copyObject(stmt->query);
 	raw->stmt_location = -1;
 	memset(&b, 0, sizeof(b));

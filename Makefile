@@ -47,6 +47,7 @@ OBJS = \
 	src/compile/viewsql.o \
 	src/compile/view.o \
 	src/compile/rebuild.o \
+	src/compile/output.o \
 	src/compile/replace.o \
 	src/compile/rollup.o \
 	src/compile/shard.o \
@@ -72,7 +73,7 @@ PGFILEDESC = "ssp - stateful stream processing over Kafka"
 # isolation specs (specs/) need the address of a Kafka without the tests'
 # topics in SSP_BROKERS; the TAP tests (test/tap/t/) start their own servers and
 # brokers (TAP_TESTS= leaves them out).  make test does all of it alone.
-REGRESS = extension option privileges names ddl roundtrip scan formats insert view aggregates window windowtime join streamjoin joinwindow changelog temporal join3 shard rows hostile
+REGRESS = extension option privileges names ddl roundtrip scan formats insert view output aggregates window windowtime join streamjoin joinwindow changelog temporal join3 shard rows hostile
 REGRESS_OPTS = --inputdir=$(srcdir) --load-extension=ssp
 ISOLATION = batch_races
 ISOLATION_OPTS = --inputdir=$(srcdir) --load-extension=ssp

@@ -40,6 +40,7 @@
 #include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
 #include "parser/analyze.h"
+#include "parser/parse_func.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
 #include "tcop/utility.h"
@@ -48,6 +49,7 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/regproc.h"
 #include "utils/syscache.h"
 
 #include "ssp.h"
@@ -320,6 +322,60 @@ part_refused(const char *what, const char *rel, Oid view)
 }
 
 /*
+ * changes_refused: refuse to do what ("drop trigger t on table m", ...)
+ * to a trigger of a view's outbox, or to their function (output.c): the
+ * view would go on applying its batches, and publish none of their
+ * changes.
+ */
+static void
+changes_refused(const char *what, Oid view, bool drop)
+{
+	ereport(ERROR,
+			(errcode(drop ? ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST : ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot %s because continuous view %s requires it", what, view_name(view)),
+			 errdetail("It puts the changes of the view in its outbox, from which they are published to its ssp.output_topic; without it they would be lost."),
+			 errhint("Drop the view instead.")));
+}
+
+/*
+ * check_changes_function: DROP FUNCTION (or ROUTINE) of the function of a
+ * view's outbox triggers, even with CASCADE, which would drop them too.
+ */
+static void
+check_changes_function(DropStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (stmt->removeType != OBJECT_FUNCTION && stmt->removeType != OBJECT_ROUTINE)
+		return;
+	foreach(lc, stmt->objects)
+	{
+		Oid			funcid = LookupFuncWithArgs(stmt->removeType, lfirst(lc), true);
+		Oid			view = ssp_changes_function_view(funcid);
+
+		if (OidIsValid(view))
+			changes_refused(psprintf("drop function %s", format_procedure(funcid)), view, true);
+	}
+}
+
+/*
+ * check_changes_trigger: DROP TRIGGER, CREATE OR REPLACE TRIGGER, ALTER
+ * TRIGGER ... RENAME and ... DEPENDS ON EXTENSION of a trigger of a view's
+ * outbox: "verb trigger name on table rv tail".
+ */
+static void
+check_changes_trigger(const char *verb, RangeVar *rv, const char *name, const char *tail)
+{
+	Oid			relid = RangeVarGetRelid(rv, NoLock, true);
+	Oid			view = ssp_changes_trigger_view(relid, name);
+
+	if (OidIsValid(view))
+		changes_refused(psprintf("%s trigger %s on table %s%s", verb, quote_identifier(name),
+								 rv->relname, tail),
+						view, strcmp(verb, "drop") == 0);
+}
+
+/*
  * view_refused: refuse to do what with rv if it is a continuous view: a
  * rule or a trigger on it.  Its rows are written to its table, never
  * through it, and it takes no writes (refuse_view_writes), so neither
@@ -395,13 +451,17 @@ check_plain_replace(Oid relid)
  * refused: DROP INDEX of a part's index (the unique index is what its
  * statements' ON CONFLICT needs), TRUNCATE of a part (its offsets would
  * stay, and what it had counted be lost), ALTER TABLE of a part but for
- * its storage settings (a column, a constraint, a trigger turned off, the
- * table unlogged, its owner or row security), a BEFORE trigger or a rule
- * on a part (either may change or drop the rows the view writes), a table
- * that inherits from a part or is a partition of one, foreign or not (its
- * rows would be read as the view's), and a
- * new definition of the view's query.  Renames, a new schema and AFTER
- * triggers are allowed.  Statements of ssp's own (ssp_spi_exec) pass.
+ * its storage settings and turning triggers on (a column, a constraint, a
+ * trigger turned off, the table unlogged, its owner or row security), a
+ * BEFORE trigger or a rule on a part (either may change or drop the rows
+ * the view writes), a table that inherits from a part or is a partition
+ * of one, foreign or not (its rows would be read as the view's), a new
+ * definition of the view's query, and dropping, replacing or renaming the
+ * triggers that fill a view's outbox or their function (its changes would
+ * be lost: output.c).  Renames, a new schema and AFTER triggers of the
+ * user's are allowed.  Statements of ssp's own (ssp_spi_exec) pass.
+ * Dropping the view drops them all (DROP VIEW, DROP SCHEMA ... CASCADE,
+ * DROP OWNED, DROP EXTENSION), which no statement here names.
  */
 static void
 check_part_change(Node *parsetree)
@@ -416,6 +476,19 @@ check_part_change(Node *parsetree)
 			{
 				DropStmt   *stmt = (DropStmt *) parsetree;
 
+				check_changes_function(stmt);
+				if (stmt->removeType == OBJECT_TRIGGER)
+				{
+					foreach(lc, stmt->objects)
+					{
+						List	   *names = lfirst(lc);
+
+						check_changes_trigger("drop",
+											  makeRangeVarFromNameList(list_copy_head(names, list_length(names) - 1)),
+											  strVal(llast(names)), "");
+					}
+					return;
+				}
 				if (stmt->removeType != OBJECT_INDEX)
 					return;
 				foreach(lc, stmt->objects)
@@ -488,6 +561,10 @@ check_part_change(Node *parsetree)
 				{
 					switch (((AlterTableCmd *) lfirst(lc))->subtype)
 					{
+						case AT_EnableTrig:
+						case AT_EnableAlwaysTrig:
+						case AT_EnableTrigAll:
+						case AT_EnableTrigUser:
 						case AT_SetRelOptions:
 						case AT_ResetRelOptions:
 						case AT_SetStatistics:
@@ -508,6 +585,8 @@ check_part_change(Node *parsetree)
 				CreateTrigStmt *stmt = (CreateTrigStmt *) parsetree;
 
 				view_refused("create a trigger on", stmt->relation);
+				if (stmt->replace)
+					check_changes_trigger("replace", stmt->relation, stmt->trigname, "");
 				if (!stmt->row || TRIGGER_FOR_AFTER(stmt->timing))
 					return;
 				view = view_of_part(RangeVarGetRelid(stmt->relation, NoLock, true));
@@ -541,6 +620,49 @@ check_part_change(Node *parsetree)
 				view = view_of_part(RangeVarGetRelid(stmt->relation, NoLock, true));
 				if (OidIsValid(view))
 					part_refused("create a rule on", stmt->relation->relname, view);
+				return;
+			}
+		case T_RenameStmt:
+			{
+				RenameStmt *stmt = (RenameStmt *) parsetree;
+
+				if (stmt->renameType == OBJECT_TRIGGER)
+					check_changes_trigger("rename", stmt->relation, stmt->subname, "");
+				return;
+			}
+		case T_CreateFunctionStmt:
+			{
+				CreateFunctionStmt *stmt = (CreateFunctionStmt *) parsetree;
+				Oid			funcid;
+
+				/* the function takes no argument; ssp's own replace passes (ssp_own_ddl) */
+				if (!stmt->replace || stmt->parameters != NIL)
+					return;
+				funcid = LookupFuncName(stmt->funcname, 0, NULL, true);
+				view = ssp_changes_function_view(funcid);
+				if (OidIsValid(view))
+					changes_refused(psprintf("replace function %s", format_procedure(funcid)), view, false);
+				return;
+			}
+		case T_AlterObjectDependsStmt:
+			{
+				AlterObjectDependsStmt *stmt = (AlterObjectDependsStmt *) parsetree;
+
+				/* dropped with the extension, and the triggers with it */
+				if (stmt->objectType == OBJECT_TRIGGER)
+					check_changes_trigger("make", stmt->relation,
+										  strVal(linitial((List *) stmt->object)),
+										  " depend on an extension");
+				else if (stmt->objectType == OBJECT_FUNCTION || stmt->objectType == OBJECT_ROUTINE)
+				{
+					Oid			funcid = LookupFuncWithArgs(stmt->objectType,
+															(ObjectWithArgs *) stmt->object, true);
+
+					view = ssp_changes_function_view(funcid);
+					if (OidIsValid(view))
+						changes_refused(psprintf("make function %s depend on an extension", format_procedure(funcid)),
+										view, false);
+				}
 				return;
 			}
 		case T_ViewStmt:

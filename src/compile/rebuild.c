@@ -120,8 +120,18 @@ ssp_view_build(SspView *v)
 	{
 		b->outbox = qualified_name(v, v->outbox);
 		if (OidIsValid(v->changes))
+		{
+			char	   *fn = get_func_name(v->changes);
+
+			/* dropped since the view was loaded */
+			if (fn == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_FUNCTION),
+						 errmsg("continuous view \"%s\" has lost its trigger function", v->name),
+						 errhint("Drop the view and create it again.")));
 			b->changes_fn = quote_qualified_identifier(get_namespace_name(get_func_namespace(v->changes)),
-													   get_func_name(v->changes));
+													   fn);
+		}
 	}
 	for (i = 0; i < list_length(v->buffers) && i < lengthof(b->buffers); i++)
 	{
@@ -286,17 +296,22 @@ sync_changes_function(SspView *v, Build *b)
 
 /*
  * ssp_view_generate: the SQL a worker runs, built again (ssp_view_build),
- * into memory of its own; from then on, watched for renames.  Needs a
+ * into memory of its own; from then on, watched for renames.  Errors if
+ * the triggers of the view's outbox are not all there and enabled
+ * (ssp_view_check_changes), whenever the view's table changed.  Needs a
  * transaction.
  */
 void
 ssp_view_generate(SspView *v)
 {
-	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "ssp view SQL",
-											  ALLOCSET_SMALL_SIZES);
-	MemoryContext old = MemoryContextSwitchTo(cxt);
+	MemoryContext cxt;
+	MemoryContext old;
 	Build	   *b;
 
+	/* its changes would be lost without the triggers of its outbox */
+	ssp_view_check_changes(v);
+	cxt = AllocSetContextCreate(TopMemoryContext, "ssp view SQL", ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(cxt);
 	v->sql_stale = false;
 	b = ssp_view_build(v);
 	v->apply_sql = b->apply_sql;

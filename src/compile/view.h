@@ -160,7 +160,11 @@ extern bool ssp_replace_swap(Oid shadow, Oid view);
 extern void ssp_continuous_view_owner_changed(Oid view, Oid owner_before);
 extern void ssp_continuous_views_reassigned(Oid owner);
 
-/* outbox.c */
+/* output.c */
+extern Oid	ssp_changes_function_view(Oid funcid);
+extern Oid	ssp_changes_trigger_view(Oid relid, const char *name);
+extern void ssp_view_check_changes(SspView *v);
+
 /* rollup.c */
 extern void ssp_create_rollup(ViewStmt *stmt, const char *queryString);
 

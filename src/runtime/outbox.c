@@ -14,13 +14,16 @@
  * published and deletes what it published.  A crash between the two sends
  * those changes again after the restart, with the same numbers: each
  * message carries its number (the header ssp-seq, and "_seq" in the
- * value), so a consumer drops any it has seen.
+ * value), so a consumer drops any it has seen.  Only changes whose
+ * commit is on disk are published.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "foreign/foreign.h"
@@ -89,6 +92,27 @@ produce_changes(SspKafka *producer, SspView *v, int timeout_ms)
 }
 
 /*
+ * flush_wal: every commit that this transaction sees is made durable
+ * before its changes are published.  A batch committed asynchronously
+ * (synchronous_commit = off, as a database's or role's setting may say)
+ * and lost in a crash after its changes reached the topic would be
+ * applied again, its changes given numbers that the topic holds already,
+ * for other changes: a consumer would take them for repeats and drop
+ * them.  Flushing what is flushed already costs nothing.  (At a page's
+ * start the insert position is past the page's header, which no record
+ * has reached yet: the page's start is flushed instead.)
+ */
+static void
+flush_wal(void)
+{
+	XLogRecPtr	lsn = GetXLogInsertRecPtr();
+
+	if (lsn % XLOG_BLCKSZ <= SizeOfXLogLongPHD)
+		lsn -= lsn % XLOG_BLCKSZ;
+	XLogFlush(lsn);
+}
+
+/*
  * publish_some: publish up to PUBLISH_BATCH changes past the last one
  * published; returns how many.  In a transaction of its own.
  */
@@ -125,6 +149,8 @@ publish_some(SspView *v, int timeout_ms)
 							  2, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read the outbox of continuous view \"%s\"", v->name);
 	n = SPI_processed;
+	if (n > 0)
+		flush_wal();
 	/*
 	 * On an error nothing of this view stays queued in the process's
 	 * producer, which its other views publish with: its messages would be

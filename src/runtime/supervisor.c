@@ -356,13 +356,19 @@ launch_scheduler(LauncherDb *ldb)
 /*
  * ssp_bgworker_session: settings for the session of an ssp background
  * worker, after it connects.  Settings meant for users' sessions
- * (postgresql.conf, ALTER DATABASE) are not all for these: a lock_timeout
- * would fail a batch whenever a user holds a lock on the view's table,
- * where it should be waited out (ssp.views then says "waiting for a
- * lock"), and SERIALIZABLE by default would add serialization failures
- * that nothing retries.  (statement_timeout and
- * idle_in_transaction_session_timeout are armed for client statements
- * only.)
+ * (postgresql.conf, ALTER DATABASE, ALTER ROLE) are not all for these: a
+ * lock_timeout would fail a batch whenever a user holds a lock on the
+ * view's table, where it should be waited out (ssp.views then says
+ * "waiting for a lock"), and SERIALIZABLE by default would add
+ * serialization failures that nothing retries.  Two would change what a
+ * view writes without a word: session_replication_role = replica fires no
+ * trigger, so a view with ssp.output_topic would apply its batches and put
+ * none of its changes in its outbox; and extra_float_digits below 1 rounds
+ * the floats of the changes it publishes as JSON.  (synchronous_commit =
+ * off may stay: the outbox flushes the WAL before it publishes, outbox.c.
+ * statement_timeout and idle_in_transaction_session_timeout are armed for
+ * client statements only.  A view reads event times of type timestamp in
+ * its database's TimeZone, as documented.)
  */
 void
 ssp_bgworker_session(void)
@@ -378,6 +384,8 @@ ssp_bgworker_session(void)
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("session_replication_role", "origin", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("extra_float_digits", "1", PGC_SUSET, PGC_S_OVERRIDE);
 }
 
 /*

@@ -116,8 +116,11 @@ like($err, qr/cannot drop table revenue_outbox because view revenue requires it/
 my $fn = $new->safe_psql('postgres',
 	q{SELECT tgfoid::regproc FROM pg_trigger WHERE tgrelid = 'revenue_mrel'::regclass AND tgname = 'ssp_changes_insert'});
 ($rc, $out, $err) = $new->psql('postgres', "DROP FUNCTION $fn()");
-like($err, qr/cannot drop function revenue_changes\(\) because other objects depend on it/,
-	"the outbox's trigger function is kept by the triggers that call it");
+like($err, qr/cannot drop function revenue_changes\(\) because continuous view revenue requires it/,
+	"the outbox's trigger function is the view's again");
+($rc, $out, $err) = $new->psql('postgres', 'DROP TRIGGER ssp_changes_update ON revenue_mrel');
+like($err, qr/cannot drop trigger ssp_changes_update on table revenue_mrel because continuous view revenue requires it/,
+	'and so are its triggers');
 
 ok($new->poll_query_until('postgres', 'SELECT count(*) = 0 FROM revenue_outbox'),
 	'the outbox is published on the new cluster');

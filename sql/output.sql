@@ -1,0 +1,129 @@
+-- ssp.output_topic: what keeps the changes a view publishes whole
+-- (doc/outputs.md; test/tap/t/016_output_topic.pl publishes them through
+-- crashes).  The triggers that put a view's changes in its outbox, and
+-- their function, are the view's own; its workers fire them whatever the
+-- database's settings say.
+\getenv brokers SSP_BROKERS
+\getenv run SSP_RUN_ID
+CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+\set topic output_orders_ :run
+\set out output_changes_ :run
+CREATE FOREIGN TABLE orders (id bigint, region text, amount numeric)
+  SERVER kafka OPTIONS (topic :'topic');
+INSERT INTO orders SELECT g, 'r' || g % 5, g / 10.0 FROM generate_series(1, 100) g;
+-- the changes as a consumer reads them
+CREATE FOREIGN TABLE changes (region text, n bigint, total numeric, third float8,
+    _op text, _seq bigint, seq text OPTIONS (meta 'header:ssp-seq'),
+    p int OPTIONS (meta 'partition'), o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'out');
+-- whether a view runs and has published every change of its outbox
+CREATE FUNCTION published(v regclass) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  box regclass := (SELECT outbox FROM ssp.continuous_views WHERE view = v);
+  empty boolean;
+BEGIN
+  FOR i IN 1 .. 600 LOOP
+    EXECUTE format('SELECT NOT EXISTS (SELECT FROM %s)', box) INTO empty;
+    IF empty AND EXISTS (SELECT FROM ssp.views WHERE view = v AND status = 'running') THEN
+      RETURN true;
+    END IF;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+  RETURN false;
+END $$;
+-- whether every view runs, each in a process that was not running before
+CREATE TABLE old_workers (pid int);
+CREATE FUNCTION restarted() RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN 1 .. 600 LOOP
+    IF NOT EXISTS (SELECT FROM ssp.views WHERE status <> 'running' OR worker_pid IS NULL
+                   OR worker_pid IN (SELECT pid FROM old_workers)) THEN
+      RETURN true;
+    END IF;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+  RETURN false;
+END $$;
+CREATE VIEW revenue WITH (ssp.continuous, ssp.output_topic = :'out') AS
+  SELECT region, count(*) AS n, sum(amount) AS total, sum(amount::float8 / 3) AS third
+  FROM orders GROUP BY region;
+SELECT ssp.wait('revenue'), published('revenue');
+
+-- the triggers that put its changes in its outbox, and their function,
+-- are the view's: dropped with it, and by nothing else
+DROP TRIGGER ssp_changes_update ON revenue_mrel;
+DROP TRIGGER IF EXISTS ssp_changes_insert ON revenue_mrel CASCADE;
+DROP FUNCTION revenue_changes() CASCADE;
+DROP ROUTINE revenue_changes;
+CREATE OR REPLACE FUNCTION revenue_changes() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END';
+CREATE OR REPLACE TRIGGER ssp_changes_insert AFTER INSERT ON revenue_mrel
+  FOR EACH STATEMENT EXECUTE FUNCTION suppress_redundant_updates_trigger();
+ALTER TRIGGER ssp_changes_delete ON revenue_mrel RENAME TO d;
+ALTER TRIGGER ssp_changes_delete ON revenue_mrel DEPENDS ON EXTENSION plpgsql;
+ALTER TABLE revenue_mrel DISABLE TRIGGER ssp_changes_update;
+ALTER TABLE revenue_mrel ENABLE REPLICA TRIGGER ssp_changes_update;
+-- a trigger of the user's on the view's table comes and goes
+CREATE FUNCTION noted() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END';
+CREATE TRIGGER noted AFTER INSERT ON revenue_mrel FOR EACH STATEMENT EXECUTE FUNCTION noted();
+CREATE OR REPLACE TRIGGER noted AFTER UPDATE ON revenue_mrel FOR EACH STATEMENT EXECUTE FUNCTION noted();
+DROP TRIGGER noted ON revenue_mrel;
+DROP FUNCTION noted();
+SELECT tgname, tgfoid::regproc, tgenabled FROM pg_trigger WHERE tgrelid = 'revenue_mrel'::regclass ORDER BY 1;
+
+-- a database that says session_replication_role = replica (which fires no
+-- trigger) and extra_float_digits = -3 (which rounds floats as text): the
+-- workers, started again, fire the triggers and publish the floats whole
+DO $$BEGIN
+  EXECUTE format('ALTER DATABASE %I SET session_replication_role = replica', current_database());
+  EXECUTE format('ALTER DATABASE %I SET extra_float_digits = -3', current_database());
+END$$;
+INSERT INTO old_workers SELECT worker_pid FROM ssp.views WHERE worker_pid IS NOT NULL;
+SELECT count(pg_terminate_backend(pid)) > 0 AS terminated FROM old_workers;
+SELECT restarted();
+SELECT published_seq AS published FROM ssp.continuous_views WHERE view = 'revenue'::regclass \gset
+INSERT INTO orders SELECT g, 'r' || g % 5, g / 10.0 FROM generate_series(101, 150) g;
+SELECT ssp.wait('revenue'), published('revenue');
+SELECT published_seq > :published AS published_more FROM ssp.continuous_views WHERE view = 'revenue'::regclass;
+-- each group's last change is the view's row
+SELECT count(*) AS groups, bool_and(c.n = r.n AND c.total = r.total AND c.third = r.third) AS same
+FROM revenue r JOIN (SELECT DISTINCT ON (region) * FROM changes ORDER BY region, _seq DESC) c USING (region);
+DO $$BEGIN
+  EXECUTE format('ALTER DATABASE %I RESET session_replication_role', current_database());
+  EXECUTE format('ALTER DATABASE %I RESET extra_float_digits', current_database());
+END$$;
+
+-- a view whose triggers are disabled when its worker loads it (as a
+-- restore of a dump in which they were may leave them) fails, saying so;
+-- enabled, it goes on by itself
+UPDATE pg_trigger SET tgenabled = 'D' WHERE tgrelid = 'revenue_mrel'::regclass AND tgname = 'ssp_changes_update';
+TRUNCATE old_workers;
+INSERT INTO old_workers SELECT worker_pid FROM ssp.views WHERE view = 'revenue'::regclass;
+SELECT count(pg_terminate_backend(pid)) AS terminated FROM old_workers;
+DO $$BEGIN
+  FOR i IN 1 .. 600 LOOP
+    EXIT WHEN EXISTS (SELECT FROM ssp.views WHERE view = 'revenue'::regclass AND status = 'failed'
+                      AND last_error LIKE '%cannot publish its changes%');
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END$$;
+SELECT status, last_error FROM ssp.views WHERE view = 'revenue'::regclass;
+INSERT INTO orders SELECT g, 'r' || g % 5, g / 10.0 FROM generate_series(151, 160) g;
+SELECT ssp.wait('revenue', '2 s') AS applied_meanwhile;
+ALTER TABLE revenue_mrel ENABLE TRIGGER ssp_changes_update;
+SELECT ssp.wait('revenue', '90 s'), published('revenue');
+SELECT count(*) AS groups, bool_and(c.n = r.n AND c.total = r.total) AS same, sum(r.n) AS orders
+FROM revenue r JOIN (SELECT DISTINCT ON (region) * FROM changes ORDER BY region, _seq DESC) c USING (region);
+
+-- dropping the view, or its schema, drops its triggers and function
+CREATE SCHEMA output_s;
+CREATE VIEW output_s.totals WITH (ssp.continuous, ssp.output_topic = 'output_totals') AS
+  SELECT region, count(*) AS n FROM orders GROUP BY region;
+DROP SCHEMA output_s CASCADE;
+DROP VIEW revenue;
+SELECT count(*) AS triggers FROM pg_trigger WHERE tgname LIKE 'ssp_changes_%'
+  AND tgfoid IN (SELECT oid FROM pg_proc WHERE proname IN ('revenue_changes', 'totals_changes'));
+SELECT count(*) AS functions FROM pg_proc WHERE proname IN ('revenue_changes', 'totals_changes');
+DROP FUNCTION published(regclass);
+DROP FUNCTION restarted();
+DROP TABLE old_workers;
+DROP SERVER kafka CASCADE;

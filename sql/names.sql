@@ -43,7 +43,8 @@ SELECT count(*) FROM ssp.continuous_views;
 
 -- the longest names, committed, so that their workers run them: a view of
 -- 63 bytes and one of 62, whose clipped names are the same, in a schema of
--- 63 bytes, over a stream of 63 bytes; a join of two streams (buffers)
+-- 63 bytes, over a stream of 63 bytes (each view publishing to a topic of
+-- its own); a join of two streams (buffers)
 CREATE SCHEMA sssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssss;
 SET search_path = sssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssss, public;
 CREATE FOREIGN TABLE ttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt
@@ -51,7 +52,7 @@ CREATE FOREIGN TABLE ttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt
   SERVER names_kafka OPTIONS (topic 'names_orders', timestamp 'ts');
 CREATE VIEW vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv WITH (ssp.continuous, ssp.output_topic = 'names_changes') AS
   SELECT region, count(*) AS n, sum(amount) AS total, count(DISTINCT id % 4) AS d FROM ttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt GROUP BY region;
-CREATE VIEW vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv WITH (ssp.continuous, ssp.output_topic = 'names_changes') AS
+CREATE VIEW vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv WITH (ssp.continuous, ssp.output_topic = 'names_changes_62') AS
   SELECT region, count(*) AS n, sum(amount) AS total FROM ttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt GROUP BY region;
 -- (a self-join of a topic is refused: one offset per topic and partition)
 CREATE VIEW jjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjj WITH (ssp.continuous) AS

@@ -12,6 +12,17 @@
  * refuses to run a view whose triggers are missing or disabled
  * (ssp_view_check_changes), as a restore may leave them for a while.
  *
+ * Each change carries a number (_seq, the header ssp-seq), and a consumer
+ * drops a record whose number is not above the highest it has seen in the
+ * record's partition (doc/outputs.md).  So the numbers in each partition
+ * must only grow, whichever view wrote them: only one continuous view of
+ * the database may publish to a topic (ssp_output_check_topic), and a new
+ * view numbers its changes from above the highest number at the end of
+ * each partition of its topic, and above the microseconds since
+ * 2000-01-01 by the server's clock, which covers what the end of the
+ * topic no longer shows (records deleted by retention, a view of another
+ * cluster): ssp_output_start.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -26,13 +37,24 @@
 #include "catalog/pg_proc.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
+#include "executor/spi.h"
+#include "foreign/foreign.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "ssp.h"
+#include "kafka/kafka.h"
 #include "compile/view.h"
+
+/* the last messages of each partition read for the numbers there */
+#define SSP_OUTPUT_TAIL 64
 
 /* the triggers that fill a view's outbox (viewsql.c), and their events */
 static const struct
@@ -182,4 +204,95 @@ ssp_view_check_changes(SspView *v)
 								  quote_identifier(name)));
 		heap_freetuple(tup);
 	}
+}
+
+/*
+ * ssp_output_check_topic: refuse a new continuous view with output topic
+ * topic on server serverid if another view of the database publishes to
+ * it: their changes would be numbered apart, in one partition, and a
+ * consumer would drop those of one of them as repeats.  Serialized per
+ * server by an advisory lock held to the end of the transaction, and read
+ * with the latest snapshot, so that two such views created at once, or
+ * in a transaction that began before the other committed, cannot both
+ * pass.  A view that is being dropped in a transaction not yet committed
+ * still counts.
+ */
+void
+ssp_output_check_topic(Oid serverid, const char *topic)
+{
+	Oid			argtypes[2] = {TEXTOID, OIDOID};
+	Datum		args[2] = {CStringGetTextDatum(topic), ObjectIdGetDatum(serverid)};
+	Oid			locktype = INT8OID;
+	Datum		lockkey = Int64GetDatum((SSP_OUTPUT_LOCK_CLASS << 32) | (int64) serverid);
+	int			rc;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (ssp_spi_catalog("SELECT pg_catalog.pg_advisory_xact_lock($1)", 1, &locktype, &lockkey,
+						NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not lock the output topics of the server");
+	PushActiveSnapshot(GetLatestSnapshot());
+	rc = ssp_spi_catalog("SELECT c.view FROM ssp.continuous_views c "
+						 "JOIN pg_catalog.pg_foreign_table f ON f.ftrelid = c.streams[1] "
+						 "WHERE c.output_topic = $1 AND f.ftserver = $2 "
+						 "ORDER BY c.view::pg_catalog.text LIMIT 1",
+						 2, argtypes, args, NULL, true, 1);
+	PopActiveSnapshot();
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.continuous_views");
+	/* the view, a regclass: SPI_getvalue names it as the user's path shows it */
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("continuous view %s publishes to topic \"%s\" already",
+						SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), topic),
+				 errdetail("The changes of two views in one topic would be numbered apart, and a consumer that drops the records whose _seq is not above the highest it has seen would drop some of them."),
+				 errhint("Give the view an output topic of its own, or drop the other view first.")));
+	SPI_finish();
+}
+
+/*
+ * ssp_output_start: number a new view's changes, in its outbox's identity
+ * column, from above anything an earlier view could have published to
+ * its output topic: above the highest ssp-seq header among the last
+ * SSP_OUTPUT_TAIL messages of each partition of the topic (read as the
+ * current user, the view's owner), and above the microseconds since
+ * 2000-01-01 by the server's clock, which an earlier view's numbers, from
+ * its own creation on, could outrun only by publishing more than a
+ * million changes a second.  A topic the owner may not read (an ACL that
+ * lets it write only) leaves the clock alone, with a notice.  Needs a
+ * transaction.
+ */
+void
+ssp_output_start(Oid outbox, Oid serverid, const char *topic)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "ssp output start",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	SspKafka   *kafka = ssp_kafka_consumer(serverid, GetUserId(), topic, NULL);
+	int64		tail = 0;
+	int64		start = Max(GetCurrentTimestamp(), 1);
+	bool		readable;
+	Oid			seq;
+
+	readable = ssp_kafka_tail_number(kafka, "ssp-seq", SSP_OUTPUT_TAIL, &tail);
+	ssp_kafka_close(kafka);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+	if (!readable)
+		ereport(NOTICE,
+				(errmsg("could not read the end of topic \"%s\"", topic),
+				 errdetail("The brokers of server \"%s\" do not let role \"%s\" read it.",
+						   GetForeignServer(serverid)->servername, GetUserNameFromId(GetUserId(), false)),
+				 errhint("The view's changes are numbered from the server's clock alone.  Grant the role's principal DESCRIBE and READ on the topic to have them numbered above those at its end too.")));
+	if (tail == PG_INT64_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+				 errmsg("topic \"%s\" holds a change numbered %lld, the highest a number may be",
+						topic, (long long) tail),
+				 errhint("Give the view another output topic.")));
+	start = Max(start, tail + 1);
+	seq = getIdentitySequence(outbox, get_attnum(outbox, "seq"), false);
+	(void) DirectFunctionCall3(setval3_oid, ObjectIdGetDatum(seq), Int64GetDatum(start),
+							   BoolGetDatum(false));
 }

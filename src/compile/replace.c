@@ -178,10 +178,43 @@ check_columns(Oid oldrel, Oid newrel)
 }
 
 /*
- * check_replaceable: what a replacement cannot carry over.  An output
- * topic would get the changes of both definitions while the new one
- * catches up, numbered apart; and a view that reads the old definition's
- * table itself (a rollup) would lose it at the swap.
+ * check_output_replace: an output topic is for a view's life.  Replacing
+ * a view that has one, both definitions would publish their changes to
+ * it while the new one catches up, numbered apart; a new definition that
+ * adds one would publish the changes of its catch-up.  Checked before the
+ * new definition is built.
+ */
+static void
+check_output_replace(Oid viewoid, ViewStmt *stmt, const char *name)
+{
+	Oid			argtype = OIDOID;
+	Datum		arg = ObjectIdGetDatum(viewoid);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (ssp_spi_catalog("SELECT 1 FROM ssp.continuous_views WHERE view OPERATOR(pg_catalog.=) $1::regclass "
+						"AND output_topic IS NOT NULL",
+						1, &argtype, &arg, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.continuous_views");
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot replace continuous view \"%s\": it has ssp.output_topic", name),
+				 errdetail("Both definitions would publish their changes to the topic while the new one catches up."),
+				 errhint("Create the new definition as a view of its own, with an output topic of its own.")));
+	SPI_finish();
+	if (ssp_parse_view_options(stmt->options).output_topic)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot replace continuous view \"%s\" with a definition that has ssp.output_topic", name),
+				 errdetail("The new definition would publish the changes of its catch-up, before it takes the old one's place."),
+				 errhint("Drop the view and create it again with ssp.output_topic, or create the new definition as a view of its own.")));
+}
+
+/*
+ * check_replaceable: what a replacement cannot carry over: a view that
+ * reads the old definition's table itself (a rollup) would lose it at
+ * the swap.
  */
 static void
 check_replaceable(Oid viewoid, Oid shadowoid, const char *name)
@@ -191,16 +224,6 @@ check_replaceable(Oid viewoid, Oid shadowoid, const char *name)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
-	if (ssp_spi_catalog("SELECT 1 FROM ssp.continuous_views WHERE view IN ($1::regclass, $2::regclass) "
-							  "AND output_topic IS NOT NULL",
-							  2, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "ssp: could not read ssp.continuous_views");
-	if (SPI_processed > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot replace continuous view \"%s\": it has ssp.output_topic", name),
-				 errdetail("Both definitions would publish their changes to the topic while the new one catches up."),
-				 errhint("Create the new definition as a view of its own, with an output topic of its own.")));
 	if (ssp_spi_catalog("SELECT r.ev_class::regclass::text FROM pg_catalog.pg_depend d "
 							  "JOIN pg_catalog.pg_rewrite r ON d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass "
 							  "AND d.objid = r.oid "
@@ -321,6 +344,7 @@ ssp_replace_continuous_view(ViewStmt *stmt, const char *queryString, Oid viewoid
 				 errhint("Replace the view on each shard's server, then drop the view over shards and create it again.")));
 	/* one replacement at a time; the view keeps serving meanwhile */
 	LockRelationOid(viewoid, ShareUpdateExclusiveLock);
+	check_output_replace(viewoid, stmt, name);
 
 	args[0] = ObjectIdGetDatum(viewoid);
 	if (SPI_connect() != SPI_OK_CONNECT)

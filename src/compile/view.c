@@ -1321,6 +1321,10 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 
 	elog(DEBUG1, "ssp: continuous view %s: %s; %s; %s", view, create.data, viewsql.data, apply.data);
 
+	/* an output topic no other view publishes to (a replacement has none) */
+	if (opts.output_topic)
+		ssp_output_check_topic(b.stream->serverid, opts.output_topic);
+
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
 	ssp_spi_exec(create.data);
@@ -1362,4 +1366,9 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	/* a view over shards reads no stream itself: its shards do */
 	if (!opts.shard_servers)
 		ssp_store_start_offsets(viewoid, b.nstreams, b.stream_oids, b.topics, opts.start);
+	/* its changes numbered above those its output topic holds */
+	if (opts.output_topic)
+		ssp_output_start(RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(b.outbox)),
+										  NoLock, false),
+						 b.stream->serverid, opts.output_topic);
 }

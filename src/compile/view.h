@@ -161,9 +161,12 @@ extern void ssp_continuous_view_owner_changed(Oid view, Oid owner_before);
 extern void ssp_continuous_views_reassigned(Oid owner);
 
 /* output.c */
+#define SSP_OUTPUT_LOCK_CLASS INT64CONST(0x53535001)	/* "SSP" + 1 */
 extern Oid	ssp_changes_function_view(Oid funcid);
 extern Oid	ssp_changes_trigger_view(Oid relid, const char *name);
 extern void ssp_view_check_changes(SspView *v);
+extern void ssp_output_check_topic(Oid serverid, const char *topic);
+extern void ssp_output_start(Oid outbox, Oid serverid, const char *topic);
 
 /* rollup.c */
 extern void ssp_create_rollup(ViewStmt *stmt, const char *queryString);

@@ -104,6 +104,8 @@ struct SspKafka
 	int			nleft;			/* partitions not yet at their end */
 	rd_kafka_message_t *current;
 	MemoryContextCallback cleanup;
+	bool		refusable;		/* the topic refused (authorization) ends a read */
+	bool		refused;		/* and it was */
 
 	/* worker consumers: a queue that signals a pipe, pending messages */
 	rd_kafka_queue_t *queue;
@@ -754,10 +756,11 @@ offsets_in_slices(SspKafka *kafka, rd_kafka_topic_partition_list_t *list, int64 
 
 /*
  * list_offsets: for partitions first..first+nparts-1, into offsets[0..], the
- * offset the broker gives for which (RD_KAFKA_OFFSET_BEGINNING or _END).
+ * offset the broker gives for which (RD_KAFKA_OFFSET_BEGINNING or _END);
+ * list_offsets_err returns the error rather than raise it.
  */
-static void
-list_offsets(SspKafka *kafka, int first, int nparts, int64 which, int64 *offsets)
+static rd_kafka_resp_err_t
+list_offsets_err(SspKafka *kafka, int first, int nparts, int64 which, int64 *offsets)
 {
 	rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(Max(nparts, 1));
 	rd_kafka_resp_err_t err;
@@ -776,6 +779,14 @@ list_offsets(SspKafka *kafka, int first, int nparts, int64 which, int64 *offsets
 	}
 	rd_kafka_topic_partition_list_destroy(list);
 	CHECK_FOR_INTERRUPTS();
+	return err;
+}
+
+static void
+list_offsets(SspKafka *kafka, int first, int nparts, int64 which, int64 *offsets)
+{
+	rd_kafka_resp_err_t err = list_offsets_err(kafka, first, nparts, which, offsets);
+
 	if (err)
 		broker_error(kafka, "get the offsets", err);
 }
@@ -1014,6 +1025,12 @@ ssp_kafka_next(SspKafka *kafka, SspMessage *msg)
 			mask(kafka, rd_kafka_message_errstr(m), kafka->last_error,
 				 sizeof(kafka->last_error));
 			rd_kafka_message_destroy(m);
+			if (err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED && kafka->refusable)
+			{
+				kafka->refused = true;
+				kafka->nleft = 0;
+				break;
+			}
 			/* transient errors are retried by librdkafka itself */
 			if (err == RD_KAFKA_RESP_ERR__TRANSPORT ||
 				err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
@@ -1054,6 +1071,89 @@ ssp_kafka_header(SspMessage *msg, const char *name, const char **value,
 		return false;
 	*value = v;
 	return true;
+}
+
+/*
+ * ssp_kafka_tail_number: the highest value of header name, read as a
+ * decimal number, among the last tail messages of each partition of the
+ * consumer's topic, into *max: 0 if none of them has it, or the topic is
+ * empty or does not exist.  False if the brokers refuse the client the
+ * topic (a principal may write a topic it may not read); any other
+ * failure is an error.  Assigns the consumer, which the caller closes.
+ */
+bool
+ssp_kafka_tail_number(SspKafka *kafka, const char *name, int tail, int64 *max)
+{
+	rd_kafka_resp_err_t err;
+	Slices		sl;
+	int			nparts;
+	int64	   *low;
+	int64	   *high;
+	SspPartitionRange *ranges;
+	SspMessage	msg;
+	int			n = 0;
+	int			p;
+
+	*max = 0;
+	slices_start(&sl, kafka);
+	do
+		err = topic_partitions(kafka, slice_next(&sl), &nparts);
+	while (slice_again(&sl, err));
+	CHECK_FOR_INTERRUPTS();
+	rd_kafka_poll(kafka->rk, 0);
+	/* a topic being created (by a producer elsewhere) holds nothing yet */
+	if (err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE)
+		return true;
+	if (err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+		return false;
+	if (err)
+		broker_error(kafka, "get the metadata", err);
+	if (nparts <= 0)
+		return true;
+
+	low = palloc(sizeof(int64) * nparts);
+	high = palloc(sizeof(int64) * nparts);
+	err = list_offsets_err(kafka, 0, nparts, RD_KAFKA_OFFSET_BEGINNING, low);
+	if (!err)
+		err = list_offsets_err(kafka, 0, nparts, RD_KAFKA_OFFSET_END, high);
+	if (err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+		return false;
+	if (err)
+		broker_error(kafka, "get the offsets", err);
+
+	ranges = palloc0(sizeof(SspPartitionRange) * nparts);
+	for (p = 0; p < nparts; p++)
+	{
+		if (high[p] <= low[p])
+			continue;
+		ranges[n].partition = p;
+		ranges[n].start = Max(low[p], high[p] - tail);
+		ranges[n].end = high[p];
+		n++;
+	}
+	if (n == 0)
+		return true;
+	ssp_kafka_assign(kafka, ranges, n);
+	kafka->refusable = true;
+	while (ssp_kafka_next(kafka, &msg))
+	{
+		const char *value;
+		size_t		len;
+		char		digits[32];
+		int64		number;
+		char	   *end;
+
+		if (!ssp_kafka_header(&msg, name, &value, &len) || len == 0 || len >= sizeof(digits))
+			continue;
+		memcpy(digits, value, len);
+		digits[len] = '\0';
+		errno = 0;
+		number = strtoi64(digits, &end, 10);
+		if (errno == 0 && *end == '\0')
+			*max = Max(*max, number);
+	}
+	kafka->refusable = false;
+	return !kafka->refused;
 }
 
 /* Producers ---------------------------------------------------------- */

@@ -62,6 +62,8 @@ extern void ssp_kafka_assign(SspKafka *kafka, SspPartitionRange *ranges,
 extern bool ssp_kafka_next(SspKafka *kafka, SspMessage *msg);
 extern bool ssp_kafka_header(SspMessage *msg, const char *name,
 							 const char **value, size_t *len);
+extern bool ssp_kafka_tail_number(SspKafka *kafka, const char *name, int tail,
+								  int64 *max);
 /* a producer's messages that were not delivered, so far */
 typedef struct SspFailures
 {

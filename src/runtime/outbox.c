@@ -14,7 +14,8 @@
  * published and deletes what it published.  A crash between the two sends
  * those changes again after the restart, with the same numbers: each
  * message carries its number (the header ssp-seq, and "_seq" in the
- * value), so a consumer drops any it has seen.  Only changes whose
+ * value), so a consumer drops any it has seen.  The numbers start above
+ * those of any view before in the topic (output.c).  Only changes whose
  * commit is on disk are published.
  *
  *-------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 -- crashes).  The triggers that put a view's changes in its outbox, and
 -- their function, are the view's own; its workers fire them whatever the
 -- database's settings say; one view publishes to a topic, and a new one
--- numbers its changes above those at the topic's end.
+-- numbers its changes above those at the topic's end; a change too large
+-- to send fails the view, saying so, after those before it are published.
 \getenv brokers SSP_BROKERS
 \getenv run SSP_RUN_ID
 CREATE SERVER kafka FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
@@ -147,6 +148,45 @@ SELECT ssp.wait('counted'), published('counted');
 SELECT count(DISTINCT region) AS groups, bool_and(_seq > 9000000000000000000 AND seq = _seq::text) AS above
 FROM planted WHERE region <> 'elsewhere';
 DROP VIEW counted;
+
+-- a change larger than the producer sends (message.max.bytes) fails the
+-- view, saying how large it is; those before it are published, and it
+-- waits, first in the outbox, until the limit is raised
+\set notes output_notes_ :run
+\set longest output_longest_ :run
+CREATE SERVER small FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers', "message.max.bytes" '1500');
+CREATE FOREIGN TABLE notes (g text, body text) SERVER small OPTIONS (topic :'notes');
+CREATE FOREIGN TABLE longest_changes (g text, body text, n bigint, _op text, _seq bigint)
+  SERVER small OPTIONS (topic :'longest');
+CREATE VIEW longest WITH (ssp.continuous, ssp.output_topic = :'longest') AS
+  SELECT g, max(body) AS body, count(*) AS n FROM notes GROUP BY g;
+INSERT INTO notes VALUES ('a', 'first'), ('b', 'short');
+SELECT ssp.wait('longest'), published('longest');
+-- one batch (the view paused meanwhile) updates b and adds a group whose
+-- name is 900 bytes, twice in its change (key and row): b's change comes
+-- first (AFTER UPDATE triggers fire before AFTER INSERT ones)
+SELECT ssp.pause('longest');
+INSERT INTO notes VALUES ('b', 'shorter'), (repeat('k', 900), 'x');
+SELECT ssp.resume('longest');
+DO $$BEGIN
+  FOR i IN 1 .. 600 LOOP
+    EXIT WHEN EXISTS (SELECT FROM ssp.views WHERE view = 'longest'::regclass AND status = 'failed'
+                      AND last_error LIKE 'could not publish%');
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END$$;
+SELECT status, regexp_replace(last_error, 'is \d+ bytes', 'is N bytes') AS last_error
+FROM ssp.views WHERE view = 'longest'::regclass;
+SELECT left(key->>'g', 3) AS g, value->>'_op' AS op FROM longest_outbox;
+SELECT left(g, 3) AS g, n FROM longest ORDER BY g;
+SELECT left(g, 3) AS g, _op, n FROM longest_changes ORDER BY g, _seq;
+INSERT INTO notes VALUES ('c', 'x');
+ALTER SERVER small OPTIONS (SET "message.max.bytes" '100000');
+SELECT ssp.wait('longest', '90 s'), published('longest');
+SELECT left(g, 3) AS g, n FROM longest ORDER BY g;
+SELECT left(g, 3) AS g, _op, n FROM longest_changes ORDER BY g, _seq;
+DROP VIEW longest;
+DROP SERVER small CASCADE;
 
 -- replacing a view that has no output topic by one that has: refused,
 -- saying which has it

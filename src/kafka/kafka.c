@@ -1459,11 +1459,13 @@ check_moved(SspKafka *kafka, const char *topic)
 }
 
 /*
- * ssp_kafka_produce: queue one message for topic; ssp_kafka_flush waits
- * for the broker's acknowledgement.
+ * produce: queue one message for topic; ssp_kafka_flush waits for the
+ * broker's acknowledgement.  A message larger than the producer's
+ * message.max.bytes is an error, or with size_ok queues nothing and
+ * returns false.
  */
-void
-ssp_kafka_produce(SspKafka *kafka, const char *topic, SspOutMessage *out)
+static bool
+produce(SspKafka *kafka, const char *topic, SspOutMessage *out, bool size_ok)
 {
 	rd_kafka_headers_t *hdrs = NULL;
 	rd_kafka_resp_err_t err;
@@ -1505,6 +1507,8 @@ ssp_kafka_produce(SspKafka *kafka, const char *topic, SspOutMessage *out)
 		hdrs = NULL;
 		if (err == RD_KAFKA_RESP_ERR__FATAL)
 			fatal_error(kafka, topic);
+		if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE && size_ok)
+			return false;
 		if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_ERROR),
@@ -1518,6 +1522,51 @@ ssp_kafka_produce(SspKafka *kafka, const char *topic, SspOutMessage *out)
 		check_moved(kafka, topic);
 	}
 	rd_kafka_poll(kafka->rk, 0);
+	return true;
+}
+
+/*
+ * ssp_kafka_produce: queue one message for topic; ssp_kafka_flush waits
+ * for the broker's acknowledgement.
+ */
+void
+ssp_kafka_produce(SspKafka *kafka, const char *topic, SspOutMessage *out)
+{
+	(void) produce(kafka, topic, out, false);
+}
+
+/*
+ * ssp_kafka_produce_if_fits: ssp_kafka_produce, but false, with nothing
+ * queued, for a message larger than the producer's message.max.bytes
+ * (ssp_kafka_message_max_bytes).
+ */
+bool
+ssp_kafka_produce_if_fits(SspKafka *kafka, const char *topic, SspOutMessage *out)
+{
+	return produce(kafka, topic, out, true);
+}
+
+/*
+ * ssp_kafka_message_max_bytes: the producer's message.max.bytes, the
+ * largest message it sends, overhead included (-1 if librdkafka does not
+ * say).
+ */
+int
+ssp_kafka_message_max_bytes(SspKafka *kafka)
+{
+	char		value[32];
+	size_t		size = sizeof(value);
+
+	if (rd_kafka_conf_get(rd_kafka_conf(kafka->rk), "message.max.bytes", value, &size) != RD_KAFKA_CONF_OK)
+		return -1;
+	return pg_strtoint32(value);
+}
+
+/* ssp_kafka_server_name: the name of the client's server */
+const char *
+ssp_kafka_server_name(SspKafka *kafka)
+{
+	return kafka->servername;
 }
 
 /* delivery_hint: what to do about a message the broker refused */

@@ -74,6 +74,10 @@ typedef struct SspFailures
 extern SspKafka *ssp_kafka_producer(Oid serverid, Oid userid);
 extern void ssp_kafka_produce(SspKafka *kafka, const char *topic,
 							  SspOutMessage *out);
+extern bool ssp_kafka_produce_if_fits(SspKafka *kafka, const char *topic,
+									  SspOutMessage *out);
+extern int	ssp_kafka_message_max_bytes(SspKafka *kafka);
+extern const char *ssp_kafka_server_name(SspKafka *kafka);
 extern SspFailures ssp_kafka_failures(SspKafka *kafka);
 extern void ssp_kafka_flush(SspKafka *kafka, const char *topic, int timeout_ms,
 							SspFailures before);

@@ -15,8 +15,9 @@
  * those changes again after the restart, with the same numbers: each
  * message carries its number (the header ssp-seq, and "_seq" in the
  * value), so a consumer drops any it has seen.  The numbers start above
- * those of any view before in the topic (output.c).  Only changes whose
- * commit is on disk are published.
+ * those of any view before in the topic (output.c).  A change larger than
+ * the producer may send fails the view once those before it are
+ * published, and only changes whose commit is on disk are published.
  *
  *-------------------------------------------------------------------------
  */
@@ -52,13 +53,24 @@ outbox_name(SspView *v)
 /* changes published per transaction */
 #define PUBLISH_BATCH 10000
 
+/* a change larger than the producer sends, and what it is refused by */
+typedef struct Oversized
+{
+	bool		found;
+	size_t		bytes;			/* its key, value and header */
+	int			limit;			/* message.max.bytes */
+	char		server[NAMEDATALEN];
+} Oversized;
+
 /*
  * produce_changes: the changes read (SPI_tuptable: seq, key, value) to the
  * view's output topic, each with its number in the header ssp-seq, all
  * acknowledged within timeout_ms; returns the last one's number (0: none).
+ * A change larger than the producer's message.max.bytes stops it there,
+ * said in *big: those before it are published.
  */
 static int64
-produce_changes(SspKafka *producer, SspView *v, int timeout_ms)
+produce_changes(SspKafka *producer, SspView *v, int timeout_ms, Oversized *big)
 {
 	int64		last = 0;
 	SspFailures failed_before = ssp_kafka_failures(producer);
@@ -73,8 +85,8 @@ produce_changes(SspKafka *producer, SspView *v, int timeout_ms)
 		SspHeader  *h = palloc(sizeof(SspHeader));
 		char	   *key = SPI_getvalue(tup, desc, 2);
 		char	   *value = SPI_getvalue(tup, desc, 3);
+		int64		seq = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
 
-		last = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
 		memset(&out, 0, sizeof(out));
 		initStringInfo(&out.key);
 		appendStringInfoString(&out.key, key);
@@ -82,12 +94,20 @@ produce_changes(SspKafka *producer, SspView *v, int timeout_ms)
 		appendStringInfoString(&out.value, value);
 		out.partition = -1;
 		h->name = "ssp-seq";
-		h->value = psprintf(INT64_FORMAT, last);
+		h->value = psprintf(INT64_FORMAT, seq);
 		h->len = strlen(h->value);
 		out.headers = list_make1(h);
-		ssp_kafka_produce(producer, v->output_topic, &out);
+		if (!ssp_kafka_produce_if_fits(producer, v->output_topic, &out))
+		{
+			big->found = true;
+			big->bytes = out.key.len + out.value.len + strlen(h->name) + h->len;
+			big->limit = ssp_kafka_message_max_bytes(producer);
+			strlcpy(big->server, ssp_kafka_server_name(producer), sizeof(big->server));
+			break;
+		}
+		last = seq;
 	}
-	if (SPI_processed > 0)
+	if (last > 0)
 		ssp_kafka_flush(producer, v->output_topic, timeout_ms, failed_before);
 	return last;
 }
@@ -115,7 +135,9 @@ flush_wal(void)
 
 /*
  * publish_some: publish up to PUBLISH_BATCH changes past the last one
- * published; returns how many.  In a transaction of its own.
+ * published; returns how many.  In a transaction of its own.  A change too
+ * large to send is an error, raised once those before it are published and
+ * recorded, so that the view's next try begins with it.
  */
 static int
 publish_some(SspView *v, int timeout_ms)
@@ -125,7 +147,9 @@ publish_some(SspView *v, int timeout_ms)
 	Datum		args[2];
 	int64		last;
 	int			n;
+	Oversized	big;
 
+	memset(&big, 0, sizeof(big));
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	/* the view may have been dropped since its last batch: then nothing to do */
@@ -159,7 +183,7 @@ publish_some(SspView *v, int timeout_ms)
 	 */
 	PG_TRY();
 	{
-		last = produce_changes(producer, v, timeout_ms);
+		last = produce_changes(producer, v, timeout_ms, &big);
 	}
 	PG_CATCH();
 	{
@@ -167,7 +191,7 @@ publish_some(SspView *v, int timeout_ms)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	if (n > 0)
+	if (last > 0)
 	{
 		argtypes[1] = INT8OID;
 		args[1] = Int64GetDatum(last);
@@ -183,6 +207,15 @@ publish_some(SspView *v, int timeout_ms)
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	if (big.found)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("could not publish a change of continuous view \"%s\" to topic \"%s\"",
+						v->name, v->output_topic),
+				 errdetail("The change is %zu bytes (its key, value and header), more than message.max.bytes of server \"%s\" allows: %d bytes, with the message's overhead.",
+						   big.bytes, big.server, big.limit),
+				 errhint("Raise \"message.max.bytes\" of server \"%s\" with ALTER SERVER, and the topic's max.message.bytes on the brokers if it is lower: the view then publishes the change and goes on.  Until then it applies nothing more, and its outbox keeps this change and those after it.",
+						 big.server)));
 	return n;
 }
 

@@ -722,11 +722,13 @@ leave(SspWorker *w, SspServed *s, ErrorData *failure, LeaveAlone alone)
 	else if (failure && w->reader == NULL)
 		ereport(LOG,
 				(errmsg("ssp: continuous view \"%s\" failed in its worker: %s",
-						s->view->name, ssp_error_text(failure))));
+						s->view->name, ssp_error_text(failure)),
+				 failure->hint ? errhint("%s", failure->hint) : 0));
 	else if (failure)
 		ereport(LOG,
 				(errmsg("ssp: continuous view \"%s\" failed in the reader of its streams and leaves it: %s",
-						s->view->name, ssp_error_text(failure))));
+						s->view->name, ssp_error_text(failure)),
+				 failure->hint ? errhint("%s", failure->hint) : 0));
 	if (alone != ALONE_NO)
 		failure = NULL;
 	ssp_unlock_process(SSP_LOCK_WORKER, s->view->view, s->part);

@@ -126,7 +126,8 @@ struct SspKafka
 	uint32		server_hash;	/* of serverid, in FOREIGNSERVEROID */
 	uint32		user_hash;		/* of userid, in AUTHOID */
 	SspFailures failures;		/* since creation */
-	int			purge_level;	/* of the abort that purged last, or 0 */
+	bool		purging;		/* in purge: its reports are being served */
+	int			purge_level;	/* of the abort purging, or 0 */
 	uint64		acked;
 	char		delivery_error[512];	/* the latest refusal, masked */
 	rd_kafka_resp_err_t delivery_code;	/* that error's code */
@@ -219,10 +220,15 @@ dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
 {
 	SspKafka   *kafka = opaque;
 
-	if (msg->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
-		msg->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
+	/*
+	 * Purged by ssp for an abort: a failure if a statement around the
+	 * subtransaction queued it.  (librdkafka purges too, on a fatal error
+	 * of the producer: those are refused like any other.)
+	 */
+	if (kafka->purging &&
+		(msg->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
+		 msg->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT))
 	{
-		/* a failure if a statement around the subtransaction queued it */
 		if ((intptr_t) msg->_private < kafka->purge_level)
 			kafka->failures.purged++;
 	}
@@ -1161,6 +1167,7 @@ ssp_kafka_tail_number(SspKafka *kafka, const char *name, int tail, int64 *max)
 static void
 destroy_producer(SspKafka *kafka)
 {
+	kafka->purging = true;
 	kafka->purge_level = 0;
 	rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
 	rd_kafka_poll(kafka->rk, 0);
@@ -1221,9 +1228,11 @@ purge(List *list, int level)
 
 		if (kafka->queued_level < level)
 			continue;
+		kafka->purging = true;
 		kafka->purge_level = level;
 		rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE);
 		rd_kafka_poll(kafka->rk, 0);
+		kafka->purging = false;
 		kafka->queued_level = level - 1;
 	}
 }
@@ -1395,9 +1404,11 @@ fatal_error(SspKafka *kafka, const char *topic)
 void
 ssp_kafka_purge(SspKafka *kafka)
 {
+	kafka->purging = true;
 	kafka->purge_level = 0;
 	rd_kafka_purge(kafka->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
 	rd_kafka_poll(kafka->rk, 0);
+	kafka->purging = false;
 }
 
 static void

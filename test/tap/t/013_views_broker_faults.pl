@@ -171,9 +171,9 @@ my $silent_pid = $node->safe_psql('postgres',
 is($node->safe_psql('postgres', "SELECT pg_terminate_backend($silent_pid, 20000)"), 't',
 	'its worker, waiting for them, takes a terminate within 20 s');
 my $timed_out = 0;
-my ($rc, $out, $err) = $node->psql('postgres', "SET statement_timeout = '1s'; SELECT count(*) FROM silent",
+my (undef, undef, $scan_err) = $node->psql('postgres', "SET statement_timeout = '1s'; SELECT count(*) FROM silent",
 	timeout => 20, timed_out => \$timed_out);
-ok(!$timed_out && $err =~ /canceling statement due to statement timeout/,
+ok(!$timed_out && $scan_err =~ /canceling statement due to statement timeout/,
 	'a scan of the stream ends at its statement_timeout (1 s; not 20 s later) while the brokers do not answer');
 $node->safe_psql('postgres', 'DROP SERVER hole CASCADE');
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET ssp.broker_timeout; SELECT pg_reload_conf()');

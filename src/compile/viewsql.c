@@ -629,6 +629,7 @@ typedef struct MrelCols
 	List	   *keyops;			/* char *: each key's equality (eq_operator) */
 	List	   *nulltests;
 	List	   *exprs;			/* char *: each column's expression, as in sel */
+	List	   *keytypes;		/* Oid: each key's type */
 	int			n;
 } MrelCols;
 
@@ -715,6 +716,42 @@ add_key(MrelCols *m, const char *col, Oid typid, const char *type, const char *e
 	m->keycols = lappend(m->keycols, (char *) col);
 	m->keyops = lappend(m->keyops, eq_operator(typid));
 	m->nulltests = lappend(m->nulltests, (char *) nulltest);
+	m->keytypes = lappend_oid(m->keytypes, typid);
+}
+
+/*
+ * index_keys: the keys in the order of the unique index of the view's
+ * table: the key at first (a window's start, or -1 for none), then the
+ * other keys of a date or time, then the rest, each in GROUP BY order.
+ * Events come mostly in time order, so a batch's new groups then go to the
+ * end of the index, and each insert compares a fixed-width time first
+ * (with a text first, each went to a page anywhere, comparing texts in the
+ * database's collation all the way down).  Outside ssp, 167,000 groups of
+ * make bench's catch-up inserted 6,000 at a time cost the index 0.45 s
+ * with the region first, 0.29 s with the minute first.  Sorting each
+ * batch's groups in the index's order, so that each went to the index's
+ * rightmost page, cost the catch-up as much as it saved there.
+ */
+static char *
+index_keys(MrelCols *m, int first)
+{
+	StringInfoData s;
+	int			rank,
+				i;
+
+	initStringInfo(&s);
+	for (rank = 0; rank < 3; rank++)
+		for (i = 0; i < list_length(m->keycols); i++)
+		{
+			Oid			typid = list_nth_oid(m->keytypes, i);
+			bool		time = typid == TIMESTAMPTZOID || typid == TIMESTAMPOID ||
+				typid == DATEOID;
+
+			if ((i == first ? 0 : time ? 1 : 2) == rank)
+				appendStringInfo(&s, "%s%s", s.len ? ", " : "",
+								 (char *) list_nth(m->keycols, i));
+		}
+	return s.data;
 }
 
 /*
@@ -1578,11 +1615,10 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	 * Half-empty pages: a group's new state then usually fits on its page,
 	 * a HOT update that adds no index entries (catch-up 8-10% faster).
 	 */
-	appendStringInfo(create, ") WITH (fillfactor = 50);\nCREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT", mrel, m.keys.data);
+	/* led by the window's start, if any: no index of the window's own */
+	appendStringInfo(create, ") WITH (fillfactor = 50);\nCREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT",
+					 mrel, index_keys(&m, b->window));
 	b->mrel_indexed = true;
-	if (b->window >= 0)
-		appendStringInfo(create, ";\nCREATE INDEX ON %s (%s)", mrel,
-						 quote_identifier(list_nth(b->group_cols, b->window)));
 	if (m.dstates.len > 0)
 		create_distinct(b, create);
 

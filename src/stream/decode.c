@@ -186,6 +186,7 @@ js_field_start(void *state, char *fname, bool isnull)
 		f->found = true;
 		f->type = st->lex->token_type;
 		f->scalar = NULL;
+		f->scalarlen = 0;
 		f->raw = NULL;
 	}
 }
@@ -221,7 +222,10 @@ js_scalar(void *state, char *token, JsonTokenType tokentype)
 		return;
 	node = st->fieldnode[level];
 	if (node && node->column >= 0)
+	{
 		st->found[node->column].scalar = token;
+		st->found[node->column].scalarlen = strlen(token);
+	}
 }
 
 /* share_found: what a column found, for the columns of the same path. */
@@ -505,14 +509,15 @@ epoch_input(SspColumn *col, const char *number)
  * a number into a timestamp is milliseconds since 1970; a string into a
  * bytea column is bytea's text "\\x...", as INSERT writes it and as
  * Protobuf's JSON writes bytes.  protobuf.c reads the values it does not
- * convert itself through it, as from JSON.
+ * convert itself through it, as from JSON.  text is len bytes, not always
+ * NUL-terminated.
  */
 Datum
-ssp_scalar_input(SspColumn *col, const char *text, bool number)
+ssp_scalar_input(SspColumn *col, const char *text, size_t len, bool number)
 {
 	if (number && (col->basetype == TIMESTAMPTZOID || col->basetype == TIMESTAMPOID))
-		return epoch_input(col, text);
-	return string_input(col, text, strlen(text));
+		return epoch_input(col, pnstrdup(text, len));
+	return string_input(col, text, len);
 }
 
 /* What json_array_input's semantic actions gather. */
@@ -789,7 +794,7 @@ json_input(SspColumn *col, JsonFound *f, bool *isnull)
 	}
 	if (f->scalar == NULL)		/* an object or array: its JSON text */
 		return text_input(col, f->raw, f->rawlen);
-	return ssp_scalar_input(col, f->scalar, f->type == JSON_TOKEN_NUMBER);
+	return ssp_scalar_input(col, f->scalar, f->scalarlen, f->type == JSON_TOKEN_NUMBER);
 }
 
 /* CSV ---------------------------------------------------------------------- */

@@ -5,6 +5,8 @@
  *	  text and picks out the values of the paths a stream reads, with no
  *	  allocation but for those values.
  *
+ * The values it finds are spans of the text, which it does not copy.
+ *
  * It takes only what it can be sure of: a JSON object whose strings have no
  * escapes, nested no deeper than MAX_DEPTH.  Anything else (an escape, an
  * error, another top-level value) makes it give up, and decode.c parses
@@ -47,19 +49,32 @@ word_char(char c)
 		(c >= '0' && c <= '9') || c == '_' || c == '$' || (unsigned char) c >= 0x80;
 }
 
+/*
+ * The bytes that end a string's run of plain characters: its closing
+ * quote, an escape, a control character: one look-up a byte.
+ */
+static const bool string_stop[256] = {
+	[0x00] = true, [0x01] = true, [0x02] = true, [0x03] = true,
+	[0x04] = true, [0x05] = true, [0x06] = true, [0x07] = true,
+	[0x08] = true, [0x09] = true, [0x0a] = true, [0x0b] = true,
+	[0x0c] = true, [0x0d] = true, [0x0e] = true, [0x0f] = true,
+	[0x10] = true, [0x11] = true, [0x12] = true, [0x13] = true,
+	[0x14] = true, [0x15] = true, [0x16] = true, [0x17] = true,
+	[0x18] = true, [0x19] = true, [0x1a] = true, [0x1b] = true,
+	[0x1c] = true, [0x1d] = true, [0x1e] = true, [0x1f] = true,
+	['"'] = true, ['\\'] = true,
+};
+
 /* scan_string: at '"'; its content, which must need no unescaping. */
 static bool
 scan_string(Scan *s, const char **start, int *len)
 {
 	const char *q = ++s->p;
 
-	while (q < s->end && *q != '"')
-	{
-		if (*q == '\\' || (unsigned char) *q < 0x20)
-			return false;		/* escapes and control characters: give up */
+	while (q < s->end && !string_stop[(unsigned char) *q])
 		q++;
-	}
-	if (q >= s->end)
+	/* escapes and control characters: give up */
+	if (q >= s->end || *q != '"')
 		return false;
 	*start = s->p;
 	*len = q - s->p;
@@ -261,19 +276,23 @@ scan_value(Scan *s, PathNode *node)
 	{
 		JsonFound  *f = &s->found[node->column];
 
-		if (f->scalar)
-			pfree(f->scalar);	/* a duplicate field's first value */
 		f->found = true;
 		f->type = type;
 		f->raw = (char *) start;
 		f->rawlen = s->p - start;
+		f->scalar = NULL;
+		f->scalarlen = 0;
 		if (type == JSON_TOKEN_STRING)
-			f->scalar = pnstrdup(str, len);
-		else if (type == JSON_TOKEN_OBJECT_START || type == JSON_TOKEN_ARRAY_START ||
-				 type == JSON_TOKEN_NULL)
-			f->scalar = NULL;
-		else
-			f->scalar = pnstrdup(start, s->p - start);
+		{
+			f->scalar = str;
+			f->scalarlen = len;
+		}
+		else if (type != JSON_TOKEN_OBJECT_START && type != JSON_TOKEN_ARRAY_START &&
+				 type != JSON_TOKEN_NULL)
+		{
+			f->scalar = start;
+			f->scalarlen = f->rawlen;
+		}
 	}
 	return true;
 }

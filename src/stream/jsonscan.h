@@ -34,7 +34,11 @@ typedef struct JsonFound
 {
 	bool		found;
 	JsonTokenType type;			/* type of the value's first token */
-	char	   *scalar;			/* a scalar's text, unescaped */
+	const char *scalar;			/* a scalar's text, unescaped: scalarlen
+								 * bytes, NUL-terminated from Postgres's
+								 * parser, a span of the message from the
+								 * scanner (which finds no escapes) */
+	int			scalarlen;
 	char	   *raw;			/* the value as JSON text */
 	int			rawlen;
 } JsonFound;

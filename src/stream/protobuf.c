@@ -312,7 +312,7 @@ value_datum(SspColumn *col, SspPbValue *v, bool *isnull)
 	}
 	/* through the column's input function, which checks a domain itself */
 	text = value_text(v, &number);
-	return ssp_scalar_input(col, text, number);
+	return ssp_scalar_input(col, text, strlen(text), number);
 }
 
 /*

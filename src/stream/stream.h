@@ -28,7 +28,8 @@ extern void ssp_decode_message_lenient(SspStream *stream, SspMessage *msg,
 extern int64 ssp_timestamptz_to_ms(Datum ts);
 extern Datum ssp_text_input(SspColumn *col, const char *data, size_t len);
 extern Datum ssp_ms_to_timestamptz(int64 ms);
-extern Datum ssp_scalar_input(SspColumn *col, const char *text, bool number);
+extern Datum ssp_scalar_input(SspColumn *col, const char *text, size_t len,
+							   bool number);
 extern void ssp_domain_check(SspColumn *col, Datum value);
 extern Datum ssp_typmod_datum(Oid typid, int32 typmod, Datum value);
 

@@ -199,10 +199,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(scanned, 0, sizeof(scanned));
 	if (!ssp_json_scan(text, size, root, scanned))
 	{
-		/* what it found before giving up is its own garbage */
-		for (i = 0; i < NCOLS; i++)
-			if (scanned[i].scalar)
-				pfree(scanned[i].scalar);
 		free(text);
 		return 0;
 	}
@@ -238,15 +234,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (s->found != p->found ||
 			(s->found && s->type != p->type) ||
 			(s->found && p->scalar != NULL &&
-			 (s->scalar == NULL || strcmp(s->scalar, p->scalar) != 0)))
+			 (s->scalar == NULL || s->scalarlen != strlen(p->scalar) ||
+			  memcmp(s->scalar, p->scalar, s->scalarlen) != 0)) ||
+			(s->found && p->scalar == NULL && s->scalar != NULL))
 		{
-			fprintf(stderr, "column %d: jsonscan found %d/%d/\"%s\", Postgres %d/%d/\"%s\"\n",
-					i, s->found, (int) s->type, s->scalar ? s->scalar : "(null)",
+			fprintf(stderr, "column %d: jsonscan found %d/%d/\"%.*s\", Postgres %d/%d/\"%s\"\n",
+					i, s->found, (int) s->type, s->scalar ? s->scalarlen : 6,
+					s->scalar ? s->scalar : "(null)",
 					p->found, (int) p->type, p->scalar ? p->scalar : "(null)");
 			abort();
 		}
-		if (s->scalar)
-			pfree(s->scalar);
 		if (p->scalar)
 			pfree(p->scalar);
 	}

@@ -960,7 +960,7 @@ bench_catchup_run() {
     local -a ssp=() ssp2=() base_a=() base_b=()
     local agg="count(*) AS n, sum(amount) AS total, avg(amount) AS mean"
     local kcat=(kcat -C -b "$SSP_BROKERS" -t bench_catchup -o beginning -e -q -f '%s\n'
-        -X queued.min.messages=200000 -X fetch.wait.max.ms=50)
+        -X queued.min.messages=10000000 -X fetch.wait.max.ms=50)
     bytes=$("${kcat[@]}" -c 1000 | awk '{s += length($0)} END {printf "%d", s / NR}')
     echo "workload: $n JSON orders (about $bytes bytes: order_id, customer_id, region of 1,000, amount, ts) in 64 partitions, already produced"
     echo "ssp:        CREATE VIEW ... WITH (ssp.continuous) AS SELECT region, date_trunc('minute', ts) AS minute, $agg"

@@ -221,6 +221,32 @@ CREATE FOREIGN TABLE avro_dr_base (n int, ms bigint, us timestamptz, m jsonb, a 
   SERVER kafka OPTIONS (topic :'topic', format 'avro', schema :'schema4');
 SELECT * FROM avro_dr_base WHERE o = 0;
 
+-- a domain NOT NULL, or a CHECK that NULL fails, refuses a message without
+-- the field or with null, as a table's column would: an error in a scan, a
+-- dead letter in a view; what reads no such column takes every message
+CREATE DOMAIN formats_nn AS text NOT NULL;
+CREATE DOMAIN formats_nn_check AS int CHECK (VALUE IS NOT NULL);
+\set topic formats_nn_ :run
+CREATE FOREIGN TABLE json_nn_raw (v text, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'text');
+INSERT INTO json_nn_raw VALUES ('{"k": "a", "c": 1, "v": 1}', 0), ('{"c": 2, "v": 2}', 0),
+  ('{"k": null, "c": 3, "v": 3}', 0), ('{"k": "d", "v": 4}', 0);
+CREATE FOREIGN TABLE json_nn (k formats_nn, c formats_nn_check, v int, o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic');
+SELECT k, c, v FROM json_nn WHERE o = 0;
+SELECT k FROM json_nn WHERE o = 1;
+SELECT c FROM json_nn WHERE o = 3;
+SELECT v FROM json_nn ORDER BY v;
+CREATE VIEW json_nnv WITH (ssp.continuous) AS SELECT k, c, v FROM json_nn;
+CREATE VIEW json_nnv2 WITH (ssp.continuous) AS SELECT count(*) AS n, sum(v) AS v FROM json_nn;
+SELECT ssp.wait('json_nnv') AND ssp.wait('json_nnv2') AS caught_up;
+SELECT * FROM json_nnv;
+SELECT * FROM json_nnv2;
+SELECT "offset", error FROM ssp.dead_letters WHERE view = 'json_nnv'::regclass ORDER BY "offset";
+DROP VIEW json_nnv, json_nnv2;
+DROP FOREIGN TABLE json_nn, json_nn_raw;
+DROP DOMAIN formats_nn, formats_nn_check;
+
 -- a timestamp, time or interval column's precision applies to what Avro
 -- gives without text (timestamps, milliseconds, times, durations), array
 -- elements' too

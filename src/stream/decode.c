@@ -1428,6 +1428,30 @@ decode_error_context(void *arg)
 }
 
 /*
+ * check_null_domains: a column of a domain that refuses NULL (NOT NULL, or
+ * a CHECK that fails on it) left without a value is an error, as in a
+ * table; except the value columns of a tombstone or a delete, which are
+ * NULL by what the message is.
+ */
+static void
+check_null_domains(SspStream *stream, SspMessage *msg, bool *nulls, DecodeContext *dc,
+				   int only)
+{
+	int			i;
+
+	for (i = 0; i < stream->ncolumns; i++)
+	{
+		SspColumn  *col = &stream->columns[i];
+
+		if (col->basetype == col->typid || SKIP(i, only) || !nulls[col->attnum - 1] ||
+			(col->source == SSP_SRC_VALUE && (msg->value == NULL || stream->deleted)))
+			continue;
+		dc->column = col->name;
+		domain_check((Datum) 0, true, col->typid, &col->domain_cache, col->cxt);
+	}
+}
+
+/*
  * decode: the row of msg into values/nulls (natts entries, indexed by
  * attnum - 1); only column index "only" if it is not -1.
  */
@@ -1452,6 +1476,7 @@ decode(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls, int only)
 	decode_key(stream, msg, values, nulls, &dc, only);
 	dc.column = NULL;
 	decode_value(stream, msg, values, nulls, &dc, only);
+	check_null_domains(stream, msg, nulls, &dc, only);
 
 	error_context_stack = errcb.previous;
 }

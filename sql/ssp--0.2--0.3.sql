@@ -175,3 +175,23 @@ CREATE OR REPLACE FUNCTION numeric_sqrt_scaled(numeric) RETURNS numeric
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN pg_catalog.round(pg_catalog.sqrt($1 OPERATOR(pg_catalog.*) 1.00000000000000000000),
                         COALESCE(pg_catalog.scale($1), 0));
+
+-- The tables of aggregating views made before: their unique index with a
+-- window's start and other times first, and no index of the window's own,
+-- as a view made now has.  A view that cannot be built keeps its indexes.
+CREATE FUNCTION update_mrel_index(view regclass) RETURNS void
+AS 'MODULE_PATHNAME', 'ssp_update_mrel_index' LANGUAGE C STRICT VOLATILE;
+DO $$
+DECLARE
+    v regclass;
+BEGIN
+    FOR v IN SELECT c.view FROM continuous_views c ORDER BY c.view::oid LOOP
+        BEGIN
+            PERFORM update_mrel_index(v);
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'the indexes of continuous view % are left as they were: %', v, SQLERRM;
+        END;
+    END LOOP;
+END
+$$;
+DROP FUNCTION update_mrel_index(regclass);

@@ -147,6 +147,10 @@ typedef struct Build
 												 * versions */
 	Oid			buffer_oids[SSP_MAX_STREAMS + 1];	/* rebuilding: those tables */
 	bool		mrel_indexed;	/* CREATE VIEW indexes the view's table */
+	char	   *mrel_index_keys;	/* an aggregating view's: its table's unique
+									 * index, the columns in order (quoted,
+									 * comma-separated) */
+	char	   *window_col;		/* the column of its window's start, quoted */
 	List	   *buffer_names;	/* unqualified names of those CREATE VIEW made */
 	bool		rebuilding;		/* of an existing view (rebuild.c): its objects
 								 * are made already */

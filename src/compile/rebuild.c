@@ -18,11 +18,15 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/relation.h"
+#include "access/table.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_proc.h"
 #include "executor/spi.h"
+#include "fmgr.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parsetree.h"
@@ -35,6 +39,7 @@
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
+#include "utils/varlena.h"
 
 #include "ssp.h"
 #include "compile/view.h"
@@ -338,4 +343,118 @@ ssp_view_refresh(SspView *v)
 	AcceptInvalidationMessages();
 	if (v->sql_stale)
 		ssp_view_generate(v);
+}
+
+/*
+ * index_columns: an index's key columns, quoted and comma-separated as
+ * index_keys in viewsql.c writes them; NULL unless a plain btree index of
+ * columns (no expression, no predicate).
+ */
+static char *
+index_columns(Relation index)
+{
+	StringInfoData cols;
+	int			i;
+
+	if (index->rd_rel->relam != BTREE_AM_OID || RelationGetIndexExpressions(index) != NIL ||
+		RelationGetIndexPredicate(index) != NIL)
+		return NULL;
+	initStringInfo(&cols);
+	for (i = 0; i < index->rd_index->indnkeyatts; i++)
+		appendStringInfo(&cols, "%s%s", i ? ", " : "",
+						 quote_identifier(get_attname(index->rd_index->indrelid,
+													  index->rd_index->indkey.values[i], false)));
+	return cols.data;
+}
+
+/* same_columns: do two lists of index_columns hold the same columns? */
+static bool
+same_columns(const char *a, const char *b)
+{
+	List	   *la = NIL;
+	List	   *lb = NIL;
+	ListCell   *lc;
+
+	if (!SplitIdentifierString(pstrdup(a), ',', &la) ||
+		!SplitIdentifierString(pstrdup(b), ',', &lb) ||
+		list_length(la) != list_length(lb))
+		return false;
+	foreach(lc, la)
+	{
+		ListCell   *c;
+		bool		found = false;
+
+		foreach(c, lb)
+			found |= strcmp(lfirst(c), lfirst(lc)) == 0;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * ssp_update_mrel_index(view): the update to 0.3 (ALTER EXTENSION ssp
+ * UPDATE) gives the table of an aggregating view made before it the index
+ * a view made now has: its unique index with a window's start and other
+ * times first (viewsql.c, index_keys), made anew if its columns were in
+ * another order, and no index of the window's own.  Other indexes, and
+ * views of other kinds, are left as they are.
+ */
+PG_FUNCTION_INFO_V1(ssp_update_mrel_index);
+Datum
+ssp_update_mrel_index(PG_FUNCTION_ARGS)
+{
+	SspView    *v = ssp_view_load(PG_GETARG_OID(0), true);
+	Build	   *b;
+	Relation	rel;
+	List	   *indexes;
+	ListCell   *lc;
+	char	   *unique = NULL;	/* the unique index, if in another order */
+	bool		in_order = false;
+	char	   *window = NULL;	/* the window's own index */
+	char	   *mrel;
+
+	if (v == NULL || !OidIsValid(v->mrel))
+		PG_RETURN_VOID();
+	b = ssp_view_build(v);
+	if (b->mrel_index_keys == NULL)
+		PG_RETURN_VOID();
+	rel = table_open(v->mrel, ShareLock);
+	mrel = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+									  RelationGetRelationName(rel));
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+		char	   *cols = index_columns(index);
+		char	   *name = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(index)),
+													  RelationGetRelationName(index));
+
+		if (cols && index->rd_index->indisunique && index->rd_index->indnullsnotdistinct &&
+			same_columns(cols, b->mrel_index_keys))
+		{
+			if (strcmp(cols, b->mrel_index_keys) == 0)
+				in_order = true;
+			else
+				unique = name;
+		}
+		else if (cols && !index->rd_index->indisunique && b->window_col &&
+				 strcmp(cols, b->window_col) == 0)
+			window = name;
+		index_close(index, AccessShareLock);
+	}
+	table_close(rel, NoLock);
+
+	SPI_connect();
+	if (unique && !in_order)
+	{
+		ssp_spi_exec(psprintf("CREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT",
+							  mrel, b->mrel_index_keys));
+		ssp_spi_exec(psprintf("DROP INDEX %s", unique));
+		in_order = true;
+	}
+	if (window && in_order)
+		ssp_spi_exec(psprintf("DROP INDEX %s", window));
+	SPI_finish();
+	PG_RETURN_VOID();
 }

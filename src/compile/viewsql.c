@@ -1616,8 +1616,11 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 	 * a HOT update that adds no index entries (catch-up 8-10% faster).
 	 */
 	/* led by the window's start, if any: no index of the window's own */
+	b->mrel_index_keys = index_keys(&m, b->window);
+	if (b->window >= 0)
+		b->window_col = (char *) quote_identifier(list_nth(b->group_cols, b->window));
 	appendStringInfo(create, ") WITH (fillfactor = 50);\nCREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT",
-					 mrel, index_keys(&m, b->window));
+					 mrel, b->mrel_index_keys);
 	b->mrel_indexed = true;
 	if (m.dstates.len > 0)
 		create_distinct(b, create);

@@ -55,6 +55,9 @@ my $schema = qq{
 	  FROM orders GROUP BY minute, region;
 	CREATE VIEW hopping WITH (ssp.continuous, ssp.grace = '1 day') AS
 	  SELECT ssp.hop(ts, '5 minutes', '1 minute') AS w, count(*) AS n FROM orders GROUP BY w;
+	-- the window after another key: the update makes its index anew, the window first
+	CREATE VIEW regional WITH (ssp.continuous, ssp.grace = '1 day') AS
+	  SELECT region, ssp.tumble(ts, '1 minute') AS minute, count(*) AS n FROM orders GROUP BY region, minute;
 	-- rows: filtered, and kept by key
 	CREATE VIEW big WITH (ssp.continuous) AS SELECT id, amount FROM orders WHERE amount > 900;
 	CREATE VIEW customers WITH (ssp.continuous, ssp.primary_key = 'id') AS
@@ -69,7 +72,7 @@ my $schema = qq{
 	CREATE VIEW parallel WITH (ssp.continuous, ssp.parallelism = 2) AS
 	  SELECT region, count(*) AS n, sum(amount) AS total FROM orders GROUP BY region;
 };
-my @views = qw(revenue per_minute hopping big customers by_zone paid parallel);
+my @views = qw(revenue per_minute hopping regional big customers by_zone paid parallel);
 $node->safe_psql('postgres', $schema);
 $node->safe_psql('postgres', q{INSERT INTO regions VALUES ('r0', 'a'), ('r1', 'a'), ('r2', 'b'), ('r3', 'b'), ('r4', 'c')});
 
@@ -98,6 +101,7 @@ sub check
 		revenue_low_high => q{SELECT region < 'r2', count(*), sum(amount) FROM orders GROUP BY 1},
 		per_minute => q{SELECT ssp.tumble(ts, '1 minute'), region, count(*), avg(amount) FROM orders GROUP BY 1, 2},
 		hopping => q{SELECT w, count(*) FROM orders, ssp.hop_windows(ts, '5 minutes', '1 minute') w GROUP BY w},
+		regional => q{SELECT region, ssp.tumble(ts, '1 minute'), count(*) FROM orders GROUP BY 1, 2},
 		big => 'SELECT id, amount FROM orders WHERE amount > 900',
 		customers => 'SELECT * FROM (SELECT DISTINCT ON (id) id, tier FROM customer_updates ORDER BY id, o DESC) l',
 		by_zone => 'SELECT r.zone, count(*) FROM orders o JOIN regions r ON r.region = o.region GROUP BY r.zone',
@@ -105,7 +109,7 @@ sub check
 			ON p.id = o.id AND p.ts BETWEEN o.ts AND o.ts + interval '1 hour' GROUP BY o.region},
 		parallel => 'SELECT region, count(*), sum(amount) FROM orders GROUP BY region');
 	my %cols = (revenue => 'region, n, total', revenue_low_high => 'low, n, total',
-		per_minute => 'minute, region, n, mean', hopping => 'w, n',
+		per_minute => 'minute, region, n, mean', hopping => 'w, n', regional => 'region, minute, n',
 		big => 'id, amount', customers => 'id, tier', by_zone => 'zone, n', paid => 'region, n, paid',
 		parallel => 'region, n, total');
 	for my $v (sort keys %truth)

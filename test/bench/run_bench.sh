@@ -394,6 +394,17 @@ bench_now() {
     date +%s.%3N
 }
 
+# bench_cpu: the CPU-seconds every process of the machine has used so far
+# (user, nice, system, irq and softirq of /proc/stat; not idle, not steal)
+bench_cpu() {
+    awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" {printf "%.2f", ($2 + $3 + $4 + $7 + $8) / hz}' /proc/stat
+}
+
+# bench_cpu_since T: CPU-seconds since bench_cpu said T
+bench_cpu_since() {
+    awk -v a="$1" -v b="$(bench_cpu)" 'BEGIN {printf "%.2f", b - a}'
+}
+
 # bench_formats: the catch-up's orders in JSON (bench_catchup), in Avro
 # (bench_avro: unframed, the writer schema in the stream option; framed
 # Avro adds a 5-byte header and a cached lookup of its id) and in Protobuf
@@ -956,8 +967,8 @@ GP
 }
 
 bench_catchup_run() {
-    local n=$1 r=$2 i t0 s s2 a b bytes got
-    local -a ssp=() ssp2=() base_a=() base_b=()
+    local n=$1 r=$2 i t0 c0 s s2 a b bytes got cs cs2 cb
+    local -a ssp=() ssp2=() base_a=() base_b=() cpu_s=() cpu_s2=() cpu_b=()
     local agg="count(*) AS n, sum(amount) AS total, avg(amount) AS mean"
     local kcat=(kcat -C -b "$SSP_BROKERS" -t bench_catchup -o beginning -e -q -f '%s\n'
         -X queued.min.messages=10000000 -X fetch.wait.max.ms=50)
@@ -969,10 +980,16 @@ bench_catchup_run() {
     echo "baseline A: ${kcat[*]} | psql -c 'COPY baseline_raw (doc) FROM STDIN',"
     echo "            then CREATE TABLE AS the same aggregate over the jsonb"
     echo "baseline B: ${kcat[*]} > /dev/null"
+    echo "cpu:        the CPU-seconds the whole machine used in each (ssp's processes, the broker, kcat, psql),"
+    echo "            from /proc/stat; over $(nproc) cores, a time that needs C CPU-seconds cannot be below C / $(nproc)"
     echo
     for i in $(seq "$r"); do
+        c0=$(bench_cpu)
         s=$(bench_view_seconds bench_catchup_view "SELECT region, date_trunc('minute', ts) AS minute, $agg FROM bench_catchup GROUP BY region, minute" "" "$n")
+        cs=$(bench_cpu_since "$c0")
+        c0=$(bench_cpu)
         s2=$(bench_view_seconds bench_catchup_view2 "SELECT region, date_trunc('minute', ts) AS minute, $agg FROM bench_catchup GROUP BY region, minute" ", ssp.parallelism = 2" "$n")
+        cs2=$(bench_cpu_since "$c0")
         psql -X -q -c "SET client_min_messages = warning" -c "TRUNCATE baseline_raw" -c "DROP TABLE IF EXISTS baseline_result"
         t0=$(bench_now)
         "${kcat[@]}" | psql -X -q -v ON_ERROR_STOP=1 -c "COPY baseline_raw (doc) FROM STDIN"
@@ -984,9 +1001,14 @@ bench_catchup_run() {
         got=$(psql -X -q -At -c "SELECT count(*) FROM baseline_raw")
         [ "$got" = "$n" ] || ssp_die "baseline A read $got messages, not $n"
         t0=$(bench_now)
+        c0=$(bench_cpu)
         "${kcat[@]}" >/dev/null
         b=$(awk -v a="$t0" -v b="$(bench_now)" 'BEGIN {printf "%.3f", b - a}')
-        echo "  run $i: ssp $s s, ssp x2 $s2 s, baseline A $a s, baseline B $b s"
+        cb=$(bench_cpu_since "$c0")
+        echo "  run $i: ssp $s s, ssp x2 $s2 s, baseline A $a s, baseline B $b s (cpu: ssp $cs s, ssp x2 $cs2 s, baseline B $cb s)"
+        cpu_s+=("$cs")
+        cpu_s2+=("$cs2")
+        cpu_b+=("$cb")
         ssp+=("$s")
         ssp2+=("$s2")
         base_a+=("$a")
@@ -1001,7 +1023,13 @@ bench_catchup_run() {
     s2=$(printf '%s\n' "${ssp2[@]}" | bench_median)
     a=$(printf '%s\n' "${base_a[@]}" | bench_median)
     b=$(printf '%s\n' "${base_b[@]}" | bench_median)
+    cs=$(printf '%s\n' "${cpu_s[@]}" | bench_median)
+    cs2=$(printf '%s\n' "${cpu_s2[@]}" | bench_median)
+    cb=$(printf '%s\n' "${cpu_b[@]}" | bench_median)
     echo
+    awk -v s="$cs" -v s2="$cs2" -v b="$cb" -v c="$(nproc)" 'BEGIN {
+        printf "cpu, medians: ssp %.2f s, ssp x2 %.2f s, baseline B %.2f s: ssp needs %.1f and %.1f times the CPU of B,\n", s, s2, b, s / b, s2 / b
+        printf "so over %d cores ssp cannot go below %.2f s, nor ssp x2 below %.2f s\n", c, s / c, s2 / c }'
     awk -v s="$s" -v s2="$s2" -v a="$a" -v b="$b" 'BEGIN {
         printf "ssp speed / baseline A: %.2f (target at least 1.5: %s)\n", a / s, (a / s >= 1.5 ? "met" : "MISSED")
         printf "ssp speed / baseline B: %.2f (target at least 0.5: %s)\n", b / s, (b / s >= 0.5 ? "met" : "MISSED")

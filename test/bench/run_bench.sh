@@ -221,13 +221,20 @@ SQL
 # for a new view to catch up; OPTIONS are view options after ssp.continuous
 # (default: a grace of a day); with MESSAGES, fails unless the view
 # processed that many; with QUERY (a statement with its semicolon), its
-# output, once caught up, on the lines after the seconds.
+# output, once caught up, on the lines after the seconds.  With
+# BENCH_CPU_FILE, the CPU-seconds the machine used in those seconds go
+# into that file.
 bench_view_seconds() {
     psql -X -q -At -v ON_ERROR_STOP=1 <<SQL
 CREATE VIEW $1 WITH (ssp.continuous${3-, ssp.grace = '1 day'}) AS $2;
 SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+\set c0 \`$BENCH_CPU_TICKS\`
 SELECT ssp.wait('$1', '600 s') \g /dev/null
+\set c1 \`$BENCH_CPU_TICKS\`
 SELECT round((extract(epoch FROM clock_timestamp()) - :t0)::numeric, 3);
+\o ${BENCH_CPU_FILE:-/dev/null}
+SELECT round((:c1 - :c0) / $(getconf CLK_TCK)::numeric, 2);
+\o
 DO \$\$
 DECLARE
   n bigint := (SELECT processed FROM ssp.views WHERE view = '$1'::regclass);
@@ -395,10 +402,12 @@ bench_now() {
 }
 
 # bench_cpu: the CPU-seconds every process of the machine has used so far
-# (user, nice, system, irq and softirq of /proc/stat; not idle, not steal)
+# (user, nice, system, irq and softirq of /proc/stat; not idle, not steal);
+# BENCH_CPU_TICKS: the same in clock ticks, a command for psql's \set
 bench_cpu() {
     awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" {printf "%.2f", ($2 + $3 + $4 + $7 + $8) / hz}' /proc/stat
 }
+BENCH_CPU_TICKS="awk '\$1 == \"cpu\" {print \$2 + \$3 + \$4 + \$7 + \$8}' /proc/stat"
 
 # bench_cpu_since T: CPU-seconds since bench_cpu said T
 bench_cpu_since() {
@@ -980,16 +989,14 @@ bench_catchup_run() {
     echo "baseline A: ${kcat[*]} | psql -c 'COPY baseline_raw (doc) FROM STDIN',"
     echo "            then CREATE TABLE AS the same aggregate over the jsonb"
     echo "baseline B: ${kcat[*]} > /dev/null"
-    echo "cpu:        the CPU-seconds the whole machine used in each (ssp's processes, the broker, kcat, psql),"
-    echo "            from /proc/stat; over $(nproc) cores, a time that needs C CPU-seconds cannot be below C / $(nproc)"
+    echo "cpu:        the CPU-seconds the whole machine used in the time measured (ssp's processes, the broker,"
+    echo "            kcat), from /proc/stat; over $(nproc) cores, a time that needs C CPU-seconds cannot be below C / $(nproc)"
     echo
     for i in $(seq "$r"); do
-        c0=$(bench_cpu)
-        s=$(bench_view_seconds bench_catchup_view "SELECT region, date_trunc('minute', ts) AS minute, $agg FROM bench_catchup GROUP BY region, minute" "" "$n")
-        cs=$(bench_cpu_since "$c0")
-        c0=$(bench_cpu)
-        s2=$(bench_view_seconds bench_catchup_view2 "SELECT region, date_trunc('minute', ts) AS minute, $agg FROM bench_catchup GROUP BY region, minute" ", ssp.parallelism = 2" "$n")
-        cs2=$(bench_cpu_since "$c0")
+        s=$(BENCH_CPU_FILE=$SSP_WORK/bench-cpu bench_view_seconds bench_catchup_view "SELECT region, date_trunc('minute', ts) AS minute, $agg FROM bench_catchup GROUP BY region, minute" "" "$n")
+        cs=$(cat "$SSP_WORK/bench-cpu")
+        s2=$(BENCH_CPU_FILE=$SSP_WORK/bench-cpu bench_view_seconds bench_catchup_view2 "SELECT region, date_trunc('minute', ts) AS minute, $agg FROM bench_catchup GROUP BY region, minute" ", ssp.parallelism = 2" "$n")
+        cs2=$(cat "$SSP_WORK/bench-cpu")
         psql -X -q -c "SET client_min_messages = warning" -c "TRUNCATE baseline_raw" -c "DROP TABLE IF EXISTS baseline_result"
         t0=$(bench_now)
         "${kcat[@]}" | psql -X -q -v ON_ERROR_STOP=1 -c "COPY baseline_raw (doc) FROM STDIN"

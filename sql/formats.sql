@@ -244,6 +244,9 @@ SELECT * FROM json_nnv;
 SELECT * FROM json_nnv2;
 SELECT "offset", error FROM ssp.dead_letters WHERE view = 'json_nnv'::regclass ORDER BY "offset";
 DROP VIEW json_nnv, json_nnv2;
+-- a scan with on_error 'null' makes such a column NULL, as any it cannot decode
+ALTER FOREIGN TABLE json_nn OPTIONS (ADD on_error 'null');
+SELECT o, k, c, v FROM json_nn ORDER BY o;
 DROP FOREIGN TABLE json_nn, json_nn_raw;
 DROP DOMAIN formats_nn, formats_nn_check;
 

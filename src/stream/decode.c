@@ -1529,6 +1529,7 @@ try_decode(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 		 */
 		category = ERRCODE_TO_CATEGORY(edata->sqlerrcode);
 		if (category != ERRCODE_DATA_EXCEPTION && category != ERRCODE_PROGRAM_LIMIT_EXCEEDED &&
+			category != ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION &&
 			edata->sqlerrcode != ERRCODE_DATATYPE_MISMATCH)
 		{
 			MemoryContextSwitchTo(oldcxt);

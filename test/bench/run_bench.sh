@@ -407,7 +407,7 @@ bench_now() {
 bench_cpu() {
     awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" {printf "%.2f", ($2 + $3 + $4 + $7 + $8) / hz}' /proc/stat
 }
-BENCH_CPU_TICKS="awk '\$1 == \"cpu\" {print \$2 + \$3 + \$4 + \$7 + \$8}' /proc/stat"
+BENCH_CPU_TICKS="awk '\$1 == \"cpu\" {printf \"%.0f\", \$2 + \$3 + \$4 + \$7 + \$8}' /proc/stat"
 
 # bench_cpu_since T: CPU-seconds since bench_cpu said T
 bench_cpu_since() {

@@ -90,6 +90,20 @@ CREATE TABLE ddl_child () INHERITS (ddl_view_table);
 CREATE TABLE ddl_child (LIKE ddl_view_table);
 ALTER TABLE ddl_child INHERIT ddl_view_table;
 DROP TABLE ddl_child;
+-- indexes of the user's own on the view's table are the user's to drop; the
+-- unique index on its group keys too, once another like it (on the same
+-- columns, NULLS NOT DISTINCT) stands in for it, and the view runs on
+CREATE INDEX ddl_own ON ddl_view_table (name);
+DROP INDEX ddl_own;
+CREATE UNIQUE INDEX ddl_own_unique ON ddl_view_table (name);
+DROP INDEX :ddl_index;
+DROP INDEX ddl_own_unique;
+CREATE UNIQUE INDEX ddl_own_unique ON ddl_view_table (name) NULLS NOT DISTINCT WHERE name <> '';
+DROP INDEX :ddl_index;
+DROP INDEX ddl_own_unique;
+CREATE UNIQUE INDEX ddl_own_unique ON ddl_view_table (name) NULLS NOT DISTINCT;
+DROP INDEX :ddl_index;
+DROP INDEX ddl_own_unique;
 CREATE OR REPLACE VIEW ddl_view_query AS SELECT label AS name, 0::bigint AS n, 0::numeric AS total FROM ddl_s.ddl_regions_renamed;
 -- nor its owner, which is the view's (the view then failed at its next start)
 CREATE ROLE ddl_other;

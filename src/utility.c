@@ -30,6 +30,7 @@
 #include "catalog/pg_authid.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_depend.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
@@ -50,6 +51,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
+#include "utils/relcache.h"
 #include "utils/syscache.h"
 
 #include "ssp.h"
@@ -302,6 +304,76 @@ view_of_part(Oid relid)
 	return OidIsValid(view) && ssp_is_continuous_view(view) ? view : InvalidOid;
 }
 
+/*
+ * arbiter_form: the key columns of index tup if it is one the view's
+ * INSERT ... ON CONFLICT and MERGE can stand on (unique, valid, whole,
+ * of plain columns), as a sorted list; else NIL.  *nulls_equal: does it
+ * take two NULL keys for the same (NULLS NOT DISTINCT, as ssp makes it)?
+ */
+static List *
+arbiter_form(HeapTuple tup, bool *nulls_equal)
+{
+	Form_pg_index index = (Form_pg_index) GETSTRUCT(tup);
+	List	   *columns = NIL;
+
+	*nulls_equal = index->indnullsnotdistinct;
+	if (!index->indisunique || !index->indisvalid ||
+		!heap_attisnull(tup, Anum_pg_index_indpred, NULL) ||
+		!heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
+		return NIL;
+	for (int i = 0; i < index->indnkeyatts; i++)
+		columns = lappend_int(columns, index->indkey.values[i]);
+	list_sort(columns, list_int_cmp);
+	return columns;
+}
+
+/*
+ * index_needed: does continuous view view need index (of one of its
+ * parts)?  Every index of its buffers and outbox, and on its table the
+ * unique index on the group keys, unless another on the same columns
+ * stays that takes NULL keys as it does: the user's own indexes on the
+ * table are the user's to drop.
+ */
+static bool
+index_needed(Oid index, Oid view)
+{
+	Oid			table = IndexGetRelation(index, false);
+	HeapTuple	tup;
+	List	   *columns;
+	bool		nulls_equal;
+	bool		other_nulls_equal;
+	Relation	rel;
+	ListCell   *lc;
+	bool		needed = true;
+
+	if (table != ssp_continuous_view_mrel(view))
+		return true;
+	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	columns = arbiter_form(tup, &nulls_equal);
+	ReleaseSysCache(tup);
+	if (columns == NIL)
+		return false;
+	rel = table_open(table, AccessShareLock);
+	foreach(lc, RelationGetIndexList(rel))
+	{
+		Oid			other = lfirst_oid(lc);
+
+		if (other == index)
+			continue;
+		tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(other));
+		if (!HeapTupleIsValid(tup))
+			continue;
+		if (equal(arbiter_form(tup, &other_nulls_equal), columns) &&
+			(other_nulls_equal || !nulls_equal))
+			needed = false;
+		ReleaseSysCache(tup);
+	}
+	table_close(rel, AccessShareLock);
+	return needed;
+}
+
 /* view_name: a continuous view's name (or its table's), as regclass shows it */
 static char *
 view_name(Oid view)
@@ -499,7 +571,7 @@ check_part_change(Node *parsetree)
 					if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_INDEX)
 						continue;
 					view = view_of_part(IndexGetRelation(relid, true));
-					if (OidIsValid(view))
+					if (OidIsValid(view) && index_needed(relid, view))
 						ereport(ERROR,
 								(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
 								 errmsg("cannot drop index %s because continuous view %s requires it",

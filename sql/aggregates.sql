@@ -320,6 +320,32 @@ FROM cvd_all c, (SELECT count(DISTINCT i4 % 100) AS d, count(DISTINCT g) FILTER 
                         count(*) AS n FROM m) q;
 DROP VIEW cvd_all;
 SELECT count(*) AS left_behind FROM pg_class WHERE relname LIKE 'cvd\_all%';
+-- a view of one group (no GROUP BY) has its row from the start, as its
+-- query has one over no rows (count 0, most others NULL, total's initial
+-- value): before any message (ssp.start = 'latest'), with two workers, and
+-- after ssp.reset
+CREATE VIEW plain_one AS
+  SELECT count(*) AS n, count(i4) AS ci4, avg(i4) AS avg_i4, sum(n) AS sum_n, min(tx) AS min_tx,
+         max(d) AS max_d, var_pop(f8) AS vp_f8, stddev(n) AS s_n, regr_count(f8, i4) AS rc,
+         bool_and(b) AS band, bit_or(i4) AS bo_i4, range_intersect_agg(r) AS ri_r, total(i4) AS total,
+         widest(r) AS widest, mean(n) AS mean, hll_cardinality(hll_add_agg(hll_hash_integer(i4))) AS d_i4,
+         count(DISTINCT tx) AS d_tx, sum(DISTINCT i2) AS s_i2
+  FROM m WHERE i4 < 0;
+SELECT format('CREATE VIEW %I WITH (ssp.continuous, ssp.start = ''latest''%s) AS %s',
+              v, o, pg_get_viewdef('plain_one'::regclass))
+FROM (VALUES ('cv_one', ''), ('cv_one2', ', ssp.parallelism = 2')) x(v, o) \gexec
+SELECT * FROM cv_one;
+SELECT v, (SELECT count(*) FROM (SELECT * FROM plain_one) p) AS plain_rows, rows, differences
+FROM (SELECT 'cv_one' AS v, (SELECT count(*) FROM cv_one) AS rows,
+             (SELECT count(*) FROM ((SELECT * FROM cv_one EXCEPT ALL SELECT * FROM plain_one)
+                                    UNION ALL (SELECT * FROM plain_one EXCEPT ALL SELECT * FROM cv_one)) x) AS differences
+      UNION ALL
+      SELECT 'cv_one2', (SELECT count(*) FROM cv_one2),
+             (SELECT count(*) FROM ((SELECT * FROM cv_one2 EXCEPT ALL SELECT * FROM plain_one)
+                                    UNION ALL (SELECT * FROM plain_one EXCEPT ALL SELECT * FROM cv_one2)) x)) c;
+SELECT ssp.reset('cv_one', 'latest');
+SELECT count(*) AS rows_after_reset, bool_and(n = 0 AND total = 0) AS empty FROM cv_one;
+DROP VIEW cv_one, cv_one2, plain_one;
 -- The generic path's functions are anyone's to call, with any arguments:
 -- types that are not the aggregate's, and states its serialisation
 -- function could not have written, are refused, never read as something

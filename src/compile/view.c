@@ -536,6 +536,65 @@ ssp_spi_exec(const char *sql)
 		elog(ERROR, "ssp: SPI_execute failed (%s): %s", SPI_result_code_string(rc), sql);
 }
 
+/*
+ * ssp_view_seed: give a view of one group (aggregates without GROUP BY,
+ * over one stream: its table has the key _g0) the row its query has over
+ * no rows, as Postgres gives one (count 0, sum NULL...): its apply
+ * statement over an empty batch.  Until its first batch it had none.  For
+ * CREATE VIEW and ssp.reset; needs SPI.
+ */
+void
+ssp_view_seed(Oid mrel, int nsources, Oid stream, const char *apply_sql)
+{
+	Relation	rel;
+	TupleDesc	sdesc;
+	TupleDesc	desc;
+	EphemeralNamedRelation enr;
+	Oid			argtypes[3] = {TIMESTAMPTZOID, INT4OID, INT4OID};
+	Datum		args[3] = {0, Int32GetDatum(0), Int32GetDatum(0)};
+	volatile int rc = 0;
+
+	if (nsources != 1 || apply_sql == NULL || get_attnum(mrel, "_g0") == InvalidAttrNumber)
+		return;
+	/* the batch's columns, as the worker gives them (batch.c) */
+	rel = relation_open(stream, AccessShareLock);
+	sdesc = RelationGetDescr(rel);
+	desc = CreateTemplateTupleDesc(sdesc->natts + 3);
+	for (int i = 0; i < sdesc->natts; i++)
+		TupleDescCopyEntry(desc, i + 1, sdesc, i + 1);
+	TupleDescInitEntry(desc, sdesc->natts + 1, "_ssp_partition", INT4OID, -1, 0);
+	TupleDescInitEntry(desc, sdesc->natts + 2, "_ssp_offset", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, sdesc->natts + 3, "_ssp_tombstone", BOOLOID, -1, 0);
+	relation_close(rel, NoLock);
+
+	enr = palloc0(sizeof(EphemeralNamedRelationData));
+	enr->md.name = (char *) SSP_BATCH_RELATION(0);
+	enr->md.reliddesc = InvalidOid;
+	enr->md.tupdesc = desc;
+	enr->md.enrtype = ENR_NAMED_TUPLESTORE;
+	enr->md.enrtuples = 0;
+	enr->reldata = tuplestore_begin_heap(false, false, work_mem);
+	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
+		elog(ERROR, "ssp: could not register the batch relation");
+	ssp_own_ddl++;
+	PG_TRY();
+	{
+		int			level = ssp_pin_search_path();
+
+		/* no watermark yet, the first run, part 0 */
+		rc = SPI_execute_with_args(apply_sql, 3, argtypes, args, "n  ", false, 0);
+		AtEOXact_GUC(true, level);
+	}
+	PG_FINALLY();
+	{
+		ssp_own_ddl--;
+		SPI_unregister_relation(SSP_BATCH_RELATION(0));
+	}
+	PG_END_TRY();
+	if (rc < 0)
+		elog(ERROR, "ssp: the apply statement failed over an empty batch (%s)", SPI_result_code_string(rc));
+}
+
 /* ssp_target_names: the output column names, from the query or CREATE VIEW v (a, b). */
 List *
 ssp_target_names(Query *q, List *aliases)
@@ -1371,4 +1430,12 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 		ssp_output_start(RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(b.outbox)),
 										  NoLock, false),
 						 b.stream->serverid, opts.output_topic);
+	/* a view of one group has its row from the start */
+	if (!opts.shard_servers)
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "ssp: SPI_connect failed");
+		ssp_view_seed(get_relname_relid(mrelname, nspid), b.nstreams, b.stream_oids[0], apply.data);
+		SPI_finish();
+	}
 }

@@ -318,6 +318,7 @@ ssp_reset(PG_FUNCTION_ARGS)
 	empty_table(v->mrel);
 	foreach(lc, v->buffers)
 		empty_table(lfirst_oid(lc));
+	ssp_view_seed(v->mrel, v->nsources, v->streams[0], v->apply_sql);
 	if (SPI_execute_with_args("DELETE FROM ssp.offsets WHERE view = $1::regclass",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE ||
 		SPI_execute_with_args("DELETE FROM ssp.dead_letters WHERE view = $1::regclass",

@@ -53,6 +53,12 @@ CREATE VIEW current WITH (ssp.continuous, ssp.primary_key = 'id') AS
 CREATE VIEW segments_present WITH (ssp.continuous) AS SELECT segment FROM clients GROUP BY segment;
 SELECT buffers FROM ssp.continuous_views WHERE view = 'per_segment'::regclass;
 \d per_segment_versions
+-- the index of the groups with no rows left is ssp's: refused
+SELECT indexrelid::regclass AS rows_index FROM pg_index i JOIN ssp.continuous_views c ON i.indrelid = c.mrel
+WHERE c.view = 'per_segment'::regclass AND NOT i.indisunique \gset
+\set VERBOSITY terse
+DROP INDEX :rows_index;
+\set VERBOSITY default
 SELECT ssp.wait('per_segment'), ssp.wait('per_region'), ssp.wait('active_total'), ssp.wait('current');
 SELECT * FROM per_segment ORDER BY segment;
 

@@ -329,10 +329,10 @@ arbiter_form(HeapTuple tup, bool *nulls_equal)
 
 /*
  * index_needed: does continuous view view need index (of one of its
- * parts)?  Every index of its buffers and outbox, and on its table the
- * unique index on the group keys, unless another on the same columns
- * stays that takes NULL keys as it does: the user's own indexes on the
- * table are the user's to drop.
+ * parts)?  Every index of its buffers and outbox; on its table, those over
+ * ssp's own columns, and the unique index on the group keys unless another
+ * on the same columns stays that takes NULL keys as it does.  The user's
+ * own indexes on the table are the user's to drop.
  */
 static bool
 index_needed(Oid index, Oid view)
@@ -351,6 +351,18 @@ index_needed(Oid index, Oid view)
 	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
 	if (!HeapTupleIsValid(tup))
 		return false;
+	/* one over ssp's own columns (_ssp_rows: the groups to delete) */
+	for (int i = 0; i < ((Form_pg_index) GETSTRUCT(tup))->indnkeyatts; i++)
+	{
+		AttrNumber	att = ((Form_pg_index) GETSTRUCT(tup))->indkey.values[i];
+		char	   *name = att > 0 ? get_attname(table, att, true) : NULL;
+
+		if (name && strncmp(name, "_ssp_", 5) == 0)
+		{
+			ReleaseSysCache(tup);
+			return true;
+		}
+	}
 	columns = arbiter_form(tup, &nulls_equal);
 	ReleaseSysCache(tup);
 	if (columns == NIL)

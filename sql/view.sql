@@ -71,6 +71,9 @@ CREATE VIEW totals WITH (ssp.continuous) AS
 CREATE VIEW big (id, region, value) WITH (ssp.continuous) AS
   SELECT order_id, upper(region), amount * qty FROM orders WHERE amount * qty > 1000;
 \d+ by_region
+-- a name taken: refused as CREATE VIEW refuses it, before ssp makes anything
+CREATE VIEW big WITH (ssp.continuous) AS SELECT order_id FROM orders;
+CREATE VIEW orders WITH (ssp.continuous) AS SELECT order_id FROM orders;
 INSERT INTO orders (order_id, customer_id, region, amount, qty, ts, p)
   SELECT g, g % 97, 'r' || g % 7, (g % 1000) * 0.25, g % 10, timestamptz '2024-01-01' + g * interval '1 s', g % 4
   FROM generate_series(2501, 5000) g;

@@ -1352,6 +1352,11 @@ ssp_create_continuous_view(ViewStmt *stmt, const char *queryString)
 	nspid = RangeVarGetCreationNamespace(stmt->view);
 	nspname = get_namespace_name(nspid);
 	view = quote_qualified_identifier(nspname, stmt->view->relname);
+	/* as CREATE VIEW says it, before anything is made */
+	if (OidIsValid(get_relname_relid(stmt->view->relname, nspid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_TABLE),
+				 errmsg("relation \"%s\" already exists", stmt->view->relname)));
 	/*
 	 * The view's own objects are named NAME_mrel, NAME_outbox... as
 	 * Postgres names an index: NAME clipped (at a character boundary) so

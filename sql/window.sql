@@ -92,6 +92,10 @@ CREATE VIEW closed WITH (ssp.continuous, ssp.grace = '10 s', ssp.emit = 'final',
   SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM ev GROUP BY w;
 CREATE VIEW recent WITH (ssp.continuous, ssp.grace = '10 s', ssp.retention = '1 minute', ssp.commit_interval = '300ms') AS
   SELECT ssp.tumble(ts, '1 minute') AS w, count(*) FROM ev GROUP BY w;
+-- the table's one index leads with the window's start, whatever the
+-- GROUP BY's order: events come mostly in time order, new groups at its end
+SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN ssp.continuous_views c ON i.indrelid = c.mrel
+WHERE c.view = 'per_minute'::regclass;
 
 -- hopping: two-minute windows every minute; each event is in two windows
 CREATE VIEW hopping WITH (ssp.continuous, ssp.grace = '10 s', ssp.commit_interval = '300ms') AS

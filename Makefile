@@ -61,7 +61,8 @@ OBJS = \
 	src/sqlfuncs/operate.o \
 	src/sqlfuncs/reshard.o \
 	src/sqlfuncs/state_check.o \
-	src/sqlfuncs/combine.o
+	src/sqlfuncs/combine.o \
+	src/sqlfuncs/update.o
 
 EXTENSION = ssp
 # every install and upgrade script (relative to srcdir, for VPATH builds)

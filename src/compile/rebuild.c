@@ -18,25 +18,16 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
 #include "access/relation.h"
-#include "access/table.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_am.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_index.h"
 #include "catalog/pg_proc.h"
-#include "catalog/pg_type.h"
-#include "commands/tablespace.h"
 #include "executor/spi.h"
-#include "fmgr.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
 #include "rewrite/rewriteManip.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -44,7 +35,6 @@
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
-#include "utils/varlena.h"
 
 #include "ssp.h"
 #include "compile/view.h"
@@ -348,196 +338,4 @@ ssp_view_refresh(SspView *v)
 	AcceptInvalidationMessages();
 	if (v->sql_stale)
 		ssp_view_generate(v);
-}
-
-/*
- * index_columns: an index's key columns, quoted and comma-separated as
- * index_keys in viewsql.c writes them; NULL unless a plain btree index of
- * columns (no expression, no predicate).
- */
-static char *
-index_columns(Relation index)
-{
-	StringInfoData cols;
-	int			i;
-
-	if (index->rd_rel->relam != BTREE_AM_OID || RelationGetIndexExpressions(index) != NIL ||
-		RelationGetIndexPredicate(index) != NIL)
-		return NULL;
-	initStringInfo(&cols);
-	for (i = 0; i < index->rd_index->indnkeyatts; i++)
-		appendStringInfo(&cols, "%s%s", i ? ", " : "",
-						 quote_identifier(get_attname(index->rd_index->indrelid,
-													  index->rd_index->indkey.values[i], false)));
-	return cols.data;
-}
-
-/* same_columns: do two lists of index_columns hold the same columns? */
-static bool
-same_columns(const char *a, const char *b)
-{
-	List	   *la = NIL;
-	List	   *lb = NIL;
-	ListCell   *lc;
-
-	if (!SplitIdentifierString(pstrdup(a), ',', &la) ||
-		!SplitIdentifierString(pstrdup(b), ',', &lb) ||
-		list_length(la) != list_length(lb))
-		return false;
-	foreach(lc, la)
-	{
-		ListCell   *c;
-		bool		found = false;
-
-		foreach(c, lb)
-			found |= strcmp(lfirst(c), lfirst(lc)) == 0;
-		if (!found)
-			return false;
-	}
-	return true;
-}
-
-/*
- * index_options: " WITH (...)" and " TABLESPACE ..." for an index made in
- * place of index, with the settings it had.
- */
-static char *
-index_options(Oid index)
-{
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(index));
-	StringInfoData opts;
-	Datum		reloptions;
-	bool		isnull;
-	Oid			spc;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", index);
-	initStringInfo(&opts);
-	reloptions = SysCacheGetAttr(RELOID, tup, Anum_pg_class_reloptions, &isnull);
-	if (!isnull)
-	{
-		Datum	   *elems;
-		int			n,
-					i;
-
-		deconstruct_array(DatumGetArrayTypeP(reloptions), TEXTOID, -1, false,
-						  TYPALIGN_INT, &elems, NULL, &n);
-		for (i = 0; i < n; i++)
-		{
-			char	   *opt = TextDatumGetCString(elems[i]);
-			char	   *eq = strchr(opt, '=');
-
-			if (eq == NULL)
-				continue;
-			*eq = '\0';
-			appendStringInfo(&opts, "%s%s = %s", opts.len ? ", " : " WITH (",
-							 quote_identifier(opt), quote_literal_cstr(eq + 1));
-		}
-		if (opts.len)
-			appendStringInfoChar(&opts, ')');
-	}
-	spc = ((Form_pg_class) GETSTRUCT(tup))->reltablespace;
-	ReleaseSysCache(tup);
-	if (OidIsValid(spc))
-		appendStringInfo(&opts, " TABLESPACE %s", quote_identifier(get_tablespace_name(spc)));
-	return opts.data;
-}
-
-/*
- * ssp_update_mrel_index(view): the update to 0.3 (ALTER EXTENSION ssp
- * UPDATE) gives the table of an aggregating view made before it the index
- * a view made now has: its unique index with a window's start and other
- * times first (viewsql.c, index_keys), made anew if its columns were in
- * another order, with the settings it had (its storage parameters, its
- * tablespace, CLUSTER ON), and no index of the window's own.  ssp's own
- * indexes are the first of their kind: CREATE VIEW made them with the
- * table, before any of the user's; other indexes, and views of other
- * kinds, are left as they are.
- */
-PG_FUNCTION_INFO_V1(ssp_update_mrel_index);
-Datum
-ssp_update_mrel_index(PG_FUNCTION_ARGS)
-{
-	SspView    *v = ssp_view_load(PG_GETARG_OID(0), true);
-	Build	   *b;
-	Relation	rel;
-	ListCell   *lc;
-	Oid			unique = InvalidOid;	/* the unique index, in another order */
-	Oid			in_order = InvalidOid;	/* one in the order of now */
-	Oid			window = InvalidOid;	/* the window's own index */
-	bool		clustered = false;
-	char	   *mrel;
-
-	if (v == NULL || !OidIsValid(v->mrel))
-		PG_RETURN_VOID();
-	b = ssp_view_build(v);
-	if (b->mrel_index_keys == NULL)
-		PG_RETURN_VOID();
-	rel = table_open(v->mrel, ShareLock);
-	mrel = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-									  RelationGetRelationName(rel));
-	/* in the order of their oids: made first, first */
-	foreach(lc, RelationGetIndexList(rel))
-	{
-		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
-		char	   *cols = index_columns(index);
-		Form_pg_index ind = index->rd_index;
-
-		if (cols && ind->indisunique && ind->indnullsnotdistinct &&
-			same_columns(cols, b->mrel_index_keys))
-		{
-			if (strcmp(cols, b->mrel_index_keys) != 0)
-			{
-				if (!OidIsValid(unique))
-				{
-					unique = lfirst_oid(lc);
-					clustered |= ind->indisclustered;
-				}
-			}
-			else if (!OidIsValid(in_order))
-				in_order = lfirst_oid(lc);
-		}
-		else if (cols && !ind->indisunique && b->window_col &&
-				 strcmp(cols, b->window_col) == 0 && !OidIsValid(window))
-		{
-			window = lfirst_oid(lc);
-			clustered |= ind->indisclustered;
-		}
-		index_close(index, AccessShareLock);
-	}
-	table_close(rel, NoLock);
-	if (!OidIsValid(unique) && !OidIsValid(in_order))
-		PG_RETURN_VOID();		/* not a table CREATE VIEW indexed */
-
-	SPI_connect();
-	if (!OidIsValid(in_order))
-	{
-		ssp_spi_exec(psprintf("CREATE UNIQUE INDEX ON %s (%s) NULLS NOT DISTINCT%s",
-							  mrel, b->mrel_index_keys, index_options(unique)));
-		/* the index just made: the last of that order */
-		rel = table_open(v->mrel, NoLock);
-		foreach(lc, RelationGetIndexList(rel))
-		{
-			Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
-			char	   *cols = index_columns(index);
-
-			if (cols && index->rd_index->indisunique && strcmp(cols, b->mrel_index_keys) == 0)
-				in_order = lfirst_oid(lc);
-			index_close(index, AccessShareLock);
-		}
-		table_close(rel, NoLock);
-	}
-	if (clustered)
-		ssp_spi_exec(psprintf("ALTER TABLE %s CLUSTER ON %s", mrel,
-							  quote_identifier(get_rel_name(in_order))));
-	if (OidIsValid(unique))
-		ssp_spi_exec(psprintf("DROP INDEX %s",
-							  quote_qualified_identifier(get_namespace_name(get_rel_namespace(unique)),
-														 get_rel_name(unique))));
-	if (OidIsValid(window))
-		ssp_spi_exec(psprintf("DROP INDEX %s",
-							  quote_qualified_identifier(get_namespace_name(get_rel_namespace(window)),
-														 get_rel_name(window))));
-	SPI_finish();
-	PG_RETURN_VOID();
 }

@@ -2,10 +2,8 @@
  *
  * jsonscan.c
  *	  A fast JSON scanner for the common message: it validates the whole
- *	  text and picks out the values of the paths a stream reads, with no
- *	  allocation but for those values.
- *
- * The values it finds are spans of the text, which it does not copy.
+ *	  text and picks out the values of the paths a stream reads, without
+ *	  allocating: the values it finds are spans of the text, not copies.
  *
  * It takes only what it can be sure of: a JSON object whose strings have no
  * escapes, nested no deeper than MAX_DEPTH.  Anything else (an escape, an

@@ -331,11 +331,12 @@ arbiter_form(HeapTuple tup, bool *nulls_equal)
  * index_needed: does continuous view view need index (of one of its
  * parts)?  Every index of its buffers and outbox; on its table, those over
  * ssp's own columns, and the unique index on the group keys unless another
- * on the same columns stays that takes NULL keys as it does.  The user's
- * own indexes on the table are the user's to drop.
+ * on the same columns stays that takes NULL keys as it does (not one of
+ * dropped, the indexes the statement drops).  The user's own indexes on
+ * the table are the user's to drop.
  */
 static bool
-index_needed(Oid index, Oid view)
+index_needed(Oid index, Oid view, List *dropped)
 {
 	Oid			table = IndexGetRelation(index, false);
 	HeapTuple	tup;
@@ -372,7 +373,7 @@ index_needed(Oid index, Oid view)
 	{
 		Oid			other = lfirst_oid(lc);
 
-		if (other == index)
+		if (list_member_oid(dropped, other))
 			continue;
 		tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(other));
 		if (!HeapTupleIsValid(tup))
@@ -559,6 +560,7 @@ check_part_change(Node *parsetree)
 		case T_DropStmt:
 			{
 				DropStmt   *stmt = (DropStmt *) parsetree;
+				List	   *dropped = NIL;
 
 				check_changes_function(stmt);
 				if (stmt->removeType == OBJECT_TRIGGER)
@@ -575,6 +577,10 @@ check_part_change(Node *parsetree)
 				}
 				if (stmt->removeType != OBJECT_INDEX)
 					return;
+				/* each index a stand-in for another only if it stays */
+				foreach(lc, stmt->objects)
+					dropped = lappend_oid(dropped, RangeVarGetRelid(makeRangeVarFromNameList(lfirst(lc)),
+																	NoLock, true));
 				foreach(lc, stmt->objects)
 				{
 					RangeVar   *rv = makeRangeVarFromNameList(lfirst(lc));
@@ -583,7 +589,7 @@ check_part_change(Node *parsetree)
 					if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_INDEX)
 						continue;
 					view = view_of_part(IndexGetRelation(relid, true));
-					if (OidIsValid(view) && index_needed(relid, view))
+					if (OidIsValid(view) && index_needed(relid, view, dropped))
 						ereport(ERROR,
 								(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
 								 errmsg("cannot drop index %s because continuous view %s requires it",

@@ -343,6 +343,17 @@ FROM (SELECT 'cv_one' AS v, (SELECT count(*) FROM cv_one) AS rows,
       SELECT 'cv_one2', (SELECT count(*) FROM cv_one2),
              (SELECT count(*) FROM ((SELECT * FROM cv_one2 EXCEPT ALL SELECT * FROM plain_one)
                                     UNION ALL (SELECT * FROM plain_one EXCEPT ALL SELECT * FROM cv_one2)) x)) c;
+-- and messages merge into that row as into any group's
+INSERT INTO m (g, i2, i4, n, f8, tx, d, b, r, p) VALUES
+  (1, 5, -1, 2.5, 1.5, 'neg1', '2024-01-01', true, int4range(1, 5), 0),
+  (2, -3, -2, NULL, 2.5, 'neg2', NULL, false, int4range(2, 9), 1),
+  (3, 5, -3, 7, NULL, NULL, '2025-01-01', NULL, NULL, 2);
+SELECT ssp.wait('cv_one'), ssp.wait('cv_one2');
+SELECT n, ci4, avg_i4, sum_n, min_tx, max_d, rc, band, bo_i4, ri_r, total, widest, d_tx, s_i2 FROM cv_one;
+SELECT (SELECT count(*) FROM ((SELECT * FROM cv_one EXCEPT ALL SELECT * FROM plain_one)
+                              UNION ALL (SELECT * FROM plain_one EXCEPT ALL SELECT * FROM cv_one)) x) AS cv_one_differences,
+       (SELECT count(*) FROM ((SELECT * FROM cv_one2 EXCEPT ALL SELECT * FROM plain_one)
+                              UNION ALL (SELECT * FROM plain_one EXCEPT ALL SELECT * FROM cv_one2)) x) AS cv_one2_differences;
 SELECT ssp.reset('cv_one', 'latest');
 SELECT count(*) AS rows_after_reset, bool_and(n = 0 AND total = 0) AS empty FROM cv_one;
 DROP VIEW cv_one, cv_one2, plain_one;

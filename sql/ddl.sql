@@ -108,6 +108,10 @@ DROP INDEX ddl_own_unique;
 CREATE UNIQUE INDEX ddl_own_unique2 ON ddl_view_table (name) NULLS NOT DISTINCT;
 DROP INDEX ddl_own_unique2, ddl_own_unique;
 DROP INDEX ddl_own_unique2;
+-- (nor one of another collation: it would take other keys for the same)
+CREATE UNIQUE INDEX ddl_own_c ON ddl_view_table (name COLLATE "C") NULLS NOT DISTINCT;
+DROP INDEX ddl_own_unique;
+DROP INDEX ddl_own_c;
 CREATE OR REPLACE VIEW ddl_view_query AS SELECT label AS name, 0::bigint AS n, 0::numeric AS total FROM ddl_s.ddl_regions_renamed;
 -- nor its owner, which is the view's (the view then failed at its next start)
 CREATE ROLE ddl_other;

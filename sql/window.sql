@@ -252,6 +252,15 @@ CREATE VIEW sessions WITH (ssp.continuous, ssp.commit_interval = '300ms') AS
 CREATE VIEW closed_sessions WITH (ssp.continuous, ssp.emit = 'final', ssp.commit_interval = '300ms') AS
   SELECT usr, ssp.session(ts, '10 minutes') AS session_start, count(*) AS clicks
   FROM clicks GROUP BY usr, session_start;
+-- the index of a session view's table is what its statements read: its
+-- last one is not dropped (one of the user's own may go)
+SELECT i.indexrelid::regclass AS session_index FROM pg_index i JOIN ssp.continuous_views c ON i.indrelid = c.mrel
+WHERE c.view = 'sessions'::regclass \gset
+CREATE INDEX sessions_own ON sessions_mrel (usr);
+\set VERBOSITY terse
+DROP INDEX sessions_own;
+DROP INDEX :session_index;
+\set VERBOSITY default
 SELECT ssp.session(now(), '1 minute');
 CREATE TABLE clicks_all (usr text, page int, ts timestamptz);
 CREATE FUNCTION click(evs text) RETURNS void LANGUAGE plpgsql AS $$

@@ -305,53 +305,90 @@ view_of_part(Oid relid)
 }
 
 /*
- * arbiter_form: the key columns of index tup if it is one the view's
- * INSERT ... ON CONFLICT and MERGE can stand on (unique, valid, whole,
- * of plain columns), as a sorted list; else NIL.  *nulls_equal: does it
- * take two NULL keys for the same (NULLS NOT DISTINCT, as ssp makes it)?
+ * arbiter_form: what makes index tup one the view's INSERT ... ON CONFLICT
+ * and MERGE can stand on (unique, valid, whole, of plain columns): its
+ * columns with their collations and operator classes, in column order, as
+ * text; else NULL.  *nulls_equal: does it take two NULL keys for the same
+ * (NULLS NOT DISTINCT, as ssp makes it)?
  */
-static List *
+static char *
 arbiter_form(HeapTuple tup, bool *nulls_equal)
 {
 	Form_pg_index index = (Form_pg_index) GETSTRUCT(tup);
-	List	   *columns = NIL;
+	oidvector  *collations;
+	oidvector  *classes;
+	bool		isnull;
+	int			order[INDEX_MAX_KEYS];
+	StringInfoData form;
 
 	*nulls_equal = index->indnullsnotdistinct;
 	if (!index->indisunique || !index->indisvalid ||
 		!heap_attisnull(tup, Anum_pg_index_indpred, NULL) ||
 		!heap_attisnull(tup, Anum_pg_index_indexprs, NULL))
-		return NIL;
+		return NULL;
+	collations = (oidvector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, tup,
+															   Anum_pg_index_indcollation, &isnull));
+	classes = (oidvector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, tup,
+															Anum_pg_index_indclass, &isnull));
+	/* the key columns in column order: the arbiter is a set of columns */
 	for (int i = 0; i < index->indnkeyatts; i++)
-		columns = lappend_int(columns, index->indkey.values[i]);
-	list_sort(columns, list_int_cmp);
-	return columns;
+	{
+		int			j = i;
+
+		while (j > 0 && index->indkey.values[order[j - 1]] > index->indkey.values[i])
+		{
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+	initStringInfo(&form);
+	for (int i = 0; i < index->indnkeyatts; i++)
+		appendStringInfo(&form, "%d %u %u,", index->indkey.values[order[i]],
+						 collations->values[order[i]], classes->values[order[i]]);
+	return form.data;
 }
 
 /*
  * index_needed: does continuous view view need index (of one of its
- * parts)?  Every index of its buffers and outbox; on its table, those over
- * ssp's own columns, and the unique index on the group keys unless another
- * on the same columns stays that takes NULL keys as it does (not one of
- * dropped, the indexes the statement drops).  The user's own indexes on
- * the table are the user's to drop.
+ * parts)?  Every index of its buffers and outbox.  On its table: those
+ * over ssp's own columns; the unique index on the group keys, unless
+ * another stays that stands in for it (on the same columns, collations
+ * and operator classes, taking NULL keys as it does); and the last index
+ * of a session window's table, which its statements read and without
+ * which it is not whole (catalog.c).  "Stays": is not one of dropped, the
+ * indexes the statement drops.  The user's own indexes on the table are
+ * the user's to drop.
  */
 static bool
 index_needed(Oid index, Oid view, List *dropped)
 {
 	Oid			table = IndexGetRelation(index, false);
 	HeapTuple	tup;
-	List	   *columns;
+	char	   *form;
 	bool		nulls_equal;
 	bool		other_nulls_equal;
+	bool		session;
 	Relation	rel;
 	ListCell   *lc;
 	bool		needed = true;
+	bool		others = false;
 
 	if (table != ssp_continuous_view_mrel(view))
 		return true;
+	/*
+	 * Kept to the end of the transaction, as DROP INDEX takes it (and
+	 * stronger): of two DROP INDEX CONCURRENTLY, each of one stand-in, the
+	 * second sees the first's index invalid.
+	 */
+	rel = table_open(table, ShareUpdateExclusiveLock);
+	session = get_attnum(table, "_session_end") != InvalidAttrNumber;
 	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
 	if (!HeapTupleIsValid(tup))
+	{
+		table_close(rel, NoLock);
 		return false;
+	}
 	/* one over ssp's own columns (_ssp_rows: the groups to delete) */
 	for (int i = 0; i < ((Form_pg_index) GETSTRUCT(tup))->indnkeyatts; i++)
 	{
@@ -361,29 +398,32 @@ index_needed(Oid index, Oid view, List *dropped)
 		if (name && strncmp(name, "_ssp_", 5) == 0)
 		{
 			ReleaseSysCache(tup);
+			table_close(rel, NoLock);
 			return true;
 		}
 	}
-	columns = arbiter_form(tup, &nulls_equal);
+	form = arbiter_form(tup, &nulls_equal);
 	ReleaseSysCache(tup);
-	if (columns == NIL)
-		return false;
-	rel = table_open(table, AccessShareLock);
 	foreach(lc, RelationGetIndexList(rel))
 	{
 		Oid			other = lfirst_oid(lc);
+		char	   *other_form;
 
 		if (list_member_oid(dropped, other))
 			continue;
 		tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(other));
 		if (!HeapTupleIsValid(tup))
 			continue;
-		if (equal(arbiter_form(tup, &other_nulls_equal), columns) &&
+		others |= ((Form_pg_index) GETSTRUCT(tup))->indisvalid;
+		other_form = arbiter_form(tup, &other_nulls_equal);
+		if (form && other_form && strcmp(form, other_form) == 0 &&
 			(other_nulls_equal || !nulls_equal))
 			needed = false;
 		ReleaseSysCache(tup);
 	}
-	table_close(rel, AccessShareLock);
+	table_close(rel, NoLock);
+	if (form == NULL)
+		return session && !others;
 	return needed;
 }
 

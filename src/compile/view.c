@@ -540,8 +540,10 @@ ssp_spi_exec(const char *sql)
  * ssp_view_seed: give a view of one group (aggregates without GROUP BY,
  * over one stream: its table has the key _g0) the row its query has over
  * no rows, as Postgres gives one (count 0, sum NULL...): its apply
- * statement over an empty batch.  Until its first batch it had none.  For
- * CREATE VIEW and ssp.reset; needs SPI.
+ * statement over an empty batch, run as the view's owner runs it in its
+ * worker.  Until its first batch it had none.  For CREATE VIEW and
+ * ssp.reset; needs SPI.  (Over a changelog, or with ssp.sliding, the
+ * statement makes no row of an empty batch: the first batch makes it.)
  */
 void
 ssp_view_seed(Oid mrel, int nsources, Oid stream, const char *apply_sql)
@@ -553,6 +555,8 @@ ssp_view_seed(Oid mrel, int nsources, Oid stream, const char *apply_sql)
 	Oid			argtypes[3] = {TIMESTAMPTZOID, INT4OID, INT4OID};
 	Datum		args[3] = {0, Int32GetDatum(0), Int32GetDatum(0)};
 	volatile int rc = 0;
+	Oid			save_userid;
+	int			save_sec;
 
 	if (nsources != 1 || apply_sql == NULL || get_attnum(mrel, "_g0") == InvalidAttrNumber)
 		return;
@@ -576,7 +580,9 @@ ssp_view_seed(Oid mrel, int nsources, Oid stream, const char *apply_sql)
 	enr->reldata = tuplestore_begin_heap(false, false, work_mem);
 	if (SPI_register_relation(enr) != SPI_OK_REL_REGISTER)
 		elog(ERROR, "ssp: could not register the batch relation");
-	ssp_own_ddl++;
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(ssp_rel_owner(mrel),
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
 	PG_TRY();
 	{
 		int			level = ssp_pin_search_path();
@@ -587,7 +593,7 @@ ssp_view_seed(Oid mrel, int nsources, Oid stream, const char *apply_sql)
 	}
 	PG_FINALLY();
 	{
-		ssp_own_ddl--;
+		SetUserIdAndSecContext(save_userid, save_sec);
 		SPI_unregister_relation(SSP_BATCH_RELATION(0));
 	}
 	PG_END_TRY();

@@ -23,6 +23,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -38,6 +39,7 @@
 #include "runtime/batch.h"
 #include "runtime/shmem.h"
 #include "compile/view.h"
+#include "compile/build.h"
 
 PG_FUNCTION_INFO_V1(ssp_worker_status);
 PG_FUNCTION_INFO_V1(ssp_reader_status);
@@ -301,10 +303,17 @@ ssp_reset(PG_FUNCTION_ARGS)
 	Oid			argtypes[2] = {OIDOID, TEXTOID};
 	Datum		args[2] = {ObjectIdGetDatum(view), CStringGetTextDatum(start)};
 	ListCell   *lc;
+	char	   *apply = NULL;
 
 	check_reads(v, "reset");
 	check_owner(view);
 	ssp_check_start(start);
+	/* its streams first, as its worker and DROP take them */
+	for (int i = 0; i < v->nsources; i++)
+		LockRelationOid(v->streams[i], AccessShareLock);
+	/* the statement the view's worker runs now (v->apply_sql: at CREATE VIEW) */
+	if (v->nsources == 1 && get_attnum(v->mrel, "_g0") != InvalidAttrNumber)
+		apply = ssp_view_build(v)->apply_sql;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
 	/* a batch in flight ends first; the next one fails */
@@ -318,7 +327,7 @@ ssp_reset(PG_FUNCTION_ARGS)
 	empty_table(v->mrel);
 	foreach(lc, v->buffers)
 		empty_table(lfirst_oid(lc));
-	ssp_view_seed(v->mrel, v->nsources, v->streams[0], v->apply_sql);
+	ssp_view_seed(v->mrel, v->nsources, v->streams[0], apply);
 	if (SPI_execute_with_args("DELETE FROM ssp.offsets WHERE view = $1::regclass",
 							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE ||
 		SPI_execute_with_args("DELETE FROM ssp.dead_letters WHERE view = $1::regclass",

@@ -549,7 +549,6 @@ void
 ssp_view_seed(Oid mrel, int nsources, Oid stream, const char *apply_sql)
 {
 	Relation	rel;
-	TupleDesc	sdesc;
 	TupleDesc	desc;
 	EphemeralNamedRelation enr;
 	Oid			argtypes[3] = {TIMESTAMPTZOID, INT4OID, INT4OID};
@@ -562,13 +561,7 @@ ssp_view_seed(Oid mrel, int nsources, Oid stream, const char *apply_sql)
 		return;
 	/* the batch's columns, as the worker gives them (batch.c) */
 	rel = relation_open(stream, AccessShareLock);
-	sdesc = RelationGetDescr(rel);
-	desc = CreateTemplateTupleDesc(sdesc->natts + 3);
-	for (int i = 0; i < sdesc->natts; i++)
-		TupleDescCopyEntry(desc, i + 1, sdesc, i + 1);
-	TupleDescInitEntry(desc, sdesc->natts + 1, "_ssp_partition", INT4OID, -1, 0);
-	TupleDescInitEntry(desc, sdesc->natts + 2, "_ssp_offset", INT8OID, -1, 0);
-	TupleDescInitEntry(desc, sdesc->natts + 3, "_ssp_tombstone", BOOLOID, -1, 0);
+	desc = ssp_batch_tupdesc(RelationGetDescr(rel));
 	relation_close(rel, NoLock);
 
 	enr = palloc0(sizeof(EphemeralNamedRelationData));

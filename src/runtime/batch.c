@@ -100,36 +100,22 @@ typedef struct SspGroups
 	int32		part;
 } SspGroups;
 
-/* hidden columns of ssp_batch after the stream's own */
-#define SSP_BATCH_EXTRA 3
-
 /*
- * batch_tupdesc: the columns of ssp_batch: the stream's, then
- * _ssp_partition, _ssp_offset and _ssp_tombstone (a null message value, or
- * a Debezium delete).
- * Needs a transaction the first time.
+ * batch_tupdesc: the columns of ssp_batch (ssp_batch_tupdesc), made once
+ * per stream.  Needs a transaction the first time.
  */
 static TupleDesc
 batch_tupdesc(SspStream *stream)
 {
 	MemoryContext old;
-	TupleDesc	desc;
-	TupleDesc	sdesc = stream->desc;
-	int			i;
 
 	if (stream->batch_desc)
-		return stream->batch_desc;	/* made once per stream */
+		return stream->batch_desc;
 	/* the stream as it was opened, as decode_row fills it (not as now) */
 	old = MemoryContextSwitchTo(stream->cxt);
-	desc = CreateTemplateTupleDesc(sdesc->natts + SSP_BATCH_EXTRA);
-	for (i = 0; i < sdesc->natts; i++)
-		TupleDescCopyEntry(desc, i + 1, sdesc, i + 1);
-	TupleDescInitEntry(desc, sdesc->natts + 1, "_ssp_partition", INT4OID, -1, 0);
-	TupleDescInitEntry(desc, sdesc->natts + 2, "_ssp_offset", INT8OID, -1, 0);
-	TupleDescInitEntry(desc, sdesc->natts + 3, "_ssp_tombstone", BOOLOID, -1, 0);
+	stream->batch_desc = ssp_batch_tupdesc(stream->desc);
 	MemoryContextSwitchTo(old);
-	stream->batch_desc = desc;
-	return desc;
+	return stream->batch_desc;
 }
 
 /*

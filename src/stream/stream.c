@@ -335,6 +335,25 @@ static const char *const hidden_columns[] = {
 	"_ssp_xact", "_ssp_run", "_ssp_seq", "_ssp_settled", "_ssp_matched"
 };
 
+/*
+ * ssp_batch_tupdesc: the columns of the batch relation of a stream whose
+ * relation has columns sdesc (dropped ones too, as decoding fills them):
+ * those, then _ssp_partition, _ssp_offset and _ssp_tombstone (a null
+ * message value, or a Debezium delete).  In the current memory context.
+ */
+TupleDesc
+ssp_batch_tupdesc(TupleDesc sdesc)
+{
+	TupleDesc	desc = CreateTemplateTupleDesc(sdesc->natts + SSP_BATCH_EXTRA);
+
+	for (int i = 0; i < sdesc->natts; i++)
+		TupleDescCopyEntry(desc, i + 1, sdesc, i + 1);
+	TupleDescInitEntry(desc, sdesc->natts + 1, "_ssp_partition", INT4OID, -1, 0);
+	TupleDescInitEntry(desc, sdesc->natts + 2, "_ssp_offset", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, sdesc->natts + 3, "_ssp_tombstone", BOOLOID, -1, 0);
+	return desc;
+}
+
 /* The checks that depend on the format and the whole set of columns. */
 static void
 check_stream(SspStream *stream)
@@ -448,6 +467,7 @@ ssp_stream_open(Oid relid)
 		col->typmod = att->atttypmod;
 		col->basetypmod = col->typmod;
 		col->basetype = getBaseTypeAndTypmod(col->typid, &col->basetypmod);
+		stream->has_domain |= col->basetype != col->typid;
 		col->cxt = stream->cxt;
 		getTypeInputInfo(col->typid, &func, &col->ioparam);
 		fmgr_info(func, &col->infunc);

@@ -13,7 +13,11 @@
 #include "ssp.h"
 
 /* stream.c */
+/* the columns ssp adds to a stream's in a batch (ssp_batch_tupdesc) */
+#define SSP_BATCH_EXTRA 3
+
 extern SspStream *ssp_stream_open(Oid relid);
+extern TupleDesc ssp_batch_tupdesc(TupleDesc sdesc);
 extern bool ssp_is_stream(Oid relid);
 extern char *ssp_stream_signature(Oid relid);
 extern bool ssp_is_kafka_server(Oid serverid);

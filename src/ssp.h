@@ -115,6 +115,7 @@ typedef struct SspStream
 								 * follows it, not a later ALTER */
 	int			ncolumns;
 	SspColumn  *columns;		/* live columns, in attnum order */
+	bool		has_domain;		/* a column's type is a domain */
 	int			nvalue;			/* columns decoded from the value */
 	int			nkey;			/* columns decoded from the key */
 	bool		has_rawkey;

@@ -1476,7 +1476,8 @@ decode(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls, int only)
 	decode_key(stream, msg, values, nulls, &dc, only);
 	dc.column = NULL;
 	decode_value(stream, msg, values, nulls, &dc, only);
-	check_null_domains(stream, msg, nulls, &dc, only);
+	if (stream->has_domain)
+		check_null_domains(stream, msg, nulls, &dc, only);
 
 	error_context_stack = errcb.previous;
 }

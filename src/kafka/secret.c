@@ -292,7 +292,7 @@ ssp_secrets_mask(const SspSecrets *s, const char *text, char *out, size_t outsiz
 
 		if (i < masked_until)
 		{
-			if (!in_mask)
+			if (!in_mask && !cut)
 			{
 				const char *m;
 
@@ -308,7 +308,9 @@ ssp_secrets_mask(const SspSecrets *s, const char *text, char *out, size_t outsiz
 		else
 		{
 			in_mask = false;
-			if (o + 1 < outsize)
+			if (cut)
+				;				/* nothing after the cut: it may have dropped bytes */
+			else if (o + 1 < outsize)
 				out[o++] = text[i];
 			else if (!cut)
 			{
@@ -320,7 +322,7 @@ ssp_secrets_mask(const SspSecrets *s, const char *text, char *out, size_t outsiz
 			}
 		}
 	}
-	if (i < len && !in_mask)
+	if (i < len && !in_mask && !cut)
 	{
 		const char *m;
 

@@ -381,6 +381,34 @@ UNION ALL
 SELECT pg_get_viewdef('tag_pairs_query');
 DROP VIEW tag_pairs;
 
+-- GROUP BY () and grouping sets that make one set group as a GROUP BY of
+-- that set does: taken as that.  More sets are refused, and so are GROUP BY
+-- () and HAVING without an aggregate (one row over all the stream, which was
+-- taken for a row per message).
+CREATE VIEW r WITH (ssp.continuous) AS SELECT tag, count(*) FROM tagged GROUP BY GROUPING SETS ((tag), ());
+CREATE VIEW r WITH (ssp.continuous) AS SELECT tag, count(*) FROM tagged GROUP BY CUBE (tag);
+CREATE VIEW r WITH (ssp.continuous) AS SELECT 1 AS one FROM tagged GROUP BY ();
+CREATE VIEW r WITH (ssp.continuous) AS SELECT 1 AS one FROM tagged HAVING true;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT DISTINCT 1 AS one FROM tagged HAVING 1 > 0;
+CREATE VIEW tag_none WITH (ssp.continuous) AS SELECT count(*) AS c, sum(n) AS total FROM tagged GROUP BY ();
+SELECT count(*) AS rows_at_once FROM tag_none;
+CREATE VIEW tag_one_set WITH (ssp.continuous) AS
+  SELECT tag, count(*) AS c FROM tagged GROUP BY GROUPING SETS ((tag));
+CREATE VIEW tag_sets WITH (ssp.continuous) AS
+  SELECT tag, n % 2 AS odd, count(*) AS c FROM tagged GROUP BY DISTINCT tag, (), GROUPING SETS ((tag, n % 2));
+INSERT INTO tagged SELECT 't' || g % 5, g, 0 FROM generate_series(131, 150) g;
+SELECT ssp.wait('tag_none'), ssp.wait('tag_one_set'), ssp.wait('tag_sets');
+SELECT * FROM tag_none;
+SELECT count(*), sum(n) FROM tagged GROUP BY ();
+(SELECT * FROM tag_one_set EXCEPT ALL SELECT tag, count(*) FROM tagged GROUP BY tag)
+UNION ALL
+(SELECT tag, count(*) FROM tagged GROUP BY tag EXCEPT ALL SELECT * FROM tag_one_set);
+(SELECT * FROM tag_sets EXCEPT ALL SELECT tag, n % 2, count(*) FROM tagged GROUP BY tag, n % 2)
+UNION ALL
+(SELECT tag, n % 2, count(*) FROM tagged GROUP BY tag, n % 2 EXCEPT ALL SELECT * FROM tag_sets);
+SELECT count(*) AS groups FROM tag_sets;
+DROP VIEW tag_none, tag_one_set, tag_sets;
+
 -- ssp.output_topic: what it refuses; its outbox and trigger go with the view
 -- (test/tap/t/016_output_topic.pl publishes through crashes)
 CREATE VIEW r WITH (ssp.continuous, ssp.output_topic = 'no spaces') AS SELECT tag, count(*) FROM tagged GROUP BY 1;

@@ -45,6 +45,7 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
+#include "parser/parse_agg.h"
 #include "parser/parse_func.h"
 #include "parser/parse_relation.h"
 #include "parser/parse_type.h"
@@ -420,6 +421,7 @@ check_query(Query *q)
 	RangeTblEntry *rte;
 	ListCell   *lc;
 	List	   *streams = NIL;
+	bool		empty_set = false;
 
 	if (q->commandType != CMD_SELECT || q->utilityStmt)
 		ssp_refuse("anything but a SELECT", "A continuous view is defined by a query.");
@@ -464,8 +466,25 @@ check_query(Query *q)
 	if (q->hasSubLinks &&
 		query_tree_walker(q, reads_stream_walker, NULL, QTW_IGNORE_RANGE_TABLE))
 		ssp_refuse("a subquery that reads a stream", "Join the two streams with ON and a bound between their event times; subqueries may read tables and views.");
+	/*
+	 * GROUP BY () and grouping sets that make one set (GROUPING SETS ((a,
+	 * b)), GROUP BY a, ()) group as a GROUP BY of that set does: taken as
+	 * that.
+	 */
 	if (q->groupingSets)
-		ssp_refuse("GROUPING SETS, ROLLUP or CUBE", "Each grouping set would need its own state.");
+	{
+		List	   *sets = expand_grouping_sets(q->groupingSets, q->groupDistinct, 2);
+
+		if (list_length(sets) != 1)
+			ssp_refuse("GROUPING SETS, ROLLUP or CUBE", "Each grouping set would need its own state.");
+		empty_set = linitial(sets) == NIL;
+		q->groupingSets = NIL;
+		q->groupDistinct = false;
+	}
+	/* (it was taken for a query without aggregates: a row per message) */
+	if ((empty_set || q->havingQual) && !q->hasAggs && q->groupClause == NIL)
+		ssp_refuse("GROUP BY () or HAVING without an aggregate",
+				   "Its query has one row however many messages come, or none, and no aggregate to keep; add one, such as count(*).");
 	if (q->hasTargetSRFs)
 		ssp_refuse("set-returning functions in the select list", "They are not maintained incrementally.");
 	if (q->rowMarks)

@@ -76,7 +76,7 @@ PGFILEDESC = "ssp - stateful stream processing over Kafka"
 # brokers (TAP_TESTS= leaves them out).  make test does all of it alone.
 REGRESS = extension option privileges names ddl roundtrip scan formats insert view output aggregates window windowtime join streamjoin joinwindow changelog temporal join3 shard rows hostile
 REGRESS_OPTS = --inputdir=$(srcdir) --load-extension=ssp
-ISOLATION = batch_races
+ISOLATION = batch_races index_drops
 ISOLATION_OPTS = --inputdir=$(srcdir) --load-extension=ssp
 TAP_TESTS = 1
 PROVE_TESTS = test/tap/t/*.pl

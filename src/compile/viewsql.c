@@ -1024,6 +1024,21 @@ grouped_sql(Build *b, MrelCols *m, const char *rest)
  * unique index treats nulls as equal, so such groups are left to an
  * INSERT ... ON CONFLICT of their own, in the MERGE's WITH.
  */
+/*
+ * null_test: the test of a key of type typid for a null, or (is_null
+ * false) for none: of the value itself.  A composite's IS NULL asks
+ * whether all its fields are null, and IS NOT NULL whether none is, so a
+ * key of one with only some passed neither test, and its group was lost;
+ * its "=" (record_eq) takes two null fields for equal, as its index does.
+ */
+static const char *
+null_test(Oid typid, bool is_null)
+{
+	if (type_is_rowtype(typid))
+		return is_null ? "IS NOT DISTINCT FROM NULL" : "IS DISTINCT FROM NULL";
+	return is_null ? "IS NULL" : "IS NOT NULL";
+}
+
 static void
 merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const char *group,
 			 const char *set, StringInfo apply)
@@ -1036,6 +1051,7 @@ merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const c
 	const char *merge;
 	ListCell   *lc;
 	ListCell   *e;
+	Oid			typid;
 
 	initStringInfo(&on);
 	initStringInfo(&notnull);
@@ -1049,9 +1065,13 @@ merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const c
 						 (char *) list_nth(m->keyops, foreach_current_index(lc)), c);
 		if (lfirst(e) == NULL)
 			continue;
-		appendStringInfo(&notnull, "%sexcluded.%s IS NOT NULL", notnull.len ? " AND " : "", c);
-		appendStringInfo(&isnull, "%s(%s) IS NULL", isnull.len ? " OR " : "", (char *) lfirst(e));
-		appendStringInfo(&nullcol, "%s_ssp_g.%s IS NULL", nullcol.len ? " OR " : "", c);
+		typid = list_nth_oid(m->keytypes, foreach_current_index(lc));
+		appendStringInfo(&notnull, "%sexcluded.%s %s", notnull.len ? " AND " : "", c,
+						 null_test(typid, false));
+		appendStringInfo(&isnull, "%s(%s) %s", isnull.len ? " OR " : "", (char *) lfirst(e),
+						 null_test(typid, true));
+		appendStringInfo(&nullcol, "%s_ssp_g.%s %s", nullcol.len ? " OR " : "", c,
+						 null_test(typid, true));
 	}
 
 	grouped = grouped_sql(b, m, psprintf("%s%s%s%s", b->from, b->window >= 0 ? b->window_from : "",
@@ -1207,6 +1227,7 @@ share_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const c
 	StringInfoData isnull;
 	ListCell   *lc;
 	ListCell   *e;
+	Oid			typid;
 	int			nkeys = list_length(m->keycols);
 	int			i = 0;
 	Oid			ssp_nsp = get_namespace_oid("ssp", false);
@@ -1261,8 +1282,11 @@ share_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const c
 						 (char *) list_nth(m->keyops, foreach_current_index(lc)), c);
 		if (lfirst(e) == NULL)
 			continue;
-		appendStringInfo(&notnull, "%sexcluded.%s IS NOT NULL", notnull.len ? " AND " : "", c);
-		appendStringInfo(&isnull, "%s_ssp_k%d IS NULL", isnull.len ? " OR " : "", i);
+		typid = list_nth_oid(m->keytypes, foreach_current_index(lc));
+		appendStringInfo(&notnull, "%sexcluded.%s %s", notnull.len ? " AND " : "", c,
+						 null_test(typid, false));
+		appendStringInfo(&isnull, "%s_ssp_k%d %s", isnull.len ? " OR " : "", i,
+						 null_test(typid, true));
 	}
 	share->apply_sql = psprintf("MERGE INTO %s AS m USING (SELECT %s FROM %s) AS excluded (%s) ON %s "
 								"WHEN MATCHED THEN %s WHEN NOT MATCHED%s%s THEN INSERT (%s) VALUES (%s)",

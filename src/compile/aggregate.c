@@ -523,9 +523,14 @@ plan_agg(Build *b, Aggref *agg, int n)
 	}
 	else if (strcmp(name, "min") == 0 || strcmp(name, "max") == 0)
 	{
-		/* LEAST and GREATEST order as min and max do, and skip NULLs */
+		/*
+		 * LEAST and GREATEST order as min and max do, and skip NULLs; of
+		 * two equal values (1.0 and 1.00, 'a' and 'A' in a collation that
+		 * takes them for equal) they keep the first, min and max the
+		 * later: the batch's first
+		 */
 		COL(c1, aggtype, psprintf("pg_catalog.%s(%s)%s", name, arg, filter),
-			psprintf("%s(m.%s, excluded.%s)", name[1] == 'i' ? "LEAST" : "GREATEST", c1, c1), name[1] == 'i' ? "pg_catalog.min" : "pg_catalog.max");
+			psprintf("%s(excluded.%s, m.%s)", name[1] == 'i' ? "LEAST" : "GREATEST", c1, c1), name[1] == 'i' ? "pg_catalog.min" : "pg_catalog.max");
 		p->final = psprintf("m.%s", c1);
 	}
 	else if (strcmp(name, "bool_and") == 0 || strcmp(name, "every") == 0 ||

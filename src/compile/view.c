@@ -62,6 +62,7 @@
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 #include "utils/varlena.h"
 
 #include "ssp.h"
@@ -412,6 +413,107 @@ reads_stream_walker(Node *node, void *context)
 		return query_tree_walker((Query *) node, reads_stream_walker, context,
 								 QTW_EXAMINE_RTES_BEFORE);
 	return expression_tree_walker(node, reads_stream_walker, context);
+}
+
+/* whole_rows: the range-table indexes of the streams, at a query level */
+typedef struct WholeRows
+{
+	Bitmapset  *streams;
+	int			level;			/* of the query being walked: 0 at the top */
+} WholeRows;
+
+/*
+ * whole_rows_mutator: a whole-row reference to a stream (SELECT s, row_to_json(s),
+ * s IS NULL, array_agg(s)) as the ROW of its columns, of its type.  The
+ * batch a view reads in its place has ssp's columns too (_ssp_partition,
+ * _ssp_offset, _ssp_tombstone), which its whole row would have held.
+ */
+static bool
+is_whole_row(Node *node, WholeRows *w)
+{
+	Var		   *var = (Var *) node;
+
+	return node && IsA(node, Var) && var->varattno == InvalidAttrNumber &&
+		var->varlevelsup == w->level && bms_is_member(var->varno, w->streams) &&
+		var->vartype != RECORDOID;
+}
+
+static Node *
+whole_rows_mutator(Node *node, WholeRows *w)
+{
+	if (node == NULL)
+		return NULL;
+
+	/*
+	 * s IS [NOT] NULL: each of its columns' values is [not] null, as
+	 * Postgres tests a row's fields.  (Over a ROW holding a dropped
+	 * column's null, the planner would take IS NOT NULL for false.)
+	 */
+	if (IsA(node, NullTest) && ((NullTest *) node)->argisrow &&
+		is_whole_row((Node *) ((NullTest *) node)->arg, w))
+	{
+		NullTest   *test = (NullTest *) node;
+		Var		   *var = (Var *) test->arg;
+		TupleDesc	desc = lookup_rowtype_tupdesc(var->vartype, -1);
+		List	   *tests = NIL;
+
+		for (int i = 0; i < desc->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, i);
+			NullTest   *t;
+
+			if (att->attisdropped)
+				continue;
+			t = makeNode(NullTest);
+			t->arg = (Expr *) makeVar(var->varno, att->attnum, att->atttypid, att->atttypmod,
+									  att->attcollation, var->varlevelsup);
+			t->nulltesttype = test->nulltesttype;
+			t->argisrow = false;	/* a composite field: its value, not its fields */
+			t->location = test->location;
+			tests = lappend(tests, t);
+		}
+		ReleaseTupleDesc(desc);
+		if (tests == NIL)
+			return makeBoolConst(true, false);
+		return list_length(tests) == 1 ? linitial(tests) :
+			(Node *) makeBoolExpr(AND_EXPR, tests, test->location);
+	}
+	if (is_whole_row(node, w))
+	{
+		Var		   *var = (Var *) node;
+		RowExpr    *row;
+		TupleDesc	desc;
+
+		desc = lookup_rowtype_tupdesc(var->vartype, -1);
+		row = makeNode(RowExpr);
+		for (int i = 0; i < desc->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, i);
+
+			/* a dropped column: a null, as the rewriter expands a whole row */
+			row->args = lappend(row->args, att->attisdropped ?
+								(Node *) makeNullConst(INT4OID, -1, InvalidOid) :
+								(Node *) makeVar(var->varno, att->attnum, att->atttypid, att->atttypmod,
+												 att->attcollation, var->varlevelsup));
+			row->colnames = lappend(row->colnames,
+									makeString(pstrdup(att->attisdropped ? "" : NameStr(att->attname))));
+		}
+		ReleaseTupleDesc(desc);
+		row->row_typeid = var->vartype;
+		row->row_format = COERCE_EXPLICIT_CAST;
+		row->location = var->location;
+		return (Node *) row;
+	}
+	if (IsA(node, Query))
+	{
+		Node	   *result;
+
+		w->level++;
+		result = (Node *) query_tree_mutator((Query *) node, whole_rows_mutator, w, 0);
+		w->level--;
+		return result;
+	}
+	return expression_tree_mutator(node, whole_rows_mutator, w);
 }
 
 /* check_query: refuse what ssp cannot maintain; returns the streams. */
@@ -1138,6 +1240,21 @@ ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 
 	streamlist = check_query(q);
 	b->analysed = copyObject(q);
+	{
+		WholeRows	w = {NULL, -1};
+		ListCell   *lc;
+
+		foreach(lc, q->rtable)
+		{
+			RangeTblEntry *rte = lfirst(lc);
+
+			if (rte->rtekind == RTE_RELATION && ssp_is_stream(rte->relid))
+				w.streams = bms_add_member(w.streams, foreach_current_index(lc) + 1);
+		}
+		/* in place: the callers hold q */
+		if (w.streams)
+			*q = *(Query *) whole_rows_mutator((Node *) q, &w);
+	}
 	/*
 	 * SELECT DISTINCT a, b keeps the rows of GROUP BY a, b: it is built as
 	 * that (its definition, kept in NAME_query, still says DISTINCT).

@@ -195,3 +195,23 @@ BEGIN
 END
 $$;
 DROP FUNCTION update_mrel_index(regclass);
+
+-- Views of one group (aggregates without GROUP BY) have, as a view made now
+-- has, the row their query has over no rows (count 0, sum NULL) from the
+-- start: those that have applied no batch yet get it now.
+CREATE FUNCTION update_seed(view regclass) RETURNS void
+AS 'MODULE_PATHNAME', 'ssp_update_seed' LANGUAGE C STRICT VOLATILE;
+DO $$
+DECLARE
+    v regclass;
+BEGIN
+    FOR v IN SELECT c.view FROM continuous_views c ORDER BY c.view::oid LOOP
+        BEGIN
+            PERFORM update_seed(v);
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'continuous view % gets its row at its first batch: %', v, SQLERRM;
+        END;
+    END LOOP;
+END
+$$;
+DROP FUNCTION update_seed(regclass);

@@ -17,6 +17,7 @@
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "commands/tablespace.h"
+#include "storage/lmgr.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/array.h"
@@ -27,8 +28,9 @@
 #include "utils/varlena.h"
 
 #include "ssp.h"
-#include "compile/view.h"
 #include "compile/build.h"
+#include "compile/view.h"
+#include "runtime/batch.h"
 
 /*
  * index_columns: an index's key columns, quoted and comma-separated as
@@ -218,6 +220,41 @@ ssp_update_mrel_index(PG_FUNCTION_ARGS)
 		ssp_spi_exec(psprintf("DROP INDEX %s",
 							  quote_qualified_identifier(get_namespace_name(get_rel_namespace(window)),
 														 get_rel_name(window))));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * ssp_update_seed(view): the update to 0.3 gives a view of one group
+ * (aggregates without GROUP BY) that has no row yet, having applied no
+ * batch, the row CREATE VIEW gives one now (ssp_view_seed): its query's
+ * over no rows.  Its worker waits for the update (a library newer than
+ * the extension applies nothing), and a batch in flight would end first.
+ */
+PG_FUNCTION_INFO_V1(ssp_update_seed);
+Datum
+ssp_update_seed(PG_FUNCTION_ARGS)
+{
+	Oid			view = PG_GETARG_OID(0);
+	SspView    *v = ssp_view_load(view, true);
+	const char *apply;
+	char	   *mrel;
+
+	if (v == NULL || !OidIsValid(v->mrel) || v->nsources != 1 ||
+		get_attnum(v->mrel, "_g0") == InvalidAttrNumber)
+		PG_RETURN_VOID();
+	/* its stream first, as its worker, DROP and ssp.reset take them */
+	LockRelationOid(v->streams[0], AccessShareLock);
+	apply = ssp_view_build(v)->apply_sql;
+	mrel = quote_qualified_identifier(get_namespace_name(get_rel_namespace(v->mrel)),
+									  get_rel_name(v->mrel));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	ssp_wait_for_batches(view);
+	if (SPI_execute(psprintf("SELECT 1 FROM %s LIMIT 1", mrel), true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read the table of continuous view \"%s\"", v->name);
+	if (SPI_processed == 0)
+		ssp_view_seed(v->mrel, v->nsources, v->streams[0], apply);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -132,6 +132,16 @@ ssp_slot_set_error(SspWorkerSlot *slot, const char *error)
 	LWLockRelease(ssp_shared->lock);
 }
 
+/* ssp_slot_clear_error: clear slot's last error if it begins with prefix */
+void
+ssp_slot_clear_error(SspWorkerSlot *slot, const char *prefix)
+{
+	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
+	if (strncmp(slot->last_error, prefix, strlen(prefix)) == 0)
+		slot->last_error[0] = '\0';
+	LWLockRelease(ssp_shared->lock);
+}
+
 void
 ssp_slot_set_rate(SspWorkerSlot *slot, double rate, TimestampTz at)
 {

@@ -120,6 +120,7 @@ extern void ssp_shmem_init(void);
 extern SspWorkerSlot *ssp_worker_slot(Oid dboid, Oid view, int part, bool create);
 extern void ssp_slot_set_status(SspWorkerSlot *slot, const char *status, int64 lag);
 extern void ssp_slot_set_error(SspWorkerSlot *slot, const char *error);
+extern void ssp_slot_clear_error(SspWorkerSlot *slot, const char *prefix);
 extern void ssp_slot_set_rate(SspWorkerSlot *slot, double rate, TimestampTz at);
 extern SspDbSlot *ssp_db_slot(Oid dboid, bool create);
 extern void ssp_wake_launcher(void);

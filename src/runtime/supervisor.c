@@ -68,6 +68,8 @@ PGDLLEXPORT void ssp_scheduler_main(Datum arg);
 #define RECHECK_NO_EXTENSION_MS 10000
 #define SCHEDULER_NAPTIME_MS 250
 #define MAX_BACKOFF_MS 60000
+/* what ssp.views.last_error of a view waiting for ALTER EXTENSION UPDATE begins with */
+#define UPDATE_WAIT "the ssp library is version "
 
 /* A database as the launcher knows it. */
 typedef struct LauncherDb
@@ -643,7 +645,7 @@ version_waits(const char *version)
 			pfree(warned);
 		warned = MemoryContextStrdup(TopMemoryContext, version);
 	}
-	return psprintf("the ssp library is version %s, but the extension in this database is version %s: run ALTER EXTENSION ssp UPDATE",
+	return psprintf(UPDATE_WAIT "%s, but the extension in this database is version %s: run ALTER EXTENSION ssp UPDATE",
 					SSP_VERSION, version);
 }
 
@@ -928,6 +930,14 @@ read_views(List **views)
 					ssp_slot_set_status(slot, "waiting for extension update", -1);
 					ssp_slot_set_error(slot, why);
 				}
+			}
+			else
+			{
+				/* updated: the wait's error goes, though no batch comes */
+				SspWorkerSlot *slot = ssp_worker_slot(MyDatabaseId, view, part, false);
+
+				if (slot)
+					ssp_slot_clear_error(slot, UPDATE_WAIT);
 			}
 			generation = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
 			/*

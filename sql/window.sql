@@ -51,6 +51,18 @@ CREATE VIEW r WITH (ssp.continuous) AS
 CREATE VIEW r WITH (ssp.continuous) AS
   SELECT ssp.tumble(ts, (step || ' minutes')::interval) AS w, count(*) FROM ev GROUP BY w;
 CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT ssp.tumble(ts, '1 minute', NULL) AS w, count(*) FROM ev GROUP BY w;
+-- ssp.hop and ssp.session are GROUP BY keys only, themselves (elsewhere every
+-- message was a dead letter, or a join's view failed)
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT count(*) FROM ev WHERE ssp.hop(ts, '1 hour', '30 minutes') > '2024-01-01';
+CREATE VIEW r WITH (ssp.continuous) AS SELECT region, ssp.hop(ts, '1 hour', '30 minutes') FROM ev;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT region, max(ssp.hop(ts, '1 hour', '30 minutes')) FROM ev GROUP BY region;
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT ssp.hop(ts, '1 hour', '30 minutes') + interval '1 hour' AS w, count(*) FROM ev GROUP BY 1;
+CREATE VIEW r WITH (ssp.continuous) AS SELECT region, ssp.session(ts, '1 hour') FROM ev;
+CREATE VIEW r WITH (ssp.continuous) AS
   SELECT ssp.tumble(ts, '1 minute') AS a, ssp.tumble(ts, '1 hour') AS b, count(*) FROM ev GROUP BY a, b;
 CREATE VIEW r WITH (ssp.continuous) AS
   SELECT ssp.tumble(ts, '1 month') AS w, count(*) FROM ev GROUP BY w;

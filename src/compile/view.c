@@ -587,6 +587,7 @@ check_query(Query *q)
 	if ((empty_set || q->havingQual) && !q->hasAggs && q->groupClause == NIL)
 		ssp_refuse("GROUP BY () or HAVING without an aggregate",
 				   "Its query has one row however many messages come, or none, and no aggregate to keep; add one, such as count(*).");
+	ssp_check_window_calls(q);
 	if (q->hasTargetSRFs)
 		ssp_refuse("set-returning functions in the select list", "They are not maintained incrementally.");
 	if (q->rowMarks)

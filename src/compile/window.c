@@ -743,6 +743,92 @@ window_function(Node *node)
 	return NULL;
 }
 
+/* window_calls_walker: refuse a call of ssp.hop or ssp.session (window.c) */
+typedef struct WindowCalls
+{
+	Query	   *top;
+	bool		in_agg;
+} WindowCalls;
+
+static bool
+is_key_call(Node *node, WindowCalls *w)
+{
+	ListCell   *lc;
+
+	if (w->in_agg)
+		return false;
+	foreach(lc, w->top->targetList)
+	{
+		TargetEntry *te = lfirst(lc);
+
+		if (te->ressortgroupref != 0 && equal(te->expr, node))
+			return true;
+	}
+	return false;
+}
+
+static bool
+window_calls_walker(Node *node, WindowCalls *w)
+{
+	const char *fn;
+
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, window_calls_walker, w, 0);
+	if (IsA(node, Aggref))
+	{
+		bool		in_agg = w->in_agg;
+		bool		found;
+
+		w->in_agg = true;
+		found = expression_tree_walker(node, window_calls_walker, w);
+		w->in_agg = in_agg;
+		return found;
+	}
+	fn = window_function(node);
+	if (fn && strcmp(fn, "tumble") != 0 && !is_key_call(node, w))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("ssp.%s() can only be a GROUP BY key of a continuous view", fn),
+				 errdetail("Each event goes into %s; it is no value of its own to compute in an expression.",
+						   strcmp(fn, "hop") == 0 ? "every window that holds it" : "the session of its group"),
+				 errhint("Group by the call itself: GROUP BY ssp.%s(...), then compute over the view's column.", fn)));
+	return expression_tree_walker(node, window_calls_walker, w);
+}
+
+/*
+ * ssp_check_window_calls: refuse ssp.hop and ssp.session anywhere in a
+ * continuous view's query but as one of its GROUP BY (or DISTINCT) keys,
+ * itself: elsewhere (in WHERE, an aggregate, an expression over it) each
+ * event failed as the worker computed it, a dead letter.
+ */
+void
+ssp_check_window_calls(Query *q)
+{
+	WindowCalls w = {q, false};
+	ListCell   *lc;
+
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *te = lfirst(lc);
+
+		/* a key that is the call itself: its arguments are the time and constants */
+		if (te->ressortgroupref != 0 && window_function((Node *) te->expr))
+			continue;
+		(void) window_calls_walker((Node *) te->expr, &w);
+	}
+	(void) window_calls_walker((Node *) q->jointree, &w);
+	(void) window_calls_walker(q->havingQual, &w);
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_SUBQUERY)
+			(void) window_calls_walker((Node *) rte->subquery, &w);
+	}
+}
+
 /*
  * ssp_find_window: the window of a query, from its group keys, into spec
  * (index -1 if none).  Errors if the window is not over the stream's event
@@ -784,6 +870,8 @@ ssp_find_window(SspStream *stream, int rtindex, List *group_exprs, SspWindowSpec
 			if (!IsA(list_nth(f->args, j), Const) || ((Const *) list_nth(f->args, j))->constisnull)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 IsA(list_nth(f->args, j), Const) ?
+						 errmsg("the size, slide and origin of a window cannot be null") :
 						 errmsg("the size, slide and origin of a window must be constants")));
 		spec->size = DatumGetIntervalP(((Const *) lsecond(f->args))->constvalue);
 		(void) ssp_window_length(spec->size);

@@ -33,6 +33,7 @@ extern int64 ssp_window_length(Interval *iv);
 extern int	ssp_hop_count(Interval *size, Interval *slide);
 extern bool ssp_minus_fits(TimestampTz w, Interval *iv);
 extern void ssp_resolve_origins(Query *q);
+extern void ssp_check_window_calls(Query *q);
 extern bool ssp_is_event_time(SspStream *stream, AttrNumber attnum);
 extern char *ssp_event_time_detail(SspStream *stream);
 extern TimestampTz ssp_event_time(SspStream *stream, SspMessage *msg,

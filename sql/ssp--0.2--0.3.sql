@@ -179,8 +179,13 @@ RETURN pg_catalog.round(pg_catalog.sqrt($1 OPERATOR(pg_catalog.*) 1.000000000000
 -- The tables of aggregating views made before: their unique index with a
 -- window's start and other times first, and no index of the window's own,
 -- as a view made now has.  A view that cannot be built keeps its indexes.
+-- And views of one group (aggregates without GROUP BY) have, as a view made
+-- now has, the row their query has over no rows (count 0, sum NULL) from
+-- the start: those that have applied no batch yet get it now.
 CREATE FUNCTION update_mrel_index(view regclass) RETURNS void
 AS 'MODULE_PATHNAME', 'ssp_update_mrel_index' LANGUAGE C STRICT VOLATILE;
+CREATE FUNCTION update_seed(view regclass) RETURNS void
+AS 'MODULE_PATHNAME', 'ssp_update_seed' LANGUAGE C STRICT VOLATILE;
 DO $$
 DECLARE
     v regclass;
@@ -191,21 +196,6 @@ BEGIN
         EXCEPTION WHEN OTHERS THEN
             RAISE WARNING 'the indexes of continuous view % are left as they were: %', v, SQLERRM;
         END;
-    END LOOP;
-END
-$$;
-DROP FUNCTION update_mrel_index(regclass);
-
--- Views of one group (aggregates without GROUP BY) have, as a view made now
--- has, the row their query has over no rows (count 0, sum NULL) from the
--- start: those that have applied no batch yet get it now.
-CREATE FUNCTION update_seed(view regclass) RETURNS void
-AS 'MODULE_PATHNAME', 'ssp_update_seed' LANGUAGE C STRICT VOLATILE;
-DO $$
-DECLARE
-    v regclass;
-BEGIN
-    FOR v IN SELECT c.view FROM continuous_views c ORDER BY c.view::oid LOOP
         BEGIN
             PERFORM update_seed(v);
         EXCEPTION WHEN OTHERS THEN
@@ -214,4 +204,5 @@ BEGIN
     END LOOP;
 END
 $$;
+DROP FUNCTION update_mrel_index(regclass);
 DROP FUNCTION update_seed(regclass);

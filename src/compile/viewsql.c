@@ -1659,7 +1659,16 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 
 		if (q->jointree->quals)
 			conds = lappend(conds, psprintf("(%s)", ssp_deparse(b, q->jointree->quals)));
-		if (b->window_end)
+		/*
+		 * Over a join of streams, a left row without an event time (one
+		 * stream's is a dead letter, batch.c) is in a tumbling window of
+		 * its own, null, as in its query, which never closes.
+		 */
+		if (b->window_end && b->stream_join && !b->spec.hop)
+			conds = lappend(conds, psprintf("(%s > COALESCE(%s, '-infinity') OR (%s) IS NULL)",
+											closes(b, b->window_end), b->window_base,
+											b->window_start));
+		else if (b->window_end)
 			conds = lappend(conds, psprintf("%s > COALESCE(%s, '-infinity')",
 											closes(b, b->window_end), b->window_base));
 		if (b->step_expr)

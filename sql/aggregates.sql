@@ -214,14 +214,16 @@ DROP VIEW monthly, evens;
 
 -- array_agg, string_agg, json_agg and jsonb_agg, which Postgres cannot
 -- combine, kept as concatenations in arrival order: on one partition, the
--- order of the messages, across batches of 7
+-- order of the messages, across batches of 7 (json_agg's text as Postgres
+-- writes it: a new line before each array after the first, not a null)
 \set topic aggs_arrival_ :run
 CREATE FOREIGN TABLE arrivals (k int, v int, s text, p int OPTIONS (meta 'partition'))
   SERVER kafka OPTIONS (topic :'topic');
 INSERT INTO arrivals VALUES (0, 0, 'first', 0);
 CREATE VIEW in_order WITH (ssp.continuous, ssp.batch_size = 7) AS
   SELECT k, array_agg(v) AS vs, string_agg(s, '|') AS ss, json_agg(v) AS js, jsonb_agg(s) AS jbs,
-         array_agg(v) FILTER (WHERE v % 3 = 0) AS threes, count(*) AS n
+         array_agg(v) FILTER (WHERE v % 3 = 0) AS threes, count(*) AS n,
+         json_agg(CASE WHEN v % 5 <> 0 THEN ARRAY[v, k] END) AS jas
   FROM arrivals GROUP BY k;
 INSERT INTO arrivals SELECT g % 3, (g * 37) % 101, 's' || g, 0 FROM generate_series(1, 60) g;
 SELECT ssp.wait('in_order');
@@ -230,17 +232,19 @@ SELECT ssp.wait('in_order');
 SELECT k, n, vs[1:5] AS first_vs, left(ss, 30) AS ss, threes[1:3] FROM in_order ORDER BY k;
 CREATE TEMP TABLE arrived AS SELECT row_number() OVER () AS seq, * FROM (SELECT k, v, s FROM arrivals) a;
 SELECT count(*) AS differences FROM
-  ((SELECT k, vs::text, ss, js::text, jbs::text, threes::text, n FROM in_order
+  ((SELECT k, vs::text, ss, js::text, jbs::text, threes::text, n, jas::text FROM in_order
     EXCEPT ALL SELECT k, array_agg(v ORDER BY seq)::text, string_agg(s, '|' ORDER BY seq),
                       json_agg(v ORDER BY seq)::text, jsonb_agg(s ORDER BY seq)::text,
-                      (array_agg(v ORDER BY seq) FILTER (WHERE v % 3 = 0))::text, count(*)
+                      (array_agg(v ORDER BY seq) FILTER (WHERE v % 3 = 0))::text, count(*),
+                      json_agg(CASE WHEN v % 5 <> 0 THEN ARRAY[v, k] END ORDER BY seq)::text
                FROM arrived GROUP BY k)
    UNION ALL
    (SELECT k, array_agg(v ORDER BY seq)::text, string_agg(s, '|' ORDER BY seq),
            json_agg(v ORDER BY seq)::text, jsonb_agg(s ORDER BY seq)::text,
-           (array_agg(v ORDER BY seq) FILTER (WHERE v % 3 = 0))::text, count(*)
+           (array_agg(v ORDER BY seq) FILTER (WHERE v % 3 = 0))::text, count(*),
+           json_agg(CASE WHEN v % 5 <> 0 THEN ARRAY[v, k] END ORDER BY seq)::text
     FROM arrived GROUP BY k
-    EXCEPT ALL SELECT k, vs::text, ss, js::text, jbs::text, threes::text, n FROM in_order)) d;
+    EXCEPT ALL SELECT k, vs::text, ss, js::text, jbs::text, threes::text, n, jas::text FROM in_order)) d;
 -- their order cannot be merged by a rollup
 CREATE VIEW r WITH (ssp.rollup) AS SELECT count(*) FROM in_order;
 DROP VIEW in_order;

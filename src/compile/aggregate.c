@@ -357,11 +357,23 @@ plan_concat(Build *b, Aggref *agg, AggPlan *p, const char *name, const char *arg
 	{
 		partial = psprintf("pg_catalog.%s(%s%s)%s", name, arg, order, filter);
 		merge = NULLS_SKIPPED_MERGE(c1, "||");
-		/* json has no ||: the text of two arrays, made one */
+		/*
+		 * json has no ||: the text of two arrays, made one, as json_agg
+		 * writes one: ", " between values, and a new line before an array
+		 * or a composite (not a null) after the first
+		 */
 		if (strcmp(name, "json_agg") == 0)
+		{
+			Oid			argtype = getBaseType(linitial_oid(agg->aggargtypes));
+			bool		structured = type_is_rowtype(argtype) || OidIsValid(get_element_type(argtype));
+			const char *sep = structured ?
+				psprintf("CASE WHEN pg_catalog.substr(excluded.%s::text, 2, 1) = 'n' THEN ', ' ELSE E', \\n ' END", c1) :
+				"', '";
+
 			merge = psprintf("CASE WHEN m.%s IS NULL THEN excluded.%s WHEN excluded.%s IS NULL THEN m.%s "
-							 "ELSE (pg_catalog.left(m.%s::text, -1) || ', ' || pg_catalog.substr(excluded.%s::text, 2))::json END",
-							 c1, c1, c1, c1, c1, c1);
+							 "ELSE (pg_catalog.left(m.%s::text, -1) || %s || pg_catalog.substr(excluded.%s::text, 2))::json END",
+							 c1, c1, c1, c1, c1, sep, c1);
+		}
 	}
 	/* a group's first batch may have had no value (FILTER): a NULL side */
 	COL(c1, (char *) type, partial, merge, NULL);

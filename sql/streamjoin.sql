@@ -18,6 +18,10 @@ INSERT INTO regions VALUES ('north', 'Ada'), ('south', 'Grace');
 -- refused
 CREATE VIEW r WITH (ssp.continuous) AS
   SELECT count(*) FROM orders o JOIN payments p ON p.order_id = o.order_id;
+-- a stream's whole row: its buffer has the columns of CREATE VIEW's time
+CREATE VIEW r WITH (ssp.continuous) AS
+  SELECT o.order_id, to_jsonb(o) FROM orders o JOIN payments p
+    ON p.order_id = o.order_id AND p.ts BETWEEN o.ts AND o.ts + interval '1 day';
 CREATE VIEW r WITH (ssp.continuous) AS
   SELECT count(*) FROM orders o JOIN payments p ON p.order_id = o.order_id AND p.ts >= o.ts;
 CREATE VIEW r WITH (ssp.continuous) AS

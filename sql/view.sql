@@ -474,6 +474,11 @@ UNION ALL
  EXCEPT ALL SELECT * FROM wholes_n);
 SELECT k, a::text, d FROM wholes_agg ORDER BY k;
 SELECT k, array_agg(s)::text, count(DISTINCT s) FROM wholes s GROUP BY k ORDER BY k;
+-- a column added to the stream is in the rows of later messages
+ALTER FOREIGN TABLE wholes ADD COLUMN z text;
+INSERT INTO wholes VALUES ('c', 3, 30, 'zed');
+SELECT ssp.wait('wholes_rows');
+SELECT * FROM wholes_rows WHERE (s).k = 'c';
 DROP VIEW wholes_rows, wholes_n, wholes_agg;
 DROP FOREIGN TABLE wholes;
 

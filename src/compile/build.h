@@ -147,6 +147,7 @@ typedef struct Build
 												 * versions */
 	Oid			buffer_oids[SSP_MAX_STREAMS + 1];	/* rebuilding: those tables */
 	bool		mrel_indexed;	/* CREATE VIEW indexes the view's table */
+	bool		whole_row;		/* the query reads a stream's whole row: every column */
 	char	   *mrel_index_keys;	/* an aggregating view's: its table's unique
 									 * index, the columns in order (quoted,
 									 * comma-separated) */

@@ -420,6 +420,7 @@ typedef struct WholeRows
 {
 	Bitmapset  *streams;
 	int			level;			/* of the query being walked: 0 at the top */
+	bool		found;			/* a whole row was read */
 } WholeRows;
 
 /*
@@ -457,6 +458,8 @@ whole_rows_mutator(Node *node, WholeRows *w)
 		TupleDesc	desc = lookup_rowtype_tupdesc(var->vartype, -1);
 		List	   *tests = NIL;
 
+		w->found = true;
+
 		for (int i = 0; i < desc->natts; i++)
 		{
 			Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -484,6 +487,7 @@ whole_rows_mutator(Node *node, WholeRows *w)
 		RowExpr    *row;
 		TupleDesc	desc;
 
+		w->found = true;
 		desc = lookup_rowtype_tupdesc(var->vartype, -1);
 		row = makeNode(RowExpr);
 		for (int i = 0; i < desc->natts; i++)
@@ -1159,6 +1163,8 @@ needed_columns(Build *b, Oid stream)
 
 	if (b->stream_join)
 		return NULL;			/* the buffers keep every column */
+	if (b->whole_row)
+		return NULL;			/* and those added to the stream after */
 	if (q->hasSubLinks)
 		return NULL;			/* a subquery may read any column */
 	/* a changelog's key columns say which row a message replaces */
@@ -1241,8 +1247,13 @@ ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 
 	streamlist = check_query(q);
 	b->analysed = copyObject(q);
+	/*
+	 * A stream's whole row, over one stream (a join of streams reads its
+	 * rows from its buffers, whose columns are those the stream had at
+	 * CREATE VIEW: refused there).
+	 */
 	{
-		WholeRows	w = {NULL, -1};
+		WholeRows	w = {NULL, -1, false};
 		ListCell   *lc;
 
 		foreach(lc, q->rtable)
@@ -1253,8 +1264,18 @@ ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 				w.streams = bms_add_member(w.streams, foreach_current_index(lc) + 1);
 		}
 		/* in place: the callers hold q */
-		if (w.streams)
+		if (list_length(streamlist) == 1)
+		{
 			*q = *(Query *) whole_rows_mutator((Node *) q, &w);
+			b->whole_row = w.found;
+		}
+		else if (!b->rebuilding)
+		{
+			(void) whole_rows_mutator((Node *) copyObject(q), &w);
+			if (w.found)
+				ssp_refuse("a whole-row reference to a stream in a join of streams",
+						   "The rows of a join of streams wait in buffers of the columns the streams have now; name the columns, as in to_jsonb(ROW(o.id, o.amount)).");
+		}
 	}
 	/*
 	 * SELECT DISTINCT a, b keeps the rows of GROUP BY a, b: it is built as

@@ -155,6 +155,35 @@ SET ROLE ssp_alice;
 CREATE VIEW alice_view WITH (ssp.continuous) AS SELECT count(*) AS n FROM alice_stream;
 SELECT ssp.wait('alice_view');
 SELECT n FROM alice_view;
+-- SELECT on the columns a view reads is enough for its worker, as for its
+-- query (it failed: "cannot read the stream"); not on fewer
+RESET ROLE;
+CREATE FOREIGN TABLE cols_stream (x int, secret int) SERVER priv OPTIONS (topic 'priv_cols');
+GRANT SELECT (x) ON cols_stream TO ssp_alice;
+INSERT INTO cols_stream VALUES (1, 10), (2, 20);
+SET ROLE ssp_alice;
+SELECT sum(x) FROM cols_stream;
+CREATE VIEW alice_cols WITH (ssp.continuous) AS SELECT count(*) AS n, sum(x) AS total FROM cols_stream;
+CREATE VIEW alice_secret WITH (ssp.continuous) AS SELECT sum(secret) AS total FROM cols_stream;
+SELECT ssp.wait('alice_cols');
+SELECT * FROM alice_cols;
+DO $$ BEGIN
+  FOR i IN 1 .. 300 LOOP
+    EXIT WHEN (SELECT last_error FROM ssp.views WHERE view = 'alice_secret'::regclass) IS NOT NULL;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END $$;
+SELECT last_error FROM ssp.views WHERE view = 'alice_secret'::regclass;
+DROP VIEW alice_cols, alice_secret;
+RESET ROLE;
+DROP FOREIGN TABLE cols_stream;
+DO $$ BEGIN
+  FOR i IN 1 .. 300 LOOP
+    EXIT WHEN (SELECT count(*) FROM ssp.worker_status()) = 1;
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END $$;
+SET ROLE ssp_alice;
 SELECT view, status, lag, processed, last_error FROM ssp.views;
 GRANT SELECT ON alice_view TO ssp_bob;
 SET ROLE ssp_bob;

@@ -43,6 +43,7 @@
 #include "kafka/kafka.h"
 #include "compile/build.h"
 #include "compile/view.h"
+#include "runtime/batch.h"
 
 /* ssp_parse_on_error: the value of ssp.on_error; errors if unrecognized. */
 SspOnError
@@ -640,7 +641,7 @@ ssp_view_repair_dependencies(SspView *v)
 		for (i = 0; i < v->nsources; i++)
 		{
 			/* as CREATE VIEW asks, for a view to depend on what it reads */
-			if (pg_class_aclcheck(v->streams[i], ssp_rel_owner(v->view), ACL_SELECT) != ACLCHECK_OK)
+			if (!ssp_may_read_stream(v, v->streams[i], ssp_rel_owner(v->view)))
 				aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_FOREIGN_TABLE, get_rel_name(v->streams[i]));
 			ObjectAddressSet(streamaddr, RelationRelationId, v->streams[i]);
 			recordDependencyOn(&viewaddr, &streamaddr, DEPENDENCY_NORMAL);

@@ -119,17 +119,41 @@ batch_tupdesc(SspStream *stream)
 }
 
 /*
+ * ssp_may_read_stream: may user read stream relid as view reads it: all of
+ * it, or (SELECT on columns) the columns the view reads, as its query may?
+ * (A view that decodes every column, over a join of streams or a whole
+ * row, needs them all.)
+ */
+bool
+ssp_may_read_stream(SspView *view, Oid relid, Oid user)
+{
+	ListCell   *lc;
+
+	if (pg_class_aclcheck(relid, user, ACL_SELECT) == ACLCHECK_OK)
+		return true;
+	if (!view->some_columns)
+		return pg_attribute_aclcheck_all(relid, user, ACL_SELECT, ACLMASK_ALL) == ACLCHECK_OK;
+	/* none (count(*)): some column, as Postgres asks of such a query */
+	if (view->columns == NIL)
+		return pg_attribute_aclcheck_all(relid, user, ACL_SELECT, ACLMASK_ANY) == ACLCHECK_OK;
+	foreach(lc, view->columns)
+		if (pg_attribute_aclcheck(relid, (AttrNumber) lfirst_int(lc), user, ACL_SELECT) != ACLCHECK_OK)
+			return false;
+	return true;
+}
+
+/*
  * ssp_check_stream_acl: may the view's owner (the current user, in its
  * worker) read the stream?
  */
 void
 ssp_check_stream_acl(SspView *view, SspStream *stream)
 {
-	if (pg_class_aclcheck(stream->relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+	if (!ssp_may_read_stream(view, stream->relid, GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for stream \"%s\"", stream->relname),
-				 errdetail("The worker of continuous view \"%s\" runs as its owner, who cannot read the stream.",
+				 errdetail("The worker of continuous view \"%s\" runs as its owner, who cannot read the stream, or the columns of it that the view reads.",
 						   view->name)));
 }
 

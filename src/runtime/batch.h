@@ -72,6 +72,7 @@ extern void ssp_decode_more(SspDecoded **dp, SspSources *src, SspMessage *msgs,
 extern void ssp_decoded_free(SspDecoded *d);
 extern void ssp_share_note(SspDecoded *d, SspView *view);
 extern int	ssp_share_used(SspDecoded *d);
+extern bool ssp_may_read_stream(SspView *view, Oid relid, Oid user);
 extern void ssp_check_stream_acl(SspView *view, SspStream *stream);
 extern void ssp_wait_for_batches(Oid view);
 extern bool ssp_record_lost(SspView *view, int source, int32 partition,

@@ -240,7 +240,8 @@ ssp_update_seed(PG_FUNCTION_ARGS)
 	const char *apply;
 	char	   *mrel;
 
-	if (v == NULL || !OidIsValid(v->mrel) || v->nsources != 1 ||
+	/* (a view over shards, parallelism 0, reads its shards' tables) */
+	if (v == NULL || !OidIsValid(v->mrel) || v->nsources != 1 || v->parallelism == 0 ||
 		get_attnum(v->mrel, "_g0") == InvalidAttrNumber)
 		PG_RETURN_VOID();
 	/* its stream first, as its worker, DROP and ssp.reset take them */

@@ -399,7 +399,10 @@ plan_retracting(Build *b, Aggref *agg, AggPlan *p, int n)
 	char	   *c1 = psprintf("_a%d", n);
 	char	   *c2 = psprintf("_a%d_n", n);
 	char	   *in = psprintf("d._i%d", n);
-	char	   *counted = psprintf("pg_catalog.sum(CASE WHEN %s IS NULL THEN 0 ELSE d._sign END)", in);
+	/* count(x) counts a composite of null fields: not null as a value */
+	char	   *counted = psprintf("pg_catalog.sum(CASE WHEN %s %s THEN 0 ELSE d._sign END)", in,
+								   OidIsValid(argtype) && type_is_rowtype(argtype) ?
+								   "IS NOT DISTINCT FROM NULL" : "IS NULL");
 	bool		count = strcmp(name, "count") == 0 && list_length(agg->args) <= 1;
 	bool		minmax = strcmp(name, "min") == 0 || strcmp(name, "max") == 0;
 

@@ -1461,9 +1461,11 @@ build_changelog(Build *b, List *names, const char *mrel, const char *view,
 	foreach(lc, b->group_cols)
 	{
 		const char *g = quote_identifier(lfirst(lc));
+		const char *isnull = null_test(exprType(list_nth(b->group_exprs, i)), true);
 
 		i++;
-		appendStringInfo(&gmatch, " AND (v._g%d = m.%s OR (v._g%d IS NULL AND m.%s IS NULL))", i, g, i, g);
+		appendStringInfo(&gmatch, " AND (v._g%d = m.%s OR (v._g%d %s AND m.%s %s))",
+						 i, g, i, isnull, g, isnull);
 	}
 	i = 0;
 	foreach(lc, b->plans)

@@ -573,9 +573,10 @@ check_query(Query *q)
 		query_tree_walker(q, reads_stream_walker, NULL, QTW_IGNORE_RANGE_TABLE))
 		ssp_refuse("a subquery that reads a stream", "Join the two streams with ON and a bound between their event times; subqueries may read tables and views.");
 	/*
-	 * GROUP BY () and grouping sets that make one set (GROUPING SETS ((a,
-	 * b)), GROUP BY a, ()) group as a GROUP BY of that set does: taken as
-	 * that.
+	 * GROUP BY () (or GROUPING SETS (()), GROUP BY (), ()) groups as no
+	 * GROUP BY does, over aggregates: taken as that.  (Postgres's analysis
+	 * already takes one set of columns, GROUPING SETS ((a, b)), for GROUP
+	 * BY a, b.)
 	 */
 	if (q->groupingSets)
 	{

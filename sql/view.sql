@@ -503,6 +503,18 @@ SELECT tgname, tgfoid::regproc FROM pg_trigger WHERE tgrelid = 'tag_out_mrel'::r
 DROP VIEW tag_out;
 SELECT (SELECT count(*) FROM pg_class WHERE relname = 'tag_out_outbox') AS outboxes,
        (SELECT count(*) FROM pg_proc WHERE proname = 'tag_out_changes') AS functions;
+-- brokers that do not answer: ssp.wait is false at its timeout, as it says,
+-- not an error after ssp.broker_timeout
+\set gone_topic views_ :run
+CREATE SERVER gone FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+CREATE FOREIGN TABLE gone_orders (order_id bigint) SERVER gone OPTIONS (topic :'gone_topic');
+CREATE VIEW gone_n WITH (ssp.continuous) AS SELECT count(*) AS n FROM gone_orders;
+SELECT ssp.wait('gone_n');
+ALTER SERVER gone OPTIONS (SET brokers '127.0.0.1:1');
+SET ssp.broker_timeout = '1 min';
+SELECT ssp.wait('gone_n', '2 s');
+RESET ssp.broker_timeout;
+DROP SERVER gone CASCADE;
 DROP SERVER kafka CASCADE;
 DROP TABLE customers;
 DROP ROLE ssp_reader;

@@ -30,6 +30,7 @@
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -370,6 +371,78 @@ reached(Oid view, Datum topics, Datum parts, Datum highs)
  * that was in its topics when the call began; false at the timeout.
  * Asks the broker for the high watermarks, as the caller.
  */
+/*
+ * topic_ends: where view v's topics end, the partitions that hold messages
+ * (topics, parts and their ends, highs); false if the brokers did not say
+ * within timeout_ms.  A request waits for the brokers up to
+ * ssp.broker_timeout: here up to the timeout, if that is sooner, and its
+ * failure then is ssp.wait's false, as its doc says, not an error.  Any
+ * other failure is the error it is.
+ */
+static bool
+topic_ends(SspView *v, int64 timeout_ms, ArrayBuildState *topics, ArrayBuildState *parts,
+		   ArrayBuildState *highs)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	int			save_timeout = ssp_broker_timeout;
+	TimestampTz start = GetCurrentTimestamp();
+	volatile bool timed_out = false;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		ssp_broker_timeout = (int) Max(Min(timeout_ms, (int64) save_timeout), 1);
+		for (int i = 0; i < v->nsources; i++)
+		{
+			SspStream  *s = ssp_stream_open(v->streams[i]);
+			SspKafka   *kafka = ssp_kafka_consumer(s->serverid, GetUserId(), v->topics[i], NULL);
+			int			nparts = ssp_kafka_partition_count(kafka);
+			int64	   *low = palloc(sizeof(int64) * Max(nparts, 1));
+			int64	   *high = palloc(sizeof(int64) * Max(nparts, 1));
+
+			ssp_kafka_watermarks_all(kafka, nparts, low, high);
+			for (int p = 0; p < nparts; p++)
+			{
+				/* a shard's server reads only the shard's partitions */
+				if (!ssp_reads_partition(p, v->shard_index, v->shard_count, 1, 0))
+					continue;
+				if (high[p] > low[p])
+				{
+					accumArrayResult(topics, CStringGetTextDatum(v->topics[i]), false, TEXTOID, cxt);
+					accumArrayResult(parts, Int32GetDatum(p), false, INT4OID, cxt);
+					accumArrayResult(highs, Int64GetDatum(high[p]), false, INT8OID, cxt);
+				}
+			}
+			ssp_kafka_close(kafka);
+		}
+		ssp_broker_timeout = save_timeout;
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		ssp_broker_timeout = save_timeout;
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		/* the brokers did not answer in time (a cancel is no timeout) */
+		timed_out = timeout_ms < save_timeout && edata->sqlerrcode != ERRCODE_QUERY_CANCELED &&
+			TimestampDifferenceExceeds(start, GetCurrentTimestamp(), (int) Max(timeout_ms - 50, 0));
+		if (!timed_out)
+			ReThrowError(edata);
+	}
+	PG_END_TRY();
+	return !timed_out;
+}
+
 Datum
 ssp_wait(PG_FUNCTION_ARGS)
 {
@@ -384,34 +457,11 @@ ssp_wait(PG_FUNCTION_ARGS)
 	Datum		topicsd,
 				partsd,
 				highsd;
-	int			i;
 	TimestampTz start = GetCurrentTimestamp();
 
 	check_reads(v, "wait");
-	for (i = 0; i < v->nsources; i++)
-	{
-		SspStream  *s = ssp_stream_open(v->streams[i]);
-		SspKafka   *kafka = ssp_kafka_consumer(s->serverid, GetUserId(), v->topics[i], NULL);
-		int			nparts = ssp_kafka_partition_count(kafka);
-		int64	   *low = palloc(sizeof(int64) * Max(nparts, 1));
-		int64	   *high = palloc(sizeof(int64) * Max(nparts, 1));
-		int			p;
-
-		ssp_kafka_watermarks_all(kafka, nparts, low, high);
-		for (p = 0; p < nparts; p++)
-		{
-			/* a shard's server reads only the shard's partitions */
-			if (!ssp_reads_partition(p, v->shard_index, v->shard_count, 1, 0))
-				continue;
-			if (high[p] > low[p])
-			{
-				accumArrayResult(topics, CStringGetTextDatum(v->topics[i]), false, TEXTOID, CurrentMemoryContext);
-				accumArrayResult(parts, Int32GetDatum(p), false, INT4OID, CurrentMemoryContext);
-				accumArrayResult(highs, Int64GetDatum(high[p]), false, INT8OID, CurrentMemoryContext);
-			}
-		}
-		ssp_kafka_close(kafka);
-	}
+	if (!topic_ends(v, timeout_ms, topics, parts, highs))
+		PG_RETURN_BOOL(false);
 	topicsd = makeArrayResult(topics, CurrentMemoryContext);
 	partsd = makeArrayResult(parts, CurrentMemoryContext);
 	highsd = makeArrayResult(highs, CurrentMemoryContext);

@@ -415,20 +415,15 @@ reads_stream_walker(Node *node, void *context)
 	return expression_tree_walker(node, reads_stream_walker, context);
 }
 
-/* whole_rows: the range-table indexes of the streams, at a query level */
+/* WholeRows: what whole_rows_mutator walks the query with */
 typedef struct WholeRows
 {
-	Bitmapset  *streams;
+	Bitmapset  *streams;		/* the streams' range-table indexes */
 	int			level;			/* of the query being walked: 0 at the top */
 	bool		found;			/* a whole row was read */
 } WholeRows;
 
-/*
- * whole_rows_mutator: a whole-row reference to a stream (SELECT s, row_to_json(s),
- * s IS NULL, array_agg(s)) as the ROW of its columns, of its type.  The
- * batch a view reads in its place has ssp's columns too (_ssp_partition,
- * _ssp_offset, _ssp_tombstone), which its whole row would have held.
- */
+/* is_whole_row: is node a whole-row Var of a stream, at w's level? */
 static bool
 is_whole_row(Node *node, WholeRows *w)
 {
@@ -439,6 +434,13 @@ is_whole_row(Node *node, WholeRows *w)
 		var->vartype != RECORDOID;
 }
 
+/*
+ * whole_rows_mutator: a whole-row reference to a stream (SELECT s,
+ * row_to_json(s), s IS NULL, array_agg(s)) as the ROW of its columns, of
+ * its type.  The batch a view reads in its place has ssp's columns too
+ * (_ssp_partition, _ssp_offset, _ssp_tombstone), which its whole row
+ * would have held.
+ */
 static Node *
 whole_rows_mutator(Node *node, WholeRows *w)
 {
@@ -459,7 +461,6 @@ whole_rows_mutator(Node *node, WholeRows *w)
 		List	   *tests = NIL;
 
 		w->found = true;
-
 		for (int i = 0; i < desc->natts; i++)
 		{
 			Form_pg_attribute att = TupleDescAttr(desc, i);

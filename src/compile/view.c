@@ -665,6 +665,17 @@ ssp_spi_exec(const char *sql)
 }
 
 /*
+ * ssp_view_one_group: is the view whose table is mrel, over nsources
+ * streams, one of one group (aggregates without GROUP BY, over one stream:
+ * its table has the key _g0), which ssp_view_seed gives its row?
+ */
+bool
+ssp_view_one_group(Oid mrel, int nsources)
+{
+	return nsources == 1 && get_attnum(mrel, "_g0") != InvalidAttrNumber;
+}
+
+/*
  * ssp_view_seed: give a view of one group (aggregates without GROUP BY,
  * over one stream: its table has the key _g0) the row its query has over
  * no rows, as Postgres gives one (count 0, sum NULL...): its apply
@@ -685,7 +696,7 @@ ssp_view_seed(Oid mrel, int nsources, Oid stream, const char *apply_sql)
 	Oid			save_userid;
 	int			save_sec;
 
-	if (nsources != 1 || apply_sql == NULL || get_attnum(mrel, "_g0") == InvalidAttrNumber)
+	if (apply_sql == NULL || !ssp_view_one_group(mrel, nsources))
 		return;
 	/* the batch's columns, as the worker gives them (batch.c) */
 	rel = relation_open(stream, AccessShareLock);

@@ -147,6 +147,7 @@ extern void ssp_create_continuous_view(ViewStmt *stmt, const char *queryString);
 extern char *ssp_choose_function_name(const char *name, const char *label, Oid nspid);
 extern List *ssp_target_names(Query *q, List *aliases);
 extern void ssp_spi_exec(const char *sql);
+extern bool ssp_view_one_group(Oid mrel, int nsources);
 extern void ssp_view_seed(Oid mrel, int nsources, Oid stream, const char *apply_sql);
 extern void ssp_view_generate(SspView *v);
 extern void ssp_view_unwatch(SspView *v);

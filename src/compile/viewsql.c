@@ -1013,18 +1013,6 @@ grouped_sql(Build *b, MrelCols *m, const char *rest)
 }
 
 /*
- * merge_groups: the apply statement of an aggregating view over a stream,
- * a MERGE of the batch's groups into the mrel.  A MERGE joins the groups
- * with the mrel as the planner sees fit: a hash join over the whole table
- * when a batch touches much of it, as in a catch-up, or an index probe
- * per group for a few groups.  INSERT ... ON CONFLICT probes the unique
- * index before it inserts, group by group, which cost twice as much in a
- * catch-up (only the worker writes the mrel, so MERGE's inserts never
- * race).  The join's "=" cannot match a group with a null key, whereas the
- * unique index treats nulls as equal, so such groups are left to an
- * INSERT ... ON CONFLICT of their own, in the MERGE's WITH.
- */
-/*
  * null_test: the test of a key of type typid for a null, or (is_null
  * false) for none: of the value itself.  A composite's IS NULL asks
  * whether all its fields are null, and IS NOT NULL whether none is, so a
@@ -1039,6 +1027,18 @@ null_test(Oid typid, bool is_null)
 	return is_null ? "IS NULL" : "IS NOT NULL";
 }
 
+/*
+ * merge_groups: the apply statement of an aggregating view over a stream,
+ * a MERGE of the batch's groups into the mrel.  A MERGE joins the groups
+ * with the mrel as the planner sees fit: a hash join over the whole table
+ * when a batch touches much of it, as in a catch-up, or an index probe
+ * per group for a few groups.  INSERT ... ON CONFLICT probes the unique
+ * index before it inserts, group by group, which cost twice as much in a
+ * catch-up (only the worker writes the mrel, so MERGE's inserts never
+ * race).  The join's "=" cannot match a group with a null key, whereas the
+ * unique index treats nulls as equal, so such groups are left to an
+ * INSERT ... ON CONFLICT of their own, in the MERGE's WITH.
+ */
 static void
 merge_groups(Build *b, const char *mrel, MrelCols *m, const char *where, const char *group,
 			 const char *set, StringInfo apply)
@@ -1666,13 +1666,14 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 		 * stream's is a dead letter, batch.c) is in a tumbling window of
 		 * its own, null, as in its query, which never closes.
 		 */
-		if (b->window_end && b->stream_join && !b->spec.hop)
-			conds = lappend(conds, psprintf("(%s > COALESCE(%s, '-infinity') OR (%s) IS NULL)",
-											closes(b, b->window_end), b->window_base,
-											b->window_start));
-		else if (b->window_end)
-			conds = lappend(conds, psprintf("%s > COALESCE(%s, '-infinity')",
-											closes(b, b->window_end), b->window_base));
+		if (b->window_end)
+		{
+			char	   *open = psprintf("%s > COALESCE(%s, '-infinity')",
+										closes(b, b->window_end), b->window_base);
+
+			conds = lappend(conds, b->stream_join && !b->spec.hop ?
+							psprintf("(%s OR (%s) IS NULL)", open, b->window_start) : open);
+		}
 		if (b->step_expr)
 			conds = lappend(conds, psprintf("%s + %s::interval > pg_catalog.now() - %s::interval",
 											b->step_expr, quote_literal_cstr(b->opts->step),

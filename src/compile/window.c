@@ -743,13 +743,14 @@ window_function(Node *node)
 	return NULL;
 }
 
-/* window_calls_walker: refuse a call of ssp.hop or ssp.session (window.c) */
+/* WindowCalls: what window_calls_walker walks the query with */
 typedef struct WindowCalls
 {
 	Query	   *top;
 	bool		in_agg;
 } WindowCalls;
 
+/* is_key_call: is node one of the query's keys itself, outside an aggregate? */
 static bool
 is_key_call(Node *node, WindowCalls *w)
 {
@@ -767,6 +768,7 @@ is_key_call(Node *node, WindowCalls *w)
 	return false;
 }
 
+/* window_calls_walker: refuse a call of ssp.hop or ssp.session but a key */
 static bool
 window_calls_walker(Node *node, WindowCalls *w)
 {

@@ -313,7 +313,7 @@ ssp_reset(PG_FUNCTION_ARGS)
 	for (int i = 0; i < v->nsources; i++)
 		LockRelationOid(v->streams[i], AccessShareLock);
 	/* the statement the view's worker runs now (v->apply_sql: at CREATE VIEW) */
-	if (v->nsources == 1 && get_attnum(v->mrel, "_g0") != InvalidAttrNumber)
+	if (ssp_view_one_group(v->mrel, v->nsources))
 		apply = ssp_view_build(v)->apply_sql;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");

@@ -17,9 +17,9 @@
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "commands/tablespace.h"
-#include "storage/lmgr.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -241,8 +241,8 @@ ssp_update_seed(PG_FUNCTION_ARGS)
 	char	   *mrel;
 
 	/* (a view over shards, parallelism 0, reads its shards' tables) */
-	if (v == NULL || !OidIsValid(v->mrel) || v->nsources != 1 || v->parallelism == 0 ||
-		get_attnum(v->mrel, "_g0") == InvalidAttrNumber)
+	if (v == NULL || !OidIsValid(v->mrel) || v->parallelism == 0 ||
+		!ssp_view_one_group(v->mrel, v->nsources))
 		PG_RETURN_VOID();
 	/* its stream first, as its worker, DROP and ssp.reset take them */
 	LockRelationOid(v->streams[0], AccessShareLock);

@@ -57,12 +57,14 @@ GRANT SELECT ON readers TO PUBLIC;
 
 -- attached: the view is applied by its streams' reader together with
 -- other views (false: by a worker of its own, while it catches up, or
--- because no other view reads its streams the same way).
+-- because no other view reads its streams the same way).  A worker that
+-- waits for a lock as it starts (on the view itself, held by a session)
+-- says so, as one that waits for its table's does.
 CREATE OR REPLACE VIEW views WITH (security_invoker) AS
 SELECT c.view,
        CASE WHEN c.shards IS NOT NULL THEN 'over shards'
             WHEN c.paused THEN 'paused'
-            WHEN w.status IN ('running', 'catching up') AND w.blocked THEN 'waiting for a lock'
+            WHEN w.status IN ('starting', 'running', 'catching up') AND w.blocked THEN 'waiting for a lock'
             WHEN w.status IS NOT NULL THEN w.status
             ELSE 'starting' END AS status,
        w.pid AS worker_pid,

@@ -2,7 +2,8 @@
 # must not: a statement_timeout and a lock_timeout of 1 ms and SERIALIZABLE
 # by default in postgresql.conf (meant for users' sessions) do not stop the
 # workers; a user holding a lock on a view's table makes its worker wait,
-# shown as "waiting for a lock", and it goes on when the lock goes; with no
+# shown as "waiting for a lock" (as one starting while a session locks
+# the view itself is), and it goes on when the lock goes; with no
 # background worker slot free, a view that can share a reader joins it,
 # another says so and starts when one frees;
 # databases dropped with their views leave no slot of ssp's behind;
@@ -75,6 +76,15 @@ my ($rc, $stdout, $stderr) = $node->psql('postgres',
 	"BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT ssp.wait('by_region', '1 s'); COMMIT;");
 like($stderr, qr/ssp.wait cannot wait in a REPEATABLE READ transaction/,
 	'ssp.wait refuses to wait under a snapshot that cannot see the view move');
+$locker->query_safe('ROLLBACK');
+# a worker that starts while a session holds a lock on the view itself
+$locker->query_safe('BEGIN; LOCK TABLE by_region IN ACCESS EXCLUSIVE MODE');
+$node->safe_psql('postgres',
+	"SELECT pg_terminate_backend(worker_pid) FROM ssp.views WHERE view = 'by_region'::regclass");
+ok($node->poll_query_until('postgres',
+		"SELECT status = 'waiting for a lock' AND pg_catalog.cardinality(pg_blocking_pids(worker_pid)) > 0
+		   FROM ssp.views WHERE view = 'by_region'::regclass"),
+	'a worker that waits for a lock on its view as it starts says so too');
 $locker->query_safe('ROLLBACK');
 $locker->quit;
 SspTest::wait_views($node, 'postgres', 'by_region', 'copy');

@@ -451,7 +451,8 @@ DROP FOREIGN TABLE ties;
 
 -- a whole-row reference to the stream is the row of its columns, as in its
 -- query (the batch's row held ssp's columns too: s::text and row_to_json(s)
--- showed them, SELECT s and GROUP BY s failed), a dropped column left out
+-- showed them, SELECT s and GROUP BY s failed), a dropped column left out;
+-- s IS NULL over GROUP BY s tests the group's key
 \set wholes_topic views_wholes_ :run
 \! "$SSP_SRC/test/create_topic" "views_wholes_$SSP_RUN_ID" 1 >/dev/null
 CREATE FOREIGN TABLE wholes (k text, x int, gone int) SERVER kafka OPTIONS (topic :'wholes_topic');
@@ -460,7 +461,8 @@ ALTER FOREIGN TABLE wholes ADD COLUMN y int;
 CREATE VIEW wholes_rows WITH (ssp.continuous) AS
   SELECT s, s::text AS t, row_to_json(s)::text AS j FROM wholes s WHERE s IS NOT NULL OR s.k = 'b';
 CREATE VIEW wholes_n WITH (ssp.continuous) AS
-  SELECT s, count(*) AS n, count(*) FILTER (WHERE s IS NULL) AS nulls FROM wholes s GROUP BY s;
+  SELECT s, s IS NULL AS null_key, s IS NOT NULL AS full_key, count(*) AS n,
+         count(*) FILTER (WHERE s IS NULL) AS nulls FROM wholes s GROUP BY s;
 CREATE VIEW wholes_agg WITH (ssp.continuous) AS
   SELECT k, array_agg(s) AS a, count(DISTINCT s) AS d FROM wholes s
   WHERE EXISTS (SELECT 1 WHERE s IS DISTINCT FROM ROW('z', 0, 0)::wholes) GROUP BY k;
@@ -468,10 +470,11 @@ INSERT INTO wholes VALUES ('a', 1, 10), (NULL, NULL, NULL), ('b', NULL, 2), ('a'
 SELECT ssp.wait('wholes_rows'), ssp.wait('wholes_n'), ssp.wait('wholes_agg');
 SELECT * FROM wholes_rows ORDER BY t;
 (SELECT * FROM wholes_n EXCEPT ALL
- SELECT s, count(*), count(*) FILTER (WHERE s IS NULL) FROM wholes s GROUP BY s)
+ SELECT s, s IS NULL, s IS NOT NULL, count(*), count(*) FILTER (WHERE s IS NULL) FROM wholes s GROUP BY s)
 UNION ALL
-(SELECT s, count(*), count(*) FILTER (WHERE s IS NULL) FROM wholes s GROUP BY s
+(SELECT s, s IS NULL, s IS NOT NULL, count(*), count(*) FILTER (WHERE s IS NULL) FROM wholes s GROUP BY s
  EXCEPT ALL SELECT * FROM wholes_n);
+SELECT null_key, full_key, n, nulls FROM wholes_n ORDER BY n, null_key, full_key;
 SELECT k, a::text, d FROM wholes_agg ORDER BY k;
 SELECT k, array_agg(s)::text, count(DISTINCT s) FROM wholes s GROUP BY k ORDER BY k;
 -- a column added to the stream is in the rows of later messages

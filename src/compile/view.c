@@ -44,6 +44,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/tlist.h"
 #include "parser/analyze.h"
 #include "parser/parse_agg.h"
 #include "parser/parse_func.h"
@@ -421,6 +422,8 @@ typedef struct WholeRows
 	Bitmapset  *streams;		/* the streams' range-table indexes */
 	int			level;			/* of the query being walked: 0 at the top */
 	bool		found;			/* a whole row was read */
+	List	   *groups;			/* that query's GROUP BY expressions */
+	int			aggs;			/* how many aggregates' arguments we are in */
 } WholeRows;
 
 /* is_whole_row: is node a whole-row Var of a stream, at w's level? */
@@ -450,10 +453,13 @@ whole_rows_mutator(Node *node, WholeRows *w)
 	/*
 	 * s IS [NOT] NULL: each of its columns' values is [not] null, as
 	 * Postgres tests a row's fields.  (Over a ROW holding a dropped
-	 * column's null, the planner would take IS NOT NULL for false.)
+	 * column's null, the planner would take IS NOT NULL for false.)  Not
+	 * where the query groups by s: there the test is of the group's key,
+	 * computed over the view's table, which holds s whole.
 	 */
 	if (IsA(node, NullTest) && ((NullTest *) node)->argisrow &&
-		is_whole_row((Node *) ((NullTest *) node)->arg, w))
+		is_whole_row((Node *) ((NullTest *) node)->arg, w) &&
+		(w->aggs > 0 || !list_member(w->groups, ((NullTest *) node)->arg)))
 	{
 		NullTest   *test = (NullTest *) node;
 		Var		   *var = (Var *) test->arg;
@@ -511,11 +517,30 @@ whole_rows_mutator(Node *node, WholeRows *w)
 	}
 	if (IsA(node, Query))
 	{
+		Query	   *q = (Query *) node;
 		Node	   *result;
+		List	   *groups = w->groups;
+		int			aggs = w->aggs;
+		ListCell   *lc;
 
 		w->level++;
-		result = (Node *) query_tree_mutator((Query *) node, whole_rows_mutator, w, 0);
+		w->groups = NIL;
+		w->aggs = 0;
+		foreach(lc, q->groupClause)
+			w->groups = lappend(w->groups, get_sortgroupclause_expr(lfirst(lc), q->targetList));
+		result = (Node *) query_tree_mutator(q, whole_rows_mutator, w, 0);
 		w->level--;
+		w->groups = groups;
+		w->aggs = aggs;
+		return result;
+	}
+	if (IsA(node, Aggref))
+	{
+		Node	   *result;
+
+		w->aggs++;
+		result = expression_tree_mutator(node, whole_rows_mutator, w);
+		w->aggs--;
 		return result;
 	}
 	return expression_tree_mutator(node, whole_rows_mutator, w);
@@ -1266,7 +1291,7 @@ ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 	 * CREATE VIEW: refused there).
 	 */
 	{
-		WholeRows	w = {NULL, -1, false};
+		WholeRows	w = {NULL, -1, false, NIL, 0};
 		ListCell   *lc;
 
 		foreach(lc, q->rtable)

@@ -354,6 +354,113 @@ names_gssapi(const char *value)
 	return false;
 }
 
+/* jwt_error: a sasl.oauthbearer.config librdkafka would refuse, as an error */
+static pg_attribute_noreturn() void
+jwt_error(const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+			 errmsg("invalid value for Kafka property \"sasl.oauthbearer.config\""),
+			 errdetail("%s The value is secret and not shown.", detail),
+			 errhint("librdkafka's unsecured JWT takes space-separated items principal=NAME (required), "
+					 "principalClaimName=, scope=, scopeClaimName=, lifeSeconds= (1 to 2147483) "
+					 "and extension_NAME=, each at most once, their values of printable ASCII "
+					 "other than '\"' and '\\'.")));
+}
+
+/*
+ * check_unsecured_jwt_config: error unless librdkafka's unsecured JWT
+ * builder (enable.sasl.oauthbearer.unsecure.jwt) takes config, the value
+ * of sasl.oauthbearer.config (NULL: none), whole.  The builder runs in
+ * librdkafka's own thread, and a config it refuses is a fatal error there
+ * that librdkafka 2.0 turns, in a consumer, into a crash of the whole
+ * database server; so nothing it would refuse reaches it.  Stricter than
+ * librdkafka where that is simpler (items split at spaces only, values of
+ * printable ASCII but '"' and '\', lifeSeconds whose milliseconds fit an
+ * int).  The value is secret: the error says what is wrong, not what the
+ * value holds.
+ */
+static void
+check_unsecured_jwt_config(const char *config)
+{
+	static const char *const names[] = {
+		"principal", "principalClaimName", "scope", "scopeClaimName", "lifeSeconds"
+	};
+	bool		seen[lengthof(names)] = {false};
+	const char *p = config ? config : "";
+
+	for (;;)
+	{
+		const char *item;
+		const char *eq;
+		const char *end;
+		const char *v;
+		int			i;
+
+		while (*p == ' ')
+			p++;
+		if (*p == '\0')
+			break;
+		item = p;
+		end = strchr(item, ' ');
+		if (end == NULL)
+			end = item + strlen(item);
+		p = end;
+		eq = memchr(item, '=', end - item);
+		if (eq == NULL)
+			jwt_error("An item has no \"=\".");
+		for (v = eq + 1; v < end; v++)
+			if (*v < 0x21 || *v > 0x7e || *v == '"' || *v == '\\')
+				jwt_error("A value holds a character other than printable ASCII, or a '\"' or '\\'.");
+		if (eq - item > 10 && strncmp(item, "extension_", 10) == 0)
+		{
+			if (eq - item == 14 && pg_strncasecmp(item + 10, "auth", 4) == 0)
+				jwt_error("The extension name \"auth\" is reserved.");
+			for (v = item + 10; v < eq; v++)
+				if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z')))
+					jwt_error("An extension's name (extension_NAME=) is not letters only.");
+			continue;
+		}
+		for (i = 0; i < lengthof(names); i++)
+			if (strlen(names[i]) == eq - item && strncmp(item, names[i], eq - item) == 0)
+				break;
+		if (i == lengthof(names))
+			jwt_error("An item is not one of principal=, principalClaimName=, scope=, "
+					  "scopeClaimName=, lifeSeconds= or extension_NAME=.");
+		if (seen[i])
+			jwt_error(psprintf("It has %s= twice.", names[i]));
+		seen[i] = true;
+		if (eq + 1 == end)
+			jwt_error(psprintf("Its %s= is empty.", names[i]));
+		if (strcmp(names[i], "lifeSeconds") == 0)
+		{
+			int64		n = 0;
+
+			for (v = eq + 1; v < end; v++)
+			{
+				if (!isdigit((unsigned char) *v))
+					jwt_error("Its lifeSeconds= is not a whole number of seconds.");
+				n = n * 10 + (*v - '0');
+				if (n > 2147483)
+					break;
+			}
+			if (n < 1 || n > 2147483)
+				jwt_error("Its lifeSeconds= is not from 1 to 2147483 seconds.");
+		}
+	}
+	if (!seen[0])
+		jwt_error("It names no principal (principal=NAME), which librdkafka's unsecured JWT needs.");
+}
+
+/* jwt_unsecured: does an enable.sasl.oauthbearer.unsecure.jwt value turn it on? */
+static bool
+jwt_unsecured(const char *value)
+{
+	/* as librdkafka reads a boolean; anything else it refuses itself */
+	return value != NULL && pg_strcasecmp(value, "false") != 0 &&
+		pg_strcasecmp(value, "f") != 0 && strcmp(value, "0") != 0;
+}
+
 /*
  * ssp_check_kafka_property: error unless the property may be set, to value
  * (NULL: whatever it is), where it is (a server or a user mapping), given
@@ -417,6 +524,8 @@ ssp_check_kafka_property(const char *name, const char *value, bool in_user_mappi
 						 errhint("Set it on the server.")));
 			break;
 		case PROP_CREDENTIAL:
+			if (strcmp(name, "sasl.oauthbearer.config") == 0 && value != NULL)
+				check_unsecured_jwt_config(value);
 			if (!trusted && is_mechanism(name) && value != NULL && names_gssapi(value))
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -652,8 +761,13 @@ server_options(Oid serverid, Oid userid, bool registry)
 				result = lappend(result, lfirst(lc));
 	}
 	if (!registry)
+	{
 		check_default_mechanism(serverid, server->options,
 								have_mapping ? mapping : NIL, umuser);
+		/* a token built without a config is refused as one of a bad config */
+		if (jwt_unsecured(option_value(result, "enable.sasl.oauthbearer.unsecure.jwt")))
+			check_unsecured_jwt_config(option_value(result, "sasl.oauthbearer.config"));
+	}
 	return result;
 }
 

@@ -174,7 +174,12 @@ DO $$ BEGIN
   END LOOP;
 END $$;
 SELECT last_error FROM ssp.views WHERE view = 'alice_secret'::regclass;
-DROP VIEW alice_cols, alice_secret;
+-- nor do her view's dead letters hold the messages, which have the
+-- columns she may not read (they did: its payload, its key)
+CREATE VIEW alice_dead WITH (ssp.continuous) AS SELECT sum(x / (x - x)) AS s FROM cols_stream;
+SELECT ssp.wait('alice_dead');
+SELECT "offset", key, payload, error FROM ssp.dead_letters WHERE view = 'alice_dead'::regclass ORDER BY "offset";
+DROP VIEW alice_cols, alice_secret, alice_dead;
 RESET ROLE;
 DROP FOREIGN TABLE cols_stream;
 DO $$ BEGIN

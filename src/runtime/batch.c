@@ -610,8 +610,24 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 	PG_END_TRY();
 }
 
+/*
+ * may_keep_message: may a dead letter keep its message (key and payload),
+ * and an error's context, which can quote them?  Only where the view's
+ * owner (the worker's user) may read every column of the message's stream:
+ * a role granted some columns would read the others there.
+ */
+static bool
+may_keep_message(BatchState *bs, SspMessage *msg)
+{
+	Oid			relid = bs->view->streams[msg->source];
+
+	return pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK ||
+		pg_attribute_aclcheck_all(relid, GetUserId(), ACL_SELECT, ACLMASK_ALL) == ACLCHECK_OK;
+}
+
+/* dead_letter: msg to ssp.dead_letters, with its key and payload if keep */
 static void
-dead_letter(BatchState *bs, SspMessage *msg, const char *error)
+dead_letter(BatchState *bs, SspMessage *msg, const char *error, bool keep)
 {
 	Oid			argtypes[7] = {OIDOID, TEXTOID, INT4OID, INT8OID, BYTEAOID, BYTEAOID, TEXTOID};
 	Datum		args[7];
@@ -619,13 +635,13 @@ dead_letter(BatchState *bs, SspMessage *msg, const char *error)
 	bytea	   *key = NULL;
 	bytea	   *payload = NULL;
 
-	if (msg->key)
+	if (msg->key && keep)
 	{
 		key = palloc(VARHDRSZ + msg->key_len);
 		SET_VARSIZE(key, VARHDRSZ + msg->key_len);
 		memcpy(VARDATA(key), msg->key, msg->key_len);
 	}
-	if (msg->value)
+	if (msg->value && keep)
 	{
 		payload = palloc(VARHDRSZ + msg->value_len);
 		SET_VARSIZE(payload, VARHDRSZ + msg->value_len);
@@ -742,12 +758,16 @@ apply_range(BatchState *bs, int lo, int hi)
 	/* one message that cannot be applied */
 	{
 		StringInfoData msg;
+		bool		keep = lo >= hi || may_keep_message(bs, &bs->msgs[lo]);
 
 		initStringInfo(&msg);
 		appendStringInfoString(&msg, edata->message);
 		/* where in the message, not the apply statement's text */
-		if (edata->context && strncmp(edata->context, "SQL statement", 13) != 0)
+		if (edata->context && strncmp(edata->context, "SQL statement", 13) != 0 && keep)
 			appendStringInfo(&msg, " (%s)", edata->context);
+		if (!keep)
+			appendStringInfo(&msg, " (the message is not kept: the owner of the view may not read every column of stream \"%s\")",
+							 get_rel_name(bs->view->streams[bs->msgs[lo].source]));
 		if (lo >= hi)
 			ereport(ERROR,
 					(errcode(edata->sqlerrcode),
@@ -759,7 +779,7 @@ apply_range(BatchState *bs, int lo, int hi)
 		switch (bs->view->on_error)
 		{
 			case SSP_ON_ERROR_DEAD_LETTER:
-				dead_letter(bs, &bs->msgs[lo], msg.data);
+				dead_letter(bs, &bs->msgs[lo], msg.data, keep);
 				bs->dead++;
 				break;
 			case SSP_ON_ERROR_SKIP:

@@ -88,6 +88,29 @@ INSERT INTO ins_down SELECT tries(g, 3, 'ins_down') FROM generate_series(1, 3) g
 DROP FUNCTION tries(int, int, regclass);
 DROP SERVER down CASCADE;
 DROP FOREIGN TABLE ins_drop;
+-- what INSERT writes reads back the same whatever the session's styles
+-- (SQL, DMY wrote March 4 as 04/03, read back as April 3; sql_standard
+-- intervals flipped a sign; extra_float_digits 0 rounded 0.1 + 0.2)
+\set topic_s ins_styles_ :run
+CREATE FOREIGN TABLE ins_styles_csv (d date, ts timestamptz, iv interval, f float8)
+  SERVER kafka OPTIONS (topic :'topic_s', format 'csv');
+\set topic_j ins_styles_j_ :run
+CREATE FOREIGN TABLE ins_styles_json (d date, iv interval, f float8, k date)
+  SERVER kafka OPTIONS (topic :'topic_j', key 'k');
+SET datestyle = 'SQL, DMY';
+SET intervalstyle = 'sql_standard';
+SET extra_float_digits = 0;
+SET timezone = 'Asia/Kolkata';
+INSERT INTO ins_styles_csv VALUES ('2026-03-04', '2026-03-04 05:06:07+00', '-1 day -2 hours', 0.1::float8 + 0.2::float8);
+INSERT INTO ins_styles_json VALUES ('2026-03-04', '-1 day -2 hours', 0.1::float8 + 0.2::float8, '2026-03-04');
+SHOW datestyle;
+RESET datestyle;
+RESET intervalstyle;
+RESET extra_float_digits;
+RESET timezone;
+SELECT d, ts, iv, f = 0.1::float8 + 0.2::float8 AS f_exact FROM ins_styles_csv;
+SELECT d, iv, f = 0.1::float8 + 0.2::float8 AS f_exact, k FROM ins_styles_json;
+DROP FOREIGN TABLE ins_styles_csv, ins_styles_json;
 -- a client that cannot start: an invalid combination of properties
 CREATE SERVER broken FOREIGN DATA WRAPPER ssp_kafka
   OPTIONS (brokers :'brokers', "security.protocol" 'sasl_ssl', "sasl.mechanisms" 'NOSUCH');

@@ -388,6 +388,15 @@ ssp_bgworker_session(void)
 	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("session_replication_role", "origin", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("extra_float_digits", "1", PGC_SUSET, PGC_S_OVERRIDE);
+
+	/*
+	 * What a view computes and publishes (an interval or a date as text or
+	 * JSON, an output topic's keys) in one form, whatever the database's
+	 * settings say or become: ISO dates (the order of their fields, which
+	 * reading them takes, is the database's), Postgres's intervals.
+	 */
+	SetConfigOption("DateStyle", "ISO", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("IntervalStyle", "postgres", PGC_SUSET, PGC_S_OVERRIDE);
 }
 
 /*

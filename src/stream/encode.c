@@ -16,10 +16,13 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/datetime.h"
+#include "utils/float.h"
+#include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -647,13 +650,45 @@ ssp_encode_check(SspStream *stream)
 }
 
 /*
+ * pin_output_styles: the settings that shape the text of output functions
+ * (dates, intervals, floats; in CSV and text messages, keys, and the JSON
+ * of types without a JSON form) set, where the session's differ, to those
+ * every reader takes back exactly, whatever its own: DateStyle ISO (its
+ * order of fields kept), IntervalStyle postgres, extra_float_digits 3, as
+ * postgres_fdw sends values.  A session's 'SQL, DMY' wrote March 4 as
+ * 04/03, which a reader on MDY took for April 3.  Returns the GUC nest
+ * level for AtEOXact_GUC, or -1 if nothing was set.
+ */
+static int
+pin_output_styles(void)
+{
+	int			nest;
+
+	if (DateStyle == USE_ISO_DATES && IntervalStyle == INTSTYLE_POSTGRES && extra_float_digits >= 3)
+		return -1;
+	nest = NewGUCNestLevel();
+	if (DateStyle != USE_ISO_DATES)
+		(void) set_config_option("datestyle", "ISO", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	if (IntervalStyle != INTSTYLE_POSTGRES)
+		(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	if (extra_float_digits < 3)
+		(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	return nest;
+}
+
+/*
  * ssp_encode_row: the message for a row of the stream (values/nulls
- * indexed by attnum - 1) into out, which it initialises.
+ * indexed by attnum - 1) into out, which it initialises; in the output
+ * styles above (an error leaves them to the transaction's abort).
  */
 void
 ssp_encode_row(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out)
 {
 	int			i;
+	int			nest = pin_output_styles();
 
 	initStringInfo(&out->value);
 	initStringInfo(&out->key);
@@ -722,4 +757,6 @@ ssp_encode_row(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out
 
 	encode_key(stream, values, nulls, out);
 	encode_value(stream, values, nulls, out);
+	if (nest >= 0)
+		AtEOXact_GUC(true, nest);
 }

@@ -297,6 +297,15 @@ CREATE FOREIGN TABLE domain_p (t0 timestamptz(0) OPTIONS (field 't'), t1 timesta
     p int OPTIONS (meta 'partition'), o bigint OPTIONS (meta 'offset'))
   SERVER kafka OPTIONS (topic :'topic');
 SELECT t0, t1 FROM domain_p WHERE p = 0 AND o = 0;
+-- a fraction of a millisecond is kept to the microsecond (it was cut off),
+-- and a number too small for a double is 0 (it was out of range)
+INSERT INTO domain_w VALUES ('{"t": 1705314030123.456}', 0), ('{"t": 1.5}', 0), ('{"t": -2.5}', 0),
+  ('{"t": 1e-400}', 0), ('{"t": 1.705314030123456e12}', 0);
+CREATE FOREIGN TABLE epoch_r (t timestamptz, t3 timestamptz(3) OPTIONS (field 't'),
+    p int OPTIONS (meta 'partition'), o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic');
+SELECT o, t, t3 FROM epoch_r WHERE p = 0 AND o >= 3 ORDER BY o;
+DROP FOREIGN TABLE epoch_r;
 
 -- a scan decodes only the columns the query reads (its select list, WHERE,
 -- joins; every column for a whole-row reference): another column's value

@@ -478,29 +478,52 @@ ssp_typmod_datum(Oid typid, int32 typmod, Datum value)
 
 /*
  * epoch_input: a JSON number into a timestamp column (or a domain over
- * one): milliseconds since 1970, at the column's precision.
+ * one): milliseconds since 1970, exactly to the microsecond (a fraction of
+ * a millisecond was cut off: 1.5 was 0.001 s), then at the column's
+ * precision, as text would be rounded.  A whole number of up to 15 digits
+ * is read as such; any other through numeric, exactly (1e-400 is the
+ * epoch).
  */
 static Datum
 epoch_input(SspColumn *col, const char *number)
 {
+	int64		epoch_us = (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
+		SECS_PER_DAY * USECS_PER_SEC;
+	const char *p = number + (number[0] == '-');
+	size_t		digits = strspn(p, "0123456789");
 	char	   *end;
-	double		d;
-	Datum		ts;
+	int64		us;
+	TimestampTz ts;
+	Datum		value;
 
-	errno = 0;
-	d = strtod(number, &end);
-	if (errno != 0 || *end != '\0' || d > (double) PG_INT64_MAX / 1000 ||
-		d < (double) PG_INT64_MIN / 1000)
+	if (digits > 0 && digits <= 15 && p[digits] == '\0')
+		us = strtoll(number, NULL, 10) * 1000;
+	else
+	{
+		double		d = strtod(number, &end);
+
+		/* beyond any timestamp, and beyond int64's microseconds */
+		if (*end != '\0' || !(d <= 9.2e15 && d >= -9.2e15))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					 errmsg("timestamp out of range: %s milliseconds since 1970", number)));
+		value = DirectFunctionCall3(numeric_in, CStringGetDatum(number),
+									ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+		value = DirectFunctionCall2(numeric_mul, value,
+									NumericGetDatum(int64_to_numeric(1000)));
+		us = DatumGetInt64(DirectFunctionCall1(numeric_int8, value));
+	}
+	if (pg_sub_s64_overflow(us, epoch_us, &ts) || !IS_VALID_TIMESTAMP(ts))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp out of range: %s milliseconds since 1970", number)));
-	ts = ssp_ms_to_timestamptz((int64) d);
+	value = TimestampTzGetDatum(ts);
 	if (col->basetype == TIMESTAMPOID)
-		ts = DirectFunctionCall1(timestamptz_timestamp, ts);
-	ts = ssp_typmod_datum(col->basetype, col->basetypmod, ts);
+		value = DirectFunctionCall1(timestamptz_timestamp, value);
+	value = ssp_typmod_datum(col->basetype, col->basetypmod, value);
 	if (col->basetype != col->typid)
-		ssp_domain_check(col, ts);
-	return ts;
+		ssp_domain_check(col, value);
+	return value;
 }
 
 /*

@@ -128,6 +128,8 @@ SELECT count(*) FROM big;
 SELECT ssp.resume('big');
 SELECT ssp.wait('big');
 SELECT count(*) FROM big;
+-- a timeout past int64's microseconds is a long one (it was negative: false)
+SELECT ssp.wait('big', '1000000 years');
 -- in the transaction that changed the view, ssp.wait is an error, not a
 -- wait to its timeout: the worker goes on only once it ends
 BEGIN;

@@ -448,8 +448,10 @@ ssp_wait(PG_FUNCTION_ARGS)
 {
 	Oid			view = PG_GETARG_OID(0);
 	Interval   *timeout = PG_GETARG_INTERVAL_P(1);
-	int64		timeout_ms = (timeout->time + (int64) timeout->day * USECS_PER_DAY +
-							  (int64) timeout->month * 30 * USECS_PER_DAY) / 1000;
+	/* in double: 1000000 years overflowed int64 to a negative timeout */
+	double		ms = ((double) timeout->time + (double) timeout->day * USECS_PER_DAY +
+					  (double) timeout->month * 30 * USECS_PER_DAY) / 1000;
+	int64		timeout_ms = (int64) Max(Min(ms, (double) PG_INT32_MAX), (double) PG_INT32_MIN);
 	SspView    *v = ssp_view_load(view, false);
 	ArrayBuildState *topics = initArrayResult(TEXTOID, CurrentMemoryContext, false);
 	ArrayBuildState *parts = initArrayResult(INT4OID, CurrentMemoryContext, false);

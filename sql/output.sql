@@ -197,6 +197,28 @@ CREATE OR REPLACE VIEW revenue WITH (ssp.continuous, ssp.output_topic = :'out') 
   SELECT region, count(*) AS n, sum(amount) AS total FROM orders GROUP BY region;
 DROP VIEW plain;
 
+-- over a changelog, a group whose last row moves away is one delete, its
+-- row before that the last published (it was an update to n = 0, then a
+-- delete of that); a group made and emptied in one batch, nothing
+\set cl output_moves_ :run
+\set clout output_moves_out_ :run
+CREATE FOREIGN TABLE moves (id int, seg text) SERVER kafka
+  OPTIONS (topic :'cl', key 'id', changelog 'upsert');
+CREATE FOREIGN TABLE moves_changes (seg text, n bigint, _op text, _seq bigint, _before jsonb)
+  SERVER kafka OPTIONS (topic :'clout');
+CREATE VIEW moves_by_seg WITH (ssp.continuous, ssp.output_topic = :'clout') AS
+  SELECT seg, count(*) AS n FROM moves GROUP BY seg;
+INSERT INTO moves VALUES (1, 'x');
+SELECT ssp.wait('moves_by_seg'), published('moves_by_seg');
+INSERT INTO moves VALUES (1, 'y');
+SELECT ssp.wait('moves_by_seg'), published('moves_by_seg');
+INSERT INTO moves VALUES (2, 'z'), (2, 'y');
+SELECT ssp.wait('moves_by_seg'), published('moves_by_seg');
+SELECT seg, n, _op, _before FROM moves_changes ORDER BY _seq;
+SELECT * FROM moves_by_seg;
+DROP VIEW moves_by_seg;
+DROP FOREIGN TABLE moves, moves_changes;
+
 -- dropping the view, or its schema, drops its triggers and function
 CREATE SCHEMA output_s;
 CREATE VIEW output_s.totals WITH (ssp.continuous, ssp.output_topic = 'output_totals') AS

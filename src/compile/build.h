@@ -164,6 +164,9 @@ typedef struct Build
 									 * (ROLLUP_DISTINCT), or neither (0) */
 	/* a view with ssp.output_topic: its changes, through an outbox */
 	char	   *outbox;			/* its table, qualified */
+	bool		empty_groups_go;	/* over a changelog with GROUP BY: a group
+									 * left with no row (_ssp_rows = 0) is out
+									 * of the view, deleted after the upsert */
 	char	   *changes_fn;		/* the mrel trigger's function, qualified */
 	char	   *changes_body;	/* its body (plpgsql) */
 	char	   *closed_sql;		/* a window closed by watermark $N (emit final) */

@@ -427,7 +427,6 @@ build_outbox(Build *b, List *names, const char *mrel, StringInfo create)
 	row = json_object_sql(names, b->rollup_columns);
 	if (b->query->havingQual)
 		row = psprintf("CASE WHEN %s THEN %s END", ssp_final_sql(b, b->query->havingQual), row);
-
 	appendStringInfo(create, ";\nCREATE TABLE %s (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
 					 "key jsonb NOT NULL, value jsonb NOT NULL)", outbox);
 	if (b->opts->emit_final)
@@ -449,6 +448,15 @@ build_outbox(Build *b, List *names, const char *mrel, StringInfo create)
 					 b->query->havingQual ? ssp_final_sql(b, b->query->havingQual) : "");
 		return;
 	}
+	/*
+	 * A group the upsert leaves without rows is deleted by the next
+	 * statement: it left the view at the upsert (one delete, its row before
+	 * as _before), not with an update to count 0 and then a delete.  (With
+	 * emit final, the windows are read after that DELETE.)
+	 */
+	if (b->empty_groups_go)
+		row = psprintf("CASE WHEN m._ssp_rows OPERATOR(pg_catalog.<>) 0 THEN %s END", row);
+
 	/*
 	 * Statement triggers with transition tables (set-based: a catch-up
 	 * changes most groups in each batch).  An UPDATE's old and new rows
@@ -1540,7 +1548,10 @@ build_changelog(Build *b, List *names, const char *mrel, const char *view,
 						 mrel, recomputed.data, recompute.data, b->buffers[0], gmatch.data);
 	/* a group with no row left goes (the one group of a view without GROUP BY stays) */
 	if (b->group_exprs != NIL)
+	{
 		appendStringInfo(apply, ";\nDELETE FROM %s m WHERE m._ssp_rows = 0", mrel);
+		b->empty_groups_go = true;
+	}
 	aggregating_view(b, names, mrel, view, viewsql);
 	if (b->opts->output_topic)
 		build_outbox(b, names, mrel, create);

@@ -194,7 +194,7 @@ check_ssp_reloptions(AlterTableStmt *stmt)
 						 errmsg("cannot %s option \"ssp.%s\" with ALTER", cmd->subtype == AT_SetRelOptions ? "set" : "reset",
 								def->defname),
 						 errdetail("The ssp options of a continuous view are part of its definition."),
-						 errhint("Change them with CREATE OR REPLACE VIEW %s WITH (ssp.continuous, ...) AS ..., which builds the view again beside the old one.",
+						 errhint("Change them with CREATE OR REPLACE VIEW %s WITH (ssp.continuous, ...) AS ..., which builds the view again beside the old one (a view with ssp.output_topic is dropped and created again instead).",
 								 quote_identifier(stmt->relation->relname))));
 		}
 	}

@@ -178,6 +178,8 @@ js_field_start(void *state, char *fname, bool isnull)
 	st->fieldnode[level] = node;
 	if (node)
 		st->valstart[level] = st->lex->token_start;
+	if (node && node->children)
+		ssp_json_forget_below(node, st->found);
 	if (node && node->column >= 0)
 	{
 		JsonFound  *f = &st->found[node->column];

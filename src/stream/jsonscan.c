@@ -219,6 +219,27 @@ scan_container(Scan *s, PathNode *node)
 }
 
 /*
+ * ssp_json_forget_below: nothing found yet for the columns on paths below
+ * node: a field that comes again replaces the whole of its earlier value,
+ * as in jsonb ({"a": {"x": 1}, "a": {"y": 2}} has no a.x), so what was
+ * found inside that value goes too.
+ */
+void
+ssp_json_forget_below(PathNode *node, JsonFound *found)
+{
+	ListCell   *lc;
+
+	foreach(lc, node->children)
+	{
+		PathNode   *child = lfirst(lc);
+
+		if (child->column >= 0)
+			found[child->column].found = false;
+		ssp_json_forget_below(child, found);
+	}
+}
+
+/*
  * scan_value: at a value's first character; if node names a column, what
  * is found for it (the last of duplicate fields wins, as in jsonb).
  */
@@ -232,6 +253,8 @@ scan_value(Scan *s, PathNode *node)
 
 	if (s->p >= s->end)
 		return false;
+	if (node && node->children)
+		ssp_json_forget_below(node, s->found);
 	switch (*s->p)
 	{
 		case '{':

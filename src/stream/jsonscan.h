@@ -45,5 +45,6 @@ typedef struct JsonFound
 
 extern bool ssp_json_scan(const char *text, size_t len, PathNode *root,
 						  JsonFound *found);
+extern void ssp_json_forget_below(PathNode *node, JsonFound *found);
 
 #endif							/* SSP_JSONSCAN_H */

@@ -130,6 +130,13 @@ SELECT ssp.wait('big');
 SELECT count(*) FROM big;
 -- a timeout past int64's microseconds is a long one (it was negative: false)
 SELECT ssp.wait('big', '1000000 years');
+-- a topic not made yet holds nothing to wait for (it was an error)
+\set unmade_topic views_unmade_ :run
+CREATE FOREIGN TABLE unmade (a int) SERVER kafka OPTIONS (topic :'unmade_topic');
+CREATE VIEW unmade_n WITH (ssp.continuous) AS SELECT count(*) AS n FROM unmade;
+SELECT ssp.wait('unmade_n', '5 s');
+DROP VIEW unmade_n;
+DROP FOREIGN TABLE unmade;
 -- in the transaction that changed the view, ssp.wait is an error, not a
 -- wait to its timeout: the worker goes on only once it ends
 BEGIN;

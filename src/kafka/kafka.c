@@ -700,6 +700,16 @@ topic_partitions(SspKafka *kafka, int timeout_ms, int *count)
 int
 ssp_kafka_partition_count(SspKafka *kafka)
 {
+	return ssp_kafka_partition_count_ext(kafka, false);
+}
+
+/*
+ * ssp_kafka_partition_count_ext: the same, but 0 for a topic that does not
+ * exist if missing_ok.
+ */
+int
+ssp_kafka_partition_count_ext(SspKafka *kafka, bool missing_ok)
+{
 	int			count;
 	rd_kafka_resp_err_t err;
 	Slices		sl;
@@ -711,6 +721,8 @@ ssp_kafka_partition_count(SspKafka *kafka)
 	CHECK_FOR_INTERRUPTS();
 
 	rd_kafka_poll(kafka->rk, 0);	/* the errors it logged, for broker_error */
+	if (err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART && missing_ok)
+		return 0;
 	if (err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_TABLE_NOT_FOUND),

@@ -398,7 +398,8 @@ topic_ends(SspView *v, int64 timeout_ms, ArrayBuildState *topics, ArrayBuildStat
 		{
 			SspStream  *s = ssp_stream_open(v->streams[i]);
 			SspKafka   *kafka = ssp_kafka_consumer(s->serverid, GetUserId(), v->topics[i], NULL);
-			int			nparts = ssp_kafka_partition_count(kafka);
+			/* a topic not made yet holds nothing to wait for */
+			int			nparts = ssp_kafka_partition_count_ext(kafka, true);
 			int64	   *low = palloc(sizeof(int64) * Max(nparts, 1));
 			int64	   *high = palloc(sizeof(int64) * Max(nparts, 1));
 

@@ -472,6 +472,11 @@ CREATE VIEW wholes_rows WITH (ssp.continuous) AS
 CREATE VIEW wholes_n WITH (ssp.continuous) AS
   SELECT s, s IS NULL AS null_key, s IS NOT NULL AS full_key, count(*) AS n,
          count(*) FILTER (WHERE s IS NULL) AS nulls FROM wholes s GROUP BY s;
+-- over rows (WHERE), the test is of each row's columns, grouped by s or
+-- not (taken for the group's, it was over a ROW holding the dropped
+-- column's null: never true)
+CREATE VIEW wholes_full WITH (ssp.continuous) AS
+  SELECT s, count(*) AS n, s IS NOT NULL AS full_key FROM wholes s WHERE s IS NOT NULL GROUP BY s;
 CREATE VIEW wholes_agg WITH (ssp.continuous) AS
   SELECT k, array_agg(s) AS a, count(DISTINCT s) AS d FROM wholes s
   WHERE EXISTS (SELECT 1 WHERE s IS DISTINCT FROM ROW('z', 0, 0)::wholes) GROUP BY k;
@@ -484,6 +489,13 @@ UNION ALL
 (SELECT s, s IS NULL, s IS NOT NULL, count(*), count(*) FILTER (WHERE s IS NULL) FROM wholes s GROUP BY s
  EXCEPT ALL SELECT * FROM wholes_n);
 SELECT null_key, full_key, n, nulls FROM wholes_n ORDER BY n, null_key, full_key;
+SELECT ssp.wait('wholes_full');
+(SELECT * FROM wholes_full EXCEPT ALL
+ SELECT s, count(*), s IS NOT NULL FROM wholes s WHERE s IS NOT NULL GROUP BY s)
+UNION ALL
+(SELECT s, count(*), s IS NOT NULL FROM wholes s WHERE s IS NOT NULL GROUP BY s
+ EXCEPT ALL SELECT * FROM wholes_full);
+SELECT n, full_key FROM wholes_full;
 SELECT k, a::text, d FROM wholes_agg ORDER BY k;
 SELECT k, array_agg(s)::text, count(DISTINCT s) FROM wholes s GROUP BY k ORDER BY k;
 -- a column added to the stream is in the rows of later messages
@@ -491,7 +503,7 @@ ALTER FOREIGN TABLE wholes ADD COLUMN z text;
 INSERT INTO wholes VALUES ('c', 3, 30, 'zed');
 SELECT ssp.wait('wholes_rows');
 SELECT * FROM wholes_rows WHERE (s).k = 'c';
-DROP VIEW wholes_rows, wholes_n, wholes_agg;
+DROP VIEW wholes_rows, wholes_n, wholes_full, wholes_agg;
 DROP FOREIGN TABLE wholes;
 
 -- ssp.output_topic: what it refuses; its outbox and trigger go with the view

@@ -422,7 +422,10 @@ typedef struct WholeRows
 	Bitmapset  *streams;		/* the streams' range-table indexes */
 	int			level;			/* of the query being walked: 0 at the top */
 	bool		found;			/* a whole row was read */
-	List	   *groups;			/* that query's GROUP BY expressions */
+	Bitmapset  *grouped;		/* the streams whose whole row the top query
+								 * groups by */
+	bool		grouped_part;	/* walking what the top query computes over
+								 * its groups: its select list, HAVING */
 	int			aggs;			/* how many aggregates' arguments we are in */
 } WholeRows;
 
@@ -454,12 +457,14 @@ whole_rows_mutator(Node *node, WholeRows *w)
 	 * s IS [NOT] NULL: each of its columns' values is [not] null, as
 	 * Postgres tests a row's fields.  (Over a ROW holding a dropped
 	 * column's null, the planner would take IS NOT NULL for false.)  Not
-	 * where the query groups by s: there the test is of the group's key,
-	 * computed over the view's table, which holds s whole.
+	 * where the query groups by s and the test is of the group (in its
+	 * select list or HAVING, outside an aggregate's arguments): it is of
+	 * the group's key, computed over the view's table, which holds s whole.
 	 */
 	if (IsA(node, NullTest) && ((NullTest *) node)->argisrow &&
 		is_whole_row((Node *) ((NullTest *) node)->arg, w) &&
-		(w->aggs > 0 || !list_member(w->groups, ((NullTest *) node)->arg)))
+		!(w->grouped_part && w->aggs == 0 &&
+		  bms_is_member(((Var *) ((NullTest *) node)->arg)->varno, w->grouped)))
 	{
 		NullTest   *test = (NullTest *) node;
 		Var		   *var = (Var *) test->arg;
@@ -515,23 +520,45 @@ whole_rows_mutator(Node *node, WholeRows *w)
 		row->location = var->location;
 		return (Node *) row;
 	}
-	if (IsA(node, Query))
+	if (IsA(node, Query) && w->level < 0)
 	{
+		/*
+		 * The top query: its select list and HAVING apart, which it
+		 * computes over its groups; the rest (WHERE, ON) over rows.
+		 */
 		Query	   *q = (Query *) node;
-		Node	   *result;
-		List	   *groups = w->groups;
-		int			aggs = w->aggs;
+		Query	   *result;
+		List	   *tlist = q->targetList;
+		Node	   *having = q->havingQual;
 		ListCell   *lc;
 
 		w->level++;
-		w->groups = NIL;
-		w->aggs = 0;
 		foreach(lc, q->groupClause)
-			w->groups = lappend(w->groups, get_sortgroupclause_expr(lfirst(lc), q->targetList));
-		result = (Node *) query_tree_mutator(q, whole_rows_mutator, w, 0);
+		{
+			Node	   *e = get_sortgroupclause_expr(lfirst(lc), q->targetList);
+
+			if (is_whole_row(e, w))
+				w->grouped = bms_add_member(w->grouped, ((Var *) e)->varno);
+		}
+		q->targetList = NIL;
+		q->havingQual = NULL;
+		result = query_tree_mutator(q, whole_rows_mutator, w, 0);
+		q->targetList = tlist;
+		q->havingQual = having;
+		w->grouped_part = true;
+		result->targetList = (List *) expression_tree_mutator((Node *) tlist, whole_rows_mutator, w);
+		result->havingQual = expression_tree_mutator(having, whole_rows_mutator, w);
+		w->grouped_part = false;
 		w->level--;
-		w->groups = groups;
-		w->aggs = aggs;
+		return (Node *) result;
+	}
+	if (IsA(node, Query))
+	{
+		Node	   *result;
+
+		w->level++;
+		result = (Node *) query_tree_mutator((Query *) node, whole_rows_mutator, w, 0);
+		w->level--;
 		return result;
 	}
 	if (IsA(node, Aggref))
@@ -1291,7 +1318,7 @@ ssp_build_view(Build *b, List *names, const char *view, const char *mrel,
 	 * CREATE VIEW: refused there).
 	 */
 	{
-		WholeRows	w = {NULL, -1, false, NIL, 0};
+		WholeRows	w = {NULL, -1, false, NULL, false, 0};
 		ListCell   *lc;
 
 		foreach(lc, q->rtable)

@@ -178,7 +178,7 @@ SELECT last_error FROM ssp.views WHERE view = 'alice_secret'::regclass;
 -- columns she may not read (they did: its payload, its key)
 CREATE VIEW alice_dead WITH (ssp.continuous) AS SELECT sum(x / (x - x)) AS s FROM cols_stream;
 SELECT ssp.wait('alice_dead');
-SELECT "offset", key, payload, error FROM ssp.dead_letters WHERE view = 'alice_dead'::regclass ORDER BY "offset";
+SELECT key, payload, error FROM ssp.dead_letters WHERE view = 'alice_dead'::regclass ORDER BY partition, "offset";
 DROP VIEW alice_cols, alice_secret, alice_dead;
 RESET ROLE;
 DROP FOREIGN TABLE cols_stream;

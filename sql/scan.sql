@@ -303,7 +303,7 @@ SELECT t0, t1 FROM domain_p WHERE p = 0 AND o = 0;
 -- a fraction of a millisecond is kept to the microsecond (it was cut off),
 -- and a number too small for a double is 0 (it was out of range)
 INSERT INTO domain_w VALUES ('{"t": 1705314030123.456}', 0), ('{"t": 1.5}', 0), ('{"t": -2.5}', 0),
-  ('{"t": 1e-400}', 0), ('{"t": 1.705314030123456e12}', 0);
+  ('{"t": 1e-400}', 0), ('{"t": 1.705314030123456e12}', 0), ('{"t": -5e-1001}', 0);
 CREATE FOREIGN TABLE epoch_r (t timestamptz, t3 timestamptz(3) OPTIONS (field 't'),
     p int OPTIONS (meta 'partition'), o bigint OPTIONS (meta 'offset'))
   SERVER kafka OPTIONS (topic :'topic');

@@ -49,6 +49,9 @@ check_kafka_property(DefElem *def, bool in_user_mapping)
 {
 	ssp_check_kafka_property(def->defname, defGetString(def), in_user_mapping,
 							 superuser());
+	/* as the unsecured JWT reads it (checked again where that is on) */
+	if (strcmp(def->defname, "sasl.oauthbearer.config") == 0)
+		ssp_check_unsecured_jwt_config(defGetString(def));
 
 	if (!in_user_mapping && ssp_option_is_secret(def->defname))
 		ereport(ERROR,

@@ -51,6 +51,7 @@ extern void ssp_kafka_commit(SspKafka *kafka, int nparts, const int64 *next);
 extern void ssp_kafka_close(SspKafka *kafka);
 extern int	ssp_kafka_partition_count(SspKafka *kafka);
 extern int	ssp_kafka_partition_count_ext(SspKafka *kafka, bool missing_ok);
+extern void ssp_check_unsecured_jwt_config(const char *config);
 extern int	ssp_kafka_partition_count_try(SspKafka *kafka, int timeout_ms);
 extern void ssp_kafka_watermarks(SspKafka *kafka, int32 partition,
 								 int64 *low, int64 *high);

@@ -364,24 +364,24 @@ jwt_error(const char *detail)
 			 errdetail("%s The value is secret and not shown.", detail),
 			 errhint("librdkafka's unsecured JWT takes space-separated items principal=NAME (required), "
 					 "principalClaimName=, scope=, scopeClaimName=, lifeSeconds= (1 to 2147483) "
-					 "and extension_NAME=, each at most once, their values of printable ASCII "
-					 "other than '\"' and '\\'.")));
+					 "and extension_NAME=, each at most once and not empty, no '\"' in the first four, "
+					 "an extension's name of letters and its value of printable ASCII.")));
 }
 
 /*
- * check_unsecured_jwt_config: error unless librdkafka's unsecured JWT
+ * ssp_check_unsecured_jwt_config: error unless librdkafka's unsecured JWT
  * builder (enable.sasl.oauthbearer.unsecure.jwt) takes config, the value
  * of sasl.oauthbearer.config (NULL: none), whole.  The builder runs in
- * librdkafka's own thread, and a config it refuses is a fatal error there
+ * librdkafka's own thread, and a config it refuses is a failure there
  * that librdkafka 2.0 turns, in a consumer, into a crash of the whole
- * database server; so nothing it would refuse reaches it.  Stricter than
- * librdkafka where that is simpler (items split at spaces only, values of
- * printable ASCII but '"' and '\', lifeSeconds whose milliseconds fit an
- * int).  The value is secret: the error says what is wrong, not what the
- * value holds.
+ * database server; so nothing it would refuse reaches it.  Its rules, as
+ * librdkafka 2.0's parser and token check have them; stricter only in
+ * lifeSeconds, whose milliseconds must fit an int (beyond, librdkafka's
+ * token expires before it is made).  The value is secret: the error says
+ * what is wrong, not what the value holds.
  */
-static void
-check_unsecured_jwt_config(const char *config)
+void
+ssp_check_unsecured_jwt_config(const char *config)
 {
 	static const char *const names[] = {
 		"principal", "principalClaimName", "scope", "scopeClaimName", "lifeSeconds"
@@ -409,18 +409,21 @@ check_unsecured_jwt_config(const char *config)
 		eq = memchr(item, '=', end - item);
 		if (eq == NULL)
 			jwt_error("An item has no \"=\".");
-		for (v = eq + 1; v < end; v++)
-			if (*v < 0x21 || *v > 0x7e || *v == '"' || *v == '\\')
-				jwt_error("A value holds a character other than printable ASCII, or a '\"' or '\\'.");
 		if (eq - item > 10 && strncmp(item, "extension_", 10) == 0)
 		{
-			if (eq - item == 14 && pg_strncasecmp(item + 10, "auth", 4) == 0)
+			if (eq - item == 14 && strncmp(item + 10, "auth", 4) == 0)
 				jwt_error("The extension name \"auth\" is reserved.");
 			for (v = item + 10; v < eq; v++)
 				if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z')))
 					jwt_error("An extension's name (extension_NAME=) is not letters only.");
+			/* RFC 7628's value: printable ASCII, tab, CR, LF (not space: split there) */
+			for (v = eq + 1; v < end; v++)
+				if ((*v < 0x21 || *v > 0x7e) && *v != '\t' && *v != '\r' && *v != '\n')
+					jwt_error("An extension's value holds a character other than printable ASCII, tab, CR or LF.");
 			continue;
 		}
+		if (memchr(eq + 1, '"', end - eq - 1))
+			jwt_error("A value of principal=, principalClaimName=, scope= or scopeClaimName= holds a '\"'.");
 		for (i = 0; i < lengthof(names); i++)
 			if (strlen(names[i]) == eq - item && strncmp(item, names[i], eq - item) == 0)
 				break;
@@ -524,8 +527,6 @@ ssp_check_kafka_property(const char *name, const char *value, bool in_user_mappi
 						 errhint("Set it on the server.")));
 			break;
 		case PROP_CREDENTIAL:
-			if (strcmp(name, "sasl.oauthbearer.config") == 0 && value != NULL)
-				check_unsecured_jwt_config(value);
 			if (!trusted && is_mechanism(name) && value != NULL && names_gssapi(value))
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -766,7 +767,7 @@ server_options(Oid serverid, Oid userid, bool registry)
 								have_mapping ? mapping : NIL, umuser);
 		/* a token built without a config is refused as one of a bad config */
 		if (jwt_unsecured(option_value(result, "enable.sasl.oauthbearer.unsecure.jwt")))
-			check_unsecured_jwt_config(option_value(result, "sasl.oauthbearer.config"));
+			ssp_check_unsecured_jwt_config(option_value(result, "sasl.oauthbearer.config"));
 	}
 	return result;
 }

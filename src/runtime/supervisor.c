@@ -390,13 +390,15 @@ ssp_bgworker_session(void)
 	SetConfigOption("extra_float_digits", "1", PGC_SUSET, PGC_S_OVERRIDE);
 
 	/*
-	 * What a view computes and publishes (an interval or a date as text or
-	 * JSON, an output topic's keys) in one form, whatever the database's
-	 * settings say or become: ISO dates (the order of their fields, which
-	 * reading them takes, is the database's), Postgres's intervals.
+	 * What a view computes and publishes (a date as text, an output
+	 * topic's keys) in one form, whatever the database's settings say or
+	 * become: ISO dates.  The order of their fields, which reading them
+	 * takes, stays the database's (as it was when the worker started).
+	 * Not IntervalStyle: it changes how an interval's text is read too
+	 * ('-1 2:00:00' is -26 hours in sql_standard, -22 in postgres), and a
+	 * view must read a message as a session of its database does.
 	 */
 	SetConfigOption("DateStyle", "ISO", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("IntervalStyle", "postgres", PGC_SUSET, PGC_S_OVERRIDE);
 }
 
 /*

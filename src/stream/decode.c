@@ -509,11 +509,17 @@ epoch_input(SspColumn *col, const char *number)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 					 errmsg("timestamp out of range: %s milliseconds since 1970", number)));
-		value = DirectFunctionCall3(numeric_in, CStringGetDatum(number),
-									ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-		value = DirectFunctionCall2(numeric_mul, value,
-									NumericGetDatum(int64_to_numeric(1000)));
-		us = DatumGetInt64(DirectFunctionCall1(numeric_int8, value));
+		/* too small for a double: 0 (and numeric refuses exponents below -1000) */
+		if (d == 0)
+			us = 0;
+		else
+		{
+			value = DirectFunctionCall3(numeric_in, CStringGetDatum(number),
+										ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+			value = DirectFunctionCall2(numeric_mul, value,
+										NumericGetDatum(int64_to_numeric(1000)));
+			us = DatumGetInt64(DirectFunctionCall1(numeric_int8, value));
+		}
 	}
 	if (pg_sub_s64_overflow(us, epoch_us, &ts) || !IS_VALID_TIMESTAMP(ts))
 		ereport(ERROR,

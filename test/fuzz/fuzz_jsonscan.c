@@ -124,6 +124,14 @@ on_field(void *state, char *fname, bool isnull)
 
 	if (w->lex->lex_level == 1)
 	{
+		/* "b" again replaces its earlier value, and b.c found in it */
+		if (strcmp(fname, "b") == 0 && w->found[2].found)
+		{
+			w->found[2].found = false;
+			if (w->found[2].scalar)
+				pfree(w->found[2].scalar);
+			w->found[2].scalar = NULL;
+		}
 		set_field(&w->field1, fname);
 		set_field(&w->field2, NULL);
 	}

@@ -422,14 +422,14 @@ ssp_check_unsecured_jwt_config(const char *config)
 					jwt_error("An extension's value holds a character other than printable ASCII, tab, CR or LF.");
 			continue;
 		}
-		if (memchr(eq + 1, '"', end - eq - 1))
-			jwt_error("A value of principal=, principalClaimName=, scope= or scopeClaimName= holds a '\"'.");
 		for (i = 0; i < lengthof(names); i++)
 			if (strlen(names[i]) == eq - item && strncmp(item, names[i], eq - item) == 0)
 				break;
 		if (i == lengthof(names))
 			jwt_error("An item is not one of principal=, principalClaimName=, scope=, "
 					  "scopeClaimName=, lifeSeconds= or extension_NAME=.");
+		if (memchr(eq + 1, '"', end - eq - 1))
+			jwt_error(psprintf("Its %s= holds a '\"'.", names[i]));
 		if (seen[i])
 			jwt_error(psprintf("It has %s= twice.", names[i]));
 		seen[i] = true;

@@ -288,7 +288,7 @@ ssp_output_start(Oid outbox, Oid serverid, const char *topic)
 	if (tail == PG_INT64_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-				 errmsg("topic \"%s\" holds a change numbered %lld, the highest a number may be",
+				 errmsg("topic \"%s\" holds a change numbered %lld or above, the highest a number may be",
 						topic, (long long) tail),
 				 errhint("Give the view another output topic.")));
 	start = Max(start, tail + 1);

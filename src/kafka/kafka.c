@@ -1167,7 +1167,8 @@ ssp_kafka_tail_number(SspKafka *kafka, const char *name, int tail, int64 *max)
 		digits[len] = '\0';
 		errno = 0;
 		number = strtoi64(digits, &end, 10);
-		if (errno == 0 && *end == '\0')
+		/* one past int64 is at its end too (it was passed over) */
+		if ((errno == 0 || (errno == ERANGE && number > 0)) && *end == '\0')
 			*max = Max(*max, number);
 	}
 	kafka->refusable = false;

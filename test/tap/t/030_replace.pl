@@ -137,8 +137,9 @@ $node->safe_psql('postgres', q{
 	  SELECT region, count(*) AS n, sum(amount) AS total, max(amount) AS top FROM orders GROUP BY region;
 	CREATE OR REPLACE VIEW by_region WITH (ssp.continuous) AS
 	  SELECT region, count(*) AS n, sum(amount) AS total, min(amount) AS bottom FROM orders GROUP BY region});
-is($node->safe_psql('postgres', q{SELECT count(*) FROM ssp.continuous_views WHERE replaces IS NOT NULL}), '1',
-	'a replacement replaced: one pending');
+# (the second may have caught up and taken the place already: none pending)
+cmp_ok($node->safe_psql('postgres', q{SELECT count(*) FROM ssp.continuous_views WHERE replaces IS NOT NULL}),
+	'<=', 1, 'a replacement replaced: one pending at most, not two');
 ok($node->poll_query_until('postgres', q{
 		SELECT count(*) = 0 FROM ssp.continuous_views WHERE replaces IS NOT NULL}),
 	'the last one took the place of the paused view');

@@ -427,6 +427,7 @@ build_outbox(Build *b, List *names, const char *mrel, StringInfo create)
 	row = json_object_sql(names, b->rollup_columns);
 	if (b->query->havingQual)
 		row = psprintf("CASE WHEN %s THEN %s END", ssp_final_sql(b, b->query->havingQual), row);
+
 	appendStringInfo(create, ";\nCREATE TABLE %s (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
 					 "key jsonb NOT NULL, value jsonb NOT NULL)", outbox);
 	if (b->opts->emit_final)

@@ -20,6 +20,7 @@ extern void ssp_kafka_validate_property(const char *name, const char *value,
 extern bool ssp_kafka_property_known(const char *name);
 extern void ssp_check_kafka_property(const char *name, const char *value,
 									 bool in_user_mapping, bool trusted);
+extern void ssp_check_unsecured_jwt_config(const char *config);
 extern void ssp_check_server_properties(Oid serverid, bool server, bool mapping,
 										Oid umuser, bool all_mappings);
 extern List *ssp_server_kafka_options(Oid serverid, Oid userid);
@@ -51,7 +52,6 @@ extern void ssp_kafka_commit(SspKafka *kafka, int nparts, const int64 *next);
 extern void ssp_kafka_close(SspKafka *kafka);
 extern int	ssp_kafka_partition_count(SspKafka *kafka);
 extern int	ssp_kafka_partition_count_ext(SspKafka *kafka, bool missing_ok);
-extern void ssp_check_unsecured_jwt_config(const char *config);
 extern int	ssp_kafka_partition_count_try(SspKafka *kafka, int timeout_ms);
 extern void ssp_kafka_watermarks(SspKafka *kafka, int32 partition,
 								 int64 *low, int64 *high);

@@ -367,11 +367,6 @@ reached(Oid view, Datum topics, Datum parts, Datum highs)
 }
 
 /*
- * ssp.wait(view, timeout): true once the view has applied every message
- * that was in its topics when the call began; false at the timeout.
- * Asks the broker for the high watermarks, as the caller.
- */
-/*
  * topic_ends: where view v's topics end, the partitions that hold messages
  * (topics, parts and their ends, highs); false if the brokers did not say
  * within timeout_ms.  A request waits for the brokers up to
@@ -444,6 +439,11 @@ topic_ends(SspView *v, int64 timeout_ms, ArrayBuildState *topics, ArrayBuildStat
 	return !timed_out;
 }
 
+/*
+ * ssp.wait(view, timeout): true once the view has applied every message
+ * that was in its topics when the call began; false at the timeout.
+ * Asks the broker for the high watermarks, as the caller.
+ */
 Datum
 ssp_wait(PG_FUNCTION_ARGS)
 {

@@ -167,7 +167,6 @@ static Timestamp
 instant(SspAvroType *t, int64 v)
 {
 	int64		us;
-	int64		shift = (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
 
 	switch (t->logical)
 	{
@@ -183,7 +182,7 @@ instant(SspAvroType *t, int64 v)
 		default:
 			us = v;
 	}
-	if (pg_sub_s64_overflow(us, shift, &us) || !IS_VALID_TIMESTAMP(us))
+	if (pg_sub_s64_overflow(us, SSP_UNIX_EPOCH_US, &us) || !IS_VALID_TIMESTAMP(us))
 		goto out_of_range;
 	return us;
 

@@ -151,7 +151,6 @@ write_logical_long(SspAvroType *t, Datum d, Oid typid, const char *field, String
 {
 	int64		us;
 	int64		v;
-	int64		shift = (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
 
 	switch (t->logical)
 	{
@@ -174,7 +173,7 @@ write_logical_long(SspAvroType *t, Datum d, Oid typid, const char *field, String
 			us = as_timestamp(d, typid, t->logical >= AL_LOCAL_TS_MILLIS);
 			if (TIMESTAMP_NOT_FINITE(us))
 				cannot(field, t, typid, "An infinite timestamp has no Avro form.");
-			v = us + shift;
+			v = us + SSP_UNIX_EPOCH_US;
 			if (t->logical == AL_TS_MILLIS || t->logical == AL_LOCAL_TS_MILLIS)
 				v = v >= 0 ? v / 1000 : -((-v + 999) / 1000);
 			else if ((t->logical == AL_TS_NANOS || t->logical == AL_LOCAL_TS_NANOS) &&

@@ -301,12 +301,10 @@ parse_json_fields(SspStream *stream, PathTree *tree, const char *text, size_t le
 Datum
 ssp_ms_to_timestamptz(int64 ms)
 {
-	int64		epoch_us = (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
-		SECS_PER_DAY * USECS_PER_SEC;
 	TimestampTz ts;
 
 	if (ms > PG_INT64_MAX / 1000 || ms < PG_INT64_MIN / 1000 ||
-		pg_sub_s64_overflow(ms * 1000, epoch_us, &ts) || !IS_VALID_TIMESTAMP(ts))
+		pg_sub_s64_overflow(ms * 1000, SSP_UNIX_EPOCH_US, &ts) || !IS_VALID_TIMESTAMP(ts))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp out of range: %lld milliseconds since 1970",
@@ -318,8 +316,6 @@ ssp_ms_to_timestamptz(int64 ms)
 int64
 ssp_timestamptz_to_ms(Datum ts)
 {
-	int64		epoch_us = (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
-		SECS_PER_DAY * USECS_PER_SEC;
 	TimestampTz t = DatumGetTimestampTz(ts);
 
 	/* the infinities as far as milliseconds go, without overflow */
@@ -327,10 +323,10 @@ ssp_timestamptz_to_ms(Datum ts)
 		return PG_INT64_MIN / 1000;
 	if (TIMESTAMP_IS_NOEND(t))
 		return PG_INT64_MAX / 1000;
-	/* past the year 262,000 t + epoch_us overflows; both are positive there */
+	/* past the year 262,000 t + the epoch overflows; both are positive there */
 	if (t > 0)
-		return t / 1000 + epoch_us / 1000;
-	return (t + epoch_us) / 1000;
+		return t / 1000 + SSP_UNIX_EPOCH_US / 1000;
+	return (t + SSP_UNIX_EPOCH_US) / 1000;
 }
 
 /*
@@ -489,8 +485,6 @@ ssp_typmod_datum(Oid typid, int32 typmod, Datum value)
 static Datum
 epoch_input(SspColumn *col, const char *number)
 {
-	int64		epoch_us = (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
-		SECS_PER_DAY * USECS_PER_SEC;
 	const char *p = number + (number[0] == '-');
 	size_t		digits = strspn(p, "0123456789");
 	char	   *end;
@@ -521,7 +515,7 @@ epoch_input(SspColumn *col, const char *number)
 			us = DatumGetInt64(DirectFunctionCall1(numeric_int8, value));
 		}
 	}
-	if (pg_sub_s64_overflow(us, epoch_us, &ts) || !IS_VALID_TIMESTAMP(ts))
+	if (pg_sub_s64_overflow(us, SSP_UNIX_EPOCH_US, &ts) || !IS_VALID_TIMESTAMP(ts))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp out of range: %s milliseconds since 1970", number)));

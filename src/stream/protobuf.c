@@ -778,7 +778,7 @@ well_known(SspPbMessage *m, SspPbField *outer, JsonbValue *v, StringInfo out, in
 																		 CStringGetDatum(s),
 																		 ObjectIdGetDatum(InvalidOid),
 																		 Int32GetDatum(-1)));
-				int64		us = ts + (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+				int64		us = ts + SSP_UNIX_EPOCH_US;
 				int64		sec = us / USECS_PER_SEC;
 				int64		nanos = (us % USECS_PER_SEC) * 1000;
 

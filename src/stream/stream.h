@@ -11,6 +11,10 @@
 #define SSP_STREAM_H
 
 #include "ssp.h"
+#include "datatype/timestamp.h"
+
+/* microseconds from the Unix epoch, 1970-01-01, to Postgres's, 2000-01-01 */
+#define SSP_UNIX_EPOCH_US ((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)
 
 /* stream.c */
 /* the columns ssp adds to a stream's in a batch (ssp_batch_tupdesc) */

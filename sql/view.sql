@@ -527,6 +527,21 @@ SELECT tgname, tgfoid::regproc FROM pg_trigger WHERE tgrelid = 'tag_out_mrel'::r
 DROP VIEW tag_out;
 SELECT (SELECT count(*) FROM pg_class WHERE relname = 'tag_out_outbox') AS outboxes,
        (SELECT count(*) FROM pg_proc WHERE proname = 'tag_out_changes') AS functions;
+-- a worker writes dates as text in ISO form whatever the database's
+-- DateStyle, and reads them in the database's order of day and month
+\set topic views_dates_ :run
+SELECT format('ALTER DATABASE %I SET DateStyle = %L', current_database(), 'SQL, DMY') \gexec
+CREATE FOREIGN TABLE dated (d date, note text) SERVER kafka OPTIONS (topic :'topic');
+CREATE FOREIGN TABLE dated_raw (v text) SERVER kafka OPTIONS (topic :'topic', format 'text');
+INSERT INTO dated_raw VALUES ('{"d": "04/03/2024", "note": "day first"}'), ('{"d": "2024-03-05", "note": "iso"}');
+CREATE VIEW dated_text WITH (ssp.continuous) AS
+  SELECT d::text AS d_text, note, count(*) AS n FROM dated GROUP BY 1, 2;
+SELECT ssp.wait('dated_text');
+SELECT * FROM dated_text ORDER BY 1;
+SELECT format('ALTER DATABASE %I RESET DateStyle', current_database()) \gexec
+DROP VIEW dated_text;
+DROP FOREIGN TABLE dated, dated_raw;
+
 -- brokers that do not answer: ssp.wait is false at its timeout, as it says,
 -- not an error after ssp.broker_timeout
 \set gone_topic views_ :run

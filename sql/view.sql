@@ -286,6 +286,26 @@ SELECT error FROM ssp.dead_letters WHERE view = 'nan_v'::regclass ORDER BY error
 SELECT * FROM nan_v ORDER BY k;
 DROP VIEW nan_v;
 DROP FOREIGN TABLE nan_s;
+-- a message the view's query refuses for what it holds, in a subquery
+-- (more than one row: 21000) or in a function of the user's (RAISE:
+-- P0001): a dead letter, not a view stopped
+\set topic views_refused_ :run
+CREATE TABLE refused_seg (id int, seg text);
+INSERT INTO refused_seg VALUES (1, 'x'), (1, 'y'), (2, 'z');
+CREATE FUNCTION refused_check(n int) RETURNS int IMMUTABLE LANGUAGE plpgsql
+  AS $$ BEGIN IF n = 3 THEN RAISE EXCEPTION 'three is refused'; END IF; RETURN n; END $$;
+CREATE FOREIGN TABLE refused_s (id int) SERVER kafka OPTIONS (topic :'topic');
+CREATE VIEW refused_v WITH (ssp.continuous) AS
+  SELECT refused_check(s.id) AS id, (SELECT seg FROM refused_seg c WHERE c.id = s.id) AS seg FROM refused_s s;
+INSERT INTO refused_s VALUES (1), (2), (3), (4);
+SELECT ssp.wait('refused_v', '30 s');
+SELECT status, processed, dead_letters FROM ssp.views WHERE view = 'refused_v'::regclass;
+SELECT error FROM ssp.dead_letters WHERE view = 'refused_v'::regclass ORDER BY error;
+SELECT * FROM refused_v ORDER BY id;
+DROP VIEW refused_v;
+DROP FOREIGN TABLE refused_s;
+DROP TABLE refused_seg;
+DROP FUNCTION refused_check(int);
 -- an index goes on the view's table
 CREATE INDEX ON per_unit (region);
 -- the regression family and bitwise aggregates: Postgres's own transition

@@ -170,7 +170,11 @@ is_data_error(int sqlerrcode)
 		sqlerrcode == ERRCODE_DATATYPE_MISMATCH ||
 		sqlerrcode == ERRCODE_INVALID_TEXT_REPRESENTATION ||
 		/* NaN or infinity cast to an integer: Postgres's "not supported" */
-		sqlerrcode == ERRCODE_FEATURE_NOT_SUPPORTED;
+		sqlerrcode == ERRCODE_FEATURE_NOT_SUPPORTED ||
+		/* a scalar subquery of more than one row, for this message's key */
+		sqlerrcode == ERRCODE_CARDINALITY_VIOLATION ||
+		/* PL/pgSQL's: RAISE, ASSERT, STRICT INTO, in a user's function */
+		class == ERRCODE_TO_CATEGORY(ERRCODE_PLPGSQL_ERROR);
 }
 
 /*
@@ -665,6 +669,25 @@ dead_letter(BatchState *bs, SspMessage *msg, const char *error, bool keep)
 }
 
 /*
+ * forget_batch_relations: the batch's relations out of the worker's SPI
+ * connection, after a failed run_apply's subtransaction is rolled back.
+ * run_apply unregisters them as it leaves, but from the connection then
+ * current: an error raised under a nested one (a PL/pgSQL function of the
+ * view's query) leaves that one current until the rollback pops it, and
+ * the relations stayed registered in the worker's, refusing the next
+ * try's.  Those not registered are passed over.
+ */
+static void
+forget_batch_relations(BatchState *bs)
+{
+	int			i;
+
+	SPI_unregister_relation(SSP_GROUPS_RELATION);
+	for (i = 0; i < bs->src->n; i++)
+		SPI_unregister_relation(SSP_BATCH_RELATION(i));
+}
+
+/*
  * apply_range: apply msgs[lo, hi) in a subtransaction; on a data error,
  * split and retry, down to single messages.
  */
@@ -701,6 +724,7 @@ apply_range(BatchState *bs, int lo, int hi)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
+		forget_batch_relations(bs);
 	}
 	PG_END_TRY();
 

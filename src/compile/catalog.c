@@ -514,22 +514,27 @@ has_index(Oid rel)
  * had two rows for them.  So: a view's table that CREATE VIEW indexes (an
  * aggregating, keyed or session view's), a join's buffers and an outbox
  * must have their indexes, and a view that has counted messages, or
- * starts anywhere but at the oldest message, must have its offsets.
- * Needs ssp_view_generate first.  The error fails
+ * starts anywhere but at the oldest message, must have its offsets.  A
+ * restore of the data alone, into tables a restore of the schema made
+ * with their indexes, loads the catalog and the offsets before those
+ * tables too: a view just restored (restored: its tie to its table was
+ * missing) that has counted messages into a table CREATE VIEW indexes
+ * must find rows there.  Needs ssp_view_generate first.  The error fails
  * the view for now; the scheduler tries it again.
  */
 void
-ssp_view_check_whole(SspView *v, bool has_offsets)
+ssp_view_check_whole(SspView *v, bool has_offsets, bool restored)
 {
 	Oid			missing = InvalidOid;
 	ListCell   *lc;
+	int64		counted = 0;
+	char	   *start = NULL;
+	bool		empty = false;
 
-	if (!has_offsets)
+	if (!has_offsets || (restored && v->mrel_indexed))
 	{
 		Oid			argtype = OIDOID;
 		Datum		arg = ObjectIdGetDatum(v->view);
-		int64		counted = 0;
-		char	   *start = NULL;
 
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "ssp: SPI_connect failed");
@@ -548,7 +553,19 @@ ssp_view_check_whole(SspView *v, bool has_offsets)
 			if (start)
 				start = MemoryContextStrdup(TopTransactionContext, start);
 		}
+		if (restored && v->mrel_indexed && counted > 0)
+		{
+			if (SPI_execute(psprintf("SELECT FROM %s LIMIT 1",
+									 quote_qualified_identifier(get_namespace_name(get_rel_namespace(v->mrel)),
+																get_rel_name(v->mrel))),
+							true, 1) != SPI_OK_SELECT)
+				elog(ERROR, "ssp: could not read the table of view \"%s\"", v->name);
+			empty = SPI_processed == 0;
+		}
 		SPI_finish();
+	}
+	if (!has_offsets)
+	{
 		if (counted > 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -580,6 +597,13 @@ ssp_view_check_whole(SspView *v, bool has_offsets)
 						v->name, get_rel_name(missing)),
 				 errdetail("A restore makes the indexes after the rows of every table; rows applied before the table's own were counted twice."),
 				 errhint("The view goes on by itself once the restore has made the indexes; ssp.reset rebuilds it from its stream.")));
+	if (empty)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("continuous view \"%s\" is not whole: it has counted %lld messages but its table \"%s\" has no rows",
+						v->name, (long long) counted, get_rel_name(v->mrel)),
+				 errdetail("A restore of data alone loads ssp.continuous_views and ssp.offsets before the tables of views in schemas that sort after \"ssp\"; groups merged into the empty table would make the restore of its rows fail, and the view lose what it had counted."),
+				 errhint("The view goes on by itself once the restore has loaded the table's rows; if it has none to load (the view left out every message, or deleted every group), ssp.reset rebuilds it from its stream.")));
 }
 
 /*
@@ -590,9 +614,11 @@ ssp_view_check_whole(SspView *v, bool has_offsets)
  * not.  (The query, NAME_query, depends on what it reads as any view
  * does.)  Needs a transaction.
  */
-void
+bool
 ssp_view_repair_dependencies(SspView *v)
 {
+	bool		repaired;
+
 	ObjectAddress viewaddr,
 				mreladdr,
 				streamaddr;
@@ -609,7 +635,8 @@ ssp_view_repair_dependencies(SspView *v)
 							  "AND objid = $1 AND refobjid = $2 AND deptype = 'i'",
 							  2, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read pg_depend");
-	if (SPI_processed == 0)
+	repaired = SPI_processed == 0;
+	if (repaired)
 	{
 		ListCell   *lc;
 		int			i;
@@ -670,6 +697,7 @@ ssp_view_repair_dependencies(SspView *v)
 		CommandCounterIncrement();
 	}
 	SPI_finish();
+	return repaired;
 }
 
 /* ssp_rel_owner: the owner of relation relid */

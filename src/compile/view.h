@@ -182,7 +182,7 @@ extern void ssp_store_start_offsets(Oid view, int nsources, const Oid *streams,
 									char *const *topics, const char *start);
 extern SspOnError ssp_parse_on_error(const char *value);
 extern void ssp_check_start(const char *start);
-extern void ssp_view_repair_dependencies(SspView *v);
-extern void ssp_view_check_whole(SspView *v, bool has_offsets);
+extern bool ssp_view_repair_dependencies(SspView *v);
+extern void ssp_view_check_whole(SspView *v, bool has_offsets, bool restored);
 
 #endif							/* SSP_VIEW_H */

@@ -260,6 +260,7 @@ load_served(SspServed *s, Oid viewoid, int part, SspReaderKey *key)
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(viewoid)};
 	uint64		r;
+	bool		restored;
 	int			i;
 
 	SetCurrentStatementStartTimestamp();
@@ -289,7 +290,7 @@ load_served(SspServed *s, Oid viewoid, int part, SspReaderKey *key)
 	LWLockAcquire(ssp_shared->lock, LW_EXCLUSIVE);
 	slot->generation = s->view->generation;
 	LWLockRelease(ssp_shared->lock);
-	ssp_view_repair_dependencies(s->view);
+	restored = ssp_view_repair_dependencies(s->view);
 	ssp_view_generate(s->view);
 	s->src.n = s->view->nsources;
 	s->src.streams = palloc0(sizeof(SspStream *) * s->src.n);
@@ -342,7 +343,7 @@ load_served(SspServed *s, Oid viewoid, int part, SspReaderKey *key)
 	s->et.watermark = s->view->watermark;
 	s->et.began = DT_NOBEGIN;
 	SPI_finish();
-	ssp_view_check_whole(s->view, s->stored != NIL);
+	ssp_view_check_whole(s->view, s->stored != NIL, restored);
 	MemoryContextSwitchTo(old);
 	PopActiveSnapshot();
 	CommitTransactionCommand();

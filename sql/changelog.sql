@@ -226,4 +226,42 @@ SELECT * FROM pair_counts;
 DROP VIEW pair_counts;
 DROP TYPE a_b;
 
+-- NaN and the infinities leave a sum and an average of numerics as other
+-- values do, batch after batch (NaN - NaN was NaN for good); in a GROUP BY
+-- too, with a filter
+\set topic cl_readings_ :run
+CREATE FOREIGN TABLE readings (k text, v numeric) SERVER kafka OPTIONS (topic :'topic', key 'k', changelog 'upsert');
+CREATE VIEW reading_totals WITH (ssp.continuous) AS
+  SELECT count(v) AS n, sum(v) AS total, avg(v) AS mean, sum(v) FILTER (WHERE k <> 'z') AS not_z FROM readings;
+CREATE VIEW reading_groups WITH (ssp.continuous) AS
+  SELECT k < 'x' AS early, sum(v) AS total, avg(v) AS mean FROM readings GROUP BY 1;
+CREATE TABLE readings_now (k text PRIMARY KEY, v numeric);
+CREATE FUNCTION readings_check() RETURNS TABLE (n bigint, total numeric, mean numeric, not_z numeric, same boolean)
+  LANGUAGE sql AS $$
+    SELECT r.*, r IS NOT DISTINCT FROM (SELECT t FROM (SELECT count(v), sum(v), avg(v), sum(v) FILTER (WHERE k <> 'z')
+                                                        FROM readings_now) t)
+    FROM reading_totals r $$;
+INSERT INTO readings VALUES ('x', 'NaN'), ('y', 'Infinity'), ('z', 1.5);
+INSERT INTO readings_now VALUES ('x', 'NaN'), ('y', 'Infinity'), ('z', 1.5);
+SELECT ssp.wait('reading_totals'), ssp.wait('reading_groups');
+SELECT * FROM readings_check();
+INSERT INTO readings VALUES ('x', 7);
+UPDATE readings_now SET v = 7 WHERE k = 'x';
+SELECT ssp.wait('reading_totals');
+SELECT * FROM readings_check();
+INSERT INTO readings VALUES ('w', '-Infinity');
+INSERT INTO readings_now VALUES ('w', '-Infinity');
+SELECT ssp.wait('reading_totals');
+SELECT * FROM readings_check();
+INSERT INTO readings VALUES ('y', 1), ('w', NULL);
+UPDATE readings_now SET v = CASE k WHEN 'y' THEN 1 END WHERE k IN ('y', 'w');
+SELECT ssp.wait('reading_totals'), ssp.wait('reading_groups');
+SELECT * FROM readings_check();
+SELECT g.*, g IS NOT DISTINCT FROM (SELECT t FROM (SELECT k < 'x', sum(v), avg(v) FROM readings_now
+                                                    WHERE (k < 'x') = g.early GROUP BY 1) t) AS same
+  FROM reading_groups g ORDER BY early;
+DROP VIEW reading_totals, reading_groups;
+DROP FUNCTION readings_check();
+DROP TABLE readings_now;
+
 DROP SERVER kafka CASCADE;

@@ -548,18 +548,36 @@ DROP VIEW tag_out;
 SELECT (SELECT count(*) FROM pg_class WHERE relname = 'tag_out_outbox') AS outboxes,
        (SELECT count(*) FROM pg_proc WHERE proname = 'tag_out_changes') AS functions;
 -- a worker writes dates as text in ISO form whatever the database's
--- DateStyle, and reads them in the database's order of day and month
+-- DateStyle, and reads them in the database's order of day and month; the
+-- NULL of an array constant stays a null where the database has
+-- array_nulls off
 \set topic views_dates_ :run
 SELECT format('ALTER DATABASE %I SET DateStyle = %L', current_database(), 'SQL, DMY') \gexec
+SELECT format('ALTER DATABASE %I SET array_nulls = off', current_database()) \gexec
 CREATE FOREIGN TABLE dated (d date, note text) SERVER kafka OPTIONS (topic :'topic');
 CREATE FOREIGN TABLE dated_raw (v text) SERVER kafka OPTIONS (topic :'topic', format 'text');
 INSERT INTO dated_raw VALUES ('{"d": "04/03/2024", "note": "day first"}'), ('{"d": "2024-03-05", "note": "iso"}');
 CREATE VIEW dated_text WITH (ssp.continuous) AS
   SELECT d::text AS d_text, note, count(*) AS n FROM dated GROUP BY 1, 2;
-SELECT ssp.wait('dated_text');
+CREATE VIEW dated_nulls WITH (ssp.continuous) AS
+  SELECT note, note = ANY ('{iso,NULL}'::text[]) AS listed, ('{x,NULL}'::text[])[2] IS NULL AS second_null
+  FROM dated;
+SELECT ssp.wait('dated_text'), ssp.wait('dated_nulls');
 SELECT * FROM dated_text ORDER BY 1;
+SELECT * FROM dated_nulls ORDER BY 1;
 SELECT format('ALTER DATABASE %I RESET DateStyle', current_database()) \gexec
-DROP VIEW dated_text;
+SELECT format('ALTER DATABASE %I RESET array_nulls', current_database()) \gexec
+DROP VIEW dated_text, dated_nulls;
+-- a database made read-only: a view's worker says so, and the view goes on
+-- once it is writable again
+SELECT format('ALTER DATABASE %I SET default_transaction_read_only = on', current_database()) \gexec
+CREATE VIEW dated_count WITH (ssp.continuous) AS SELECT count(*) AS n FROM dated;
+SELECT wait_for_error('dated_count');
+SELECT status, last_error FROM ssp.views WHERE view = 'dated_count'::regclass;
+SELECT format('ALTER DATABASE %I RESET default_transaction_read_only', current_database()) \gexec
+SELECT ssp.wait('dated_count', '60 s');
+SELECT * FROM dated_count;
+DROP VIEW dated_count;
 DROP FOREIGN TABLE dated, dated_raw;
 
 -- brokers that do not answer: ssp.wait is false at its timeout, as it says,

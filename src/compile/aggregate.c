@@ -450,6 +450,45 @@ plan_retracting(Build *b, Aggref *agg, AggPlan *p, int n)
 		p->final = psprintf("m.%s", c2);
 		return p;
 	}
+	/*
+	 * A numeric may be NaN or an infinity, which subtraction cannot take
+	 * back (NaN - NaN is NaN): the finite values are summed, and those
+	 * others counted, each kind in a column of its own, as Postgres's
+	 * own sum(numeric) keeps them.  A view made before 0.3 has no such
+	 * columns (its table says), and goes on without.
+	 */
+	if (argtype == NUMERICOID &&
+		(!b->rebuilding || get_attnum(b->mrel_oid, psprintf("_a%d_nan", n)) != InvalidAttrNumber))
+	{
+		static const char *const kinds[3] = {"nan", "pinf", "ninf"};
+		static const char *const values[3] = {"NaN", "Infinity", "-Infinity"};
+		const char *value;
+		int			k;
+
+		for (k = 0; k < 3; k++)
+		{
+			char	   *ck = psprintf("_a%d_%s", n, kinds[k]);
+
+			COL(ck, "bigint",
+				psprintf("pg_catalog.sum(CASE WHEN (%s)::numeric OPERATOR(pg_catalog.=) '%s'::numeric THEN d._sign ELSE 0 END)",
+						 in, values[k]),
+				psprintf("m.%s + excluded.%s", ck, ck), "pg_catalog.sum");
+		}
+		COL(c1, "numeric",
+			psprintf("pg_catalog.sum(d._sign * CASE WHEN (%s)::numeric NOT IN ('NaN'::numeric, 'Infinity'::numeric, '-Infinity'::numeric) THEN (%s)::numeric END)",
+					 in, in),
+			SUM_MERGE(c1), "pg_catalog.sum");
+		value = psprintf("m.%s", c1);
+		if (strcmp(name, "avg") == 0)
+			value = psprintf("(m.%s / NULLIF(m.%s, 0)::numeric)", c1, c2);
+		value = psprintf("CASE WHEN m._a%d_nan > 0 OR (m._a%d_pinf > 0 AND m._a%d_ninf > 0) THEN 'NaN'::numeric "
+						 "WHEN m._a%d_pinf > 0 THEN 'Infinity'::numeric WHEN m._a%d_ninf > 0 THEN '-Infinity'::numeric "
+						 "ELSE COALESCE(%s, 0) END",
+						 n, n, n, n, n, value);
+		p->final = psprintf("CASE WHEN m.%s > 0 THEN (%s)::%s END", c2, value,
+							format_type_with_typemod(agg->aggtype, -1));
+		return p;
+	}
 	COL(c1, "numeric", psprintf("pg_catalog.sum(d._sign * (%s)::numeric)", in), SUM_MERGE(c1), "pg_catalog.sum");
 	if (strcmp(name, "sum") == 0)
 		p->final = psprintf("CASE WHEN m.%s > 0 THEN m.%s::%s END", c2, c1,

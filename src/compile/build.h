@@ -155,6 +155,7 @@ typedef struct Build
 	List	   *buffer_names;	/* unqualified names of those CREATE VIEW made */
 	bool		rebuilding;		/* of an existing view (rebuild.c): its objects
 								 * are made already */
+	Oid			mrel_oid;		/* rebuilding: the view's table */
 	/* what a rollup of an aggregating view reads (rollup.c) */
 	char	   *rollup_from;	/* FROM item "m": the rows the view shows */
 	char	   *rollup_states;	/* ", merge(m.col)::type AS col" per state */

@@ -139,6 +139,7 @@ ssp_view_build(SspView *v)
 		b->buffer_oids[i] = list_nth_oid(v->buffers, i);
 	}
 	b->rebuilding = true;
+	b->mrel_oid = v->mrel;
 	b->relname = get_rel_name(v->view);
 	if (b->opts->shard_servers)
 		ssp_shard_rebuild(b, v);

@@ -267,6 +267,15 @@ load_served(SspServed *s, Oid viewoid, int part, SspReaderKey *key)
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	old = MemoryContextSwitchTo(cxt);
+	/* a database made read-only: said as such, not as the first write refused */
+	if (XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("continuous view \"%s\" cannot be applied in a read-only transaction",
+						get_rel_name(viewoid)),
+				 errdetail("default_transaction_read_only is on for database \"%s\", or for the role ssp's processes connect as.",
+						   get_database_name(MyDatabaseId)),
+				 errhint("The view goes on by itself once it is off.")));
 	/*
 	 * Its streams before the view, and the view before its catalog row
 	 * (which ssp_view_repair_dependencies locks), as a batch takes them,

@@ -366,7 +366,11 @@ launch_scheduler(LauncherDb *ldb)
  * view writes without a word: session_replication_role = replica fires no
  * trigger, so a view with ssp.output_topic would apply its batches and put
  * none of its changes in its outbox; and extra_float_digits below 1 rounds
- * the floats of the changes it publishes as JSON.  (synchronous_commit =
+ * the floats of the changes it publishes as JSON; and array_nulls = off
+ * reads the NULL of an array constant in a view's SQL (deparsed as
+ * '{x,NULL}') as the text 'NULL'.  JIT compiles each statement anew, as
+ * each batch plans it anew: over batches split to find a poison message,
+ * again and again (minutes, with low jit_*_above_cost).  (synchronous_commit =
  * off may stay: the outbox flushes the WAL before it publishes, outbox.c.
  * statement_timeout and idle_in_transaction_session_timeout are armed for
  * client statements only.  A view reads event times of type timestamp in
@@ -388,6 +392,8 @@ ssp_bgworker_session(void)
 	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("session_replication_role", "origin", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("extra_float_digits", "1", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("array_nulls", "on", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 
 	/*
 	 * What a view computes and publishes (a date as text, an output

@@ -617,13 +617,12 @@ ssp_view_check_whole(SspView *v, bool has_offsets, bool restored)
 bool
 ssp_view_repair_dependencies(SspView *v)
 {
-	bool		repaired;
-
 	ObjectAddress viewaddr,
 				mreladdr,
 				streamaddr;
 	Oid			argtypes[2] = {OIDOID, OIDOID};
 	Datum		args[2] = {ObjectIdGetDatum(v->mrel), ObjectIdGetDatum(v->view)};
+	bool		repaired;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");

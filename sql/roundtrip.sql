@@ -92,8 +92,17 @@ INSERT INTO rt_meta (id, ts, kts) VALUES (-1, now(), '1970-01-01 00:00:00+00');
 INSERT INTO rt_meta (id, ts, kts) VALUES (-1, now(), '1969-12-31 23:00:00+00');
 INSERT INTO rt_meta (id, ts, kts) VALUES (-1, now(), 'infinity');
 INSERT INTO rt_meta (id, ts, kts) VALUES (-1, now(), '-infinity');
+-- past the last millisecond a reader can take (a scan of the message failed)
+INSERT INTO rt_meta (id, ts, kts) VALUES (-1, now(), '294247-01-10 04:00:54.776+00');
 INSERT INTO rt_meta (id, ts, kts) VALUES (-1, now(), '1970-01-01 00:00:00.001+00');
 INSERT INTO rt_meta (id, ts) VALUES (-2, '1960-06-01 00:00:00+00'), (-3, 'infinity');
+-- a timestamp without time zone is named as it was given
+CREATE FOREIGN TABLE rt_meta_local (id int, kt timestamp OPTIONS (meta 'timestamp'))
+  SERVER kafka OPTIONS (topic :'topic');
+SET TimeZone = 'Asia/Tokyo';
+INSERT INTO rt_meta_local VALUES (-1, '1970-01-01 08:59:59');
+RESET TimeZone;
+DROP FOREIGN TABLE rt_meta_local;
 SELECT id, kts = '1970-01-01 00:00:00.001+00' AS as_given, kts > now() - interval '1 hour' AS sent_now,
        CASE WHEN id < -1 THEN ts END AS ts
 FROM rt_meta WHERE id < 0 ORDER BY id;
@@ -179,6 +188,15 @@ INSERT INTO rt_overlap2 VALUES (7, 1, '{"y": 7}');
 CREATE FOREIGN TABLE rt_same (a text OPTIONS (field 'x.y'), b jsonb OPTIONS (field 'x.y'))
   SERVER kafka OPTIONS (topic :'topic');
 INSERT INTO rt_same VALUES ('1', '1');
+-- so do two columns of the message's key, partition or timestamp (the
+-- keys were joined, the last partition taken)
+CREATE FOREIGN TABLE rt_two_keys (id int, k1 text OPTIONS (meta 'key'), k2 text OPTIONS (meta 'key'))
+  SERVER kafka OPTIONS (topic :'topic');
+INSERT INTO rt_two_keys VALUES (1, 'a', 'b');
+CREATE FOREIGN TABLE rt_two_parts (id int, p1 int OPTIONS (meta 'partition'), p2 int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic');
+INSERT INTO rt_two_parts VALUES (1, 0, NULL);
+DROP FOREIGN TABLE rt_two_keys, rt_two_parts;
 -- reading such streams is fine: each column gets the field's value
 CREATE FOREIGN TABLE rt_overlap_w (x jsonb) SERVER kafka OPTIONS (topic :'topic');
 INSERT INTO rt_overlap_w VALUES ('{"y": 7}');

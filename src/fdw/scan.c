@@ -246,6 +246,33 @@ partition_wanted(ScanBounds *b, int32 p)
 	return false;
 }
 
+/*
+ * none_that_late: where the broker gave no offset for the time (-1), did it
+ * have none that late, or does it not say (a broker without a time index,
+ * the test broker among them)?  Asked again for the time 0, a broker with
+ * an index gives the first offset of a partition that has messages: then
+ * none was that late, and the partition is read from its end (from its
+ * start, a bound later than every message read the whole topic).
+ */
+static void
+none_that_late(SspKafka *kafka, int nparts, const int64 *low, const int64 *high, int64 *times)
+{
+	int64	   *first;
+	int			p;
+
+	for (p = 0; p < nparts; p++)
+		if (times[p] < 0 && low[p] < high[p])
+			break;
+	if (p == nparts)
+		return;
+	first = palloc(sizeof(int64) * nparts);
+	ssp_kafka_offsets_for_time(kafka, nparts, 0, first, false);
+	for (p = 0; p < nparts; p++)
+		if (times[p] < 0 && first[p] >= 0)
+			times[p] = high[p];
+	pfree(first);
+}
+
 /* start_scan: find the range of every wanted partition and start reading. */
 static void
 start_scan(ForeignScanState *node)
@@ -273,7 +300,10 @@ start_scan(ForeignScanState *node)
 		ssp_kafka_watermarks_all(state->kafka, nparts, low, high);
 	/* a broker that does not say reads from the start: the rows are the same */
 	if (!b.empty && b.ts_lo >= 0)
+	{
 		ssp_kafka_offsets_for_time(state->kafka, nparts, b.ts_lo, times, false);
+		none_that_late(state->kafka, nparts, low, high, times);
+	}
 	for (p = 0; p < nparts && !b.empty; p++)
 	{
 		SspPartitionRange *r = &ranges[n];

@@ -417,7 +417,8 @@ kafka_timestamp(Datum ts, Oid typid, int64 *ms)
 			return false;
 	}
 	v = ssp_timestamptz_to_ms(ts);
-	if (v < 1)
+	/* from the first millisecond after 1970, to the last a reader can take */
+	if (v < 1 || v > PG_INT64_MAX / 1000)
 		return false;
 	*ms = v;
 	return true;
@@ -588,7 +589,9 @@ path_text(List *path)
  * holds one value per field too, taken from the first column of its path:
  * the other column's value would not be written at all.  Reading such a
  * stream is fine (each column gets the field's value), so it is refused
- * here, not when the stream is defined.
+ * here, not when the stream is defined.  So are two columns of the
+ * message's key, partition or timestamp: the keys' bytes were joined, and
+ * the last partition or timestamp taken.
  */
 void
 ssp_encode_check(SspStream *stream)
@@ -597,6 +600,22 @@ ssp_encode_check(SspStream *stream)
 	int			j;
 	bool		avro = stream->format == SSP_FORMAT_AVRO;
 
+	for (i = 0; i < stream->ncolumns; i++)
+	{
+		SspColumn  *a = &stream->columns[i];
+		const char *what = a->source == SSP_SRC_RAWKEY ? "key" :
+			a->source == SSP_SRC_PARTITION ? "partition" :
+			a->source == SSP_SRC_TIMESTAMP ? "timestamp" : NULL;
+
+		for (j = i + 1; j < stream->ncolumns && what; j++)
+			if (stream->columns[j].source == a->source)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+						 errmsg("cannot insert into stream \"%s\": columns \"%s\" and \"%s\" both write the message's %s",
+								stream->relname, a->name, stream->columns[j].name, what),
+						 errdetail("A message has one %s.", what),
+						 errhint("Insert through a stream with one column of option meta '%s'.", what)));
+	}
 	if (stream->format != SSP_FORMAT_JSON && stream->format != SSP_FORMAT_JSONSCHEMA &&
 		stream->format != SSP_FORMAT_DEBEZIUM && stream->format != SSP_FORMAT_PROTOBUF &&
 		!avro)
@@ -730,6 +749,8 @@ ssp_encode_row(SspStream *stream, Datum *values, bool *nulls, SspOutMessage *out
 							(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 							 errmsg("column \"%s\" of stream \"%s\" cannot give a message the timestamp %s",
 									col->name, stream->relname,
+									col->typid == TIMESTAMPOID ?
+									DatumGetCString(DirectFunctionCall1(timestamp_out, values[a])) :
 									timestamptz_to_str(DatumGetTimestampTz(values[a]))),
 							 errdetail("A Kafka timestamp counts the milliseconds after 1970-01-01 00:00:00 UTC.")));
 				break;

@@ -282,6 +282,25 @@ is(sql('SELECT n, ids FROM smallv'), '2|6', 'the same session\'s producer went o
 is(sql('SELECT string_agg(id::text, \',\' ORDER BY id) FROM small'), '2,4', 'and the topic holds only them');
 is(sql('SELECT n, bytes FROM bigv'), '1|10485760', 'nothing of the refused 10 MB in big');
 
+# a scan's lower bound on the message timestamp, through the broker's time
+# index: later than every message, it reads nothing (it read the whole
+# topic, the broker's "none that late" taken for "does not say"); between
+# messages, it reads from the first one at or after it
+create_topic('timed', '--partitions', '4');
+$node->safe_psql('postgres', q{
+	CREATE FOREIGN TABLE timed (id int, kts timestamptz OPTIONS (meta 'timestamp'), part int OPTIONS (meta 'partition'))
+	  SERVER kafka OPTIONS (topic 'timed');
+	INSERT INTO timed SELECT g, timestamptz '2024-01-01 00:00+00' + g * interval '1 minute', g % 4
+	  FROM generate_series(1, 400) g});
+my $read = sub {
+	my ($where) = @_;
+	my $plan = sql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM timed WHERE $where");
+	return $plan =~ /Kafka Messages Read: (\d+)/ ? $1 : "none in: $plan";
+};
+is($read->("kts >= now()"), '0', 'a scan bounded after every message reads none of them');
+is($read->("kts >= '2024-01-01 05:00+00'"), '101', 'one bounded between messages reads from the first at or after it');
+is(sql("SELECT count(*) FROM timed WHERE kts >= '2024-01-01 05:00+00'"), '101', 'and returns them');
+
 my ($lost, $twice) = SspTest::lost_and_twice($node, 'postgres', 'SELECT part, n, s FROM gr', $gr_truth);
 my ($lost2, $twice2) = SspTest::lost_and_twice($node, 'postgres', 'SELECT part, n, s FROM ev',
 	'SELECT part, count(*), sum(id) FROM produced WHERE gen IN (5, 6) GROUP BY part');

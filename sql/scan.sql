@@ -368,6 +368,19 @@ SELECT id FROM columns_c WHERE p = 0;
 SELECT pin FROM columns_c WHERE p = 0;
 SELECT id FROM columns_c WHERE p = 1;
 
+-- a message timestamp into a column of a precision is rounded as any value
+-- of the column (it kept its milliseconds), and a lower bound still reads
+-- what rounds up to it
+\set topic scan_round_ :run
+CREATE FOREIGN TABLE rounded (id int, kts timestamptz(0) OPTIONS (meta 'timestamp'),
+    kts3 timestamptz OPTIONS (meta 'timestamp')) SERVER kafka OPTIONS (topic :'topic');
+CREATE FOREIGN TABLE rounded_w (id int, kts timestamptz OPTIONS (meta 'timestamp'))
+  SERVER kafka OPTIONS (topic :'topic');
+INSERT INTO rounded_w VALUES (1, '2030-01-01 12:00:00.6+00'), (2, '2030-01-01 12:00:00.4+00');
+SELECT id, kts, kts3 FROM rounded ORDER BY id;
+SELECT id FROM rounded WHERE kts >= '2030-01-01 12:00:01+00';
+SELECT id FROM rounded WHERE kts3 >= '2030-01-01 12:00:00.5+00';
+
 DROP SERVER kafka CASCADE;
 DROP ROLE ssp_scan_reader;
 DROP DOMAIN scan_ts, scan_dj;

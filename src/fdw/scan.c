@@ -177,6 +177,28 @@ apply_in(ScanBounds *b, Datum array)
 }
 
 /* eval_bounds: evaluate the pushed-down values (at scan start). */
+/*
+ * rounding_ms: how many milliseconds before a bound a message timestamp
+ * may be and still be read at or after it, once rounded to the precision
+ * of a timestamp column of the stream (timestamptz(0): 500; from 3 on,
+ * Kafka's milliseconds are exact).
+ */
+static int64
+rounding_ms(SspStream *stream)
+{
+	int64		ms = 0;
+	int			i;
+
+	for (i = 0; i < stream->ncolumns; i++)
+	{
+		SspColumn  *col = &stream->columns[i];
+
+		if (col->source == SSP_SRC_TIMESTAMP && col->typmod >= 0 && col->typmod < 3)
+			ms = Max(ms, col->typmod == 0 ? 500 : col->typmod == 1 ? 50 : 5);
+	}
+	return ms;
+}
+
 static void
 eval_bounds(ForeignScanState *node, ScanBounds *b)
 {
@@ -223,7 +245,7 @@ eval_bounds(ForeignScanState *node, ScanBounds *b)
 				if (strategy == BTGreaterStrategyNumber ||
 					strategy == BTGreaterEqualStrategyNumber ||
 					strategy == BTEqualStrategyNumber)
-					b->ts_lo = Max(b->ts_lo, ssp_timestamptz_to_ms(d) - 1);
+					b->ts_lo = Max(b->ts_lo, ssp_timestamptz_to_ms(d) - 1 - rounding_ms(state->stream));
 				break;
 			default:
 				elog(ERROR, "unexpected pushed-down column source %d", lfirst_int(s));

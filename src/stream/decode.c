@@ -1418,6 +1418,8 @@ decode_meta(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls,
 				values[a] = ssp_ms_to_timestamptz(msg->timestamp_ms);
 				if (col->typid == TIMESTAMPOID)
 					values[a] = DirectFunctionCall1(timestamptz_timestamp, values[a]);
+				/* timestamptz(0): rounded as any value of the column */
+				values[a] = ssp_typmod_datum(col->typid, col->typmod, values[a]);
 				break;
 			case SSP_SRC_RAWKEY:
 				if (msg->key == NULL)

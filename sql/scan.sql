@@ -337,6 +337,9 @@ SELECT pin FROM columns_r WHERE p = 0 AND o = 0;
 SELECT c FROM columns_r c WHERE p = 0 AND o = 0;
 -- a column it reads fails as before, naming the column
 SELECT id, note FROM columns_r WHERE p = 0 ORDER BY o;
+-- a message that is not JSON fails, without the parser's quote of it (the
+-- pin, up to where it went wrong)
+SELECT count(*) FROM columns_r WHERE p = 2;
 RESET ROLE;
 -- a message that is not JSON fails whatever the scan reads
 SELECT count(*) FROM columns_r WHERE p = 2;

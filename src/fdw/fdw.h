@@ -38,6 +38,7 @@ typedef struct SspScanState
 	MemoryContext rowcxt;		/* reset per message */
 	SspKafka   *kafka;			/* NULL until the first row is asked */
 	int64		nread;			/* messages read, for EXPLAIN ANALYZE */
+	bool		some_columns;	/* the user may read only some columns */
 } SspScanState;
 
 /* scan.c */

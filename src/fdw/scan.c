@@ -24,6 +24,7 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parsetree.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -79,6 +80,10 @@ ssp_scan_begin(ForeignScanState *node, int eflags)
 	state->userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
+	state->some_columns =
+		pg_class_aclcheck(state->stream->relid, state->userid, ACL_SELECT) != ACLCHECK_OK &&
+		pg_attribute_aclcheck_all(state->stream->relid, state->userid, ACL_SELECT,
+								  ACLMASK_ALL) != ACLCHECK_OK;
 
 	state->values = ExecInitExprList(plan->fdw_exprs, (PlanState *) node);
 	state->sources = linitial(plan->fdw_private);
@@ -345,6 +350,54 @@ start_scan(ForeignScanState *node)
 }
 
 /*
+ * decode_unquoted: decode msg as ssp_scan_next does, for a user who may
+ * read only some of the stream's columns.  Postgres's JSON parser quotes
+ * the message in its errors (the token in the detail, the line up to it
+ * in the context), values of columns the user may not read among them:
+ * its errors go on without the quotes.
+ */
+static void
+decode_unquoted(SspScanState *state, SspMessage *msg, TupleTableSlot *slot)
+{
+	MemoryContext old = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		ssp_decode_message(state->stream, msg, slot->tts_values, slot->tts_isnull);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		StringInfoData context;
+		char	   *line;
+		char	   *rest = NULL;
+		bool		quoted = false;
+
+		MemoryContextSwitchTo(old);
+		edata = CopyErrorData();
+		FlushErrorState();
+		initStringInfo(&context);
+		for (line = edata->context ? strtok_r(edata->context, "\n", &rest) : NULL; line;
+			 line = strtok_r(NULL, "\n", &rest))
+		{
+			if (strncmp(line, "JSON data, line ", 16) == 0)
+			{
+				quoted = true;
+				continue;
+			}
+			appendStringInfo(&context, "%s%s", context.len ? "\n" : "", line);
+		}
+		if (quoted)
+		{
+			edata->context = context.len ? context.data : NULL;
+			edata->detail = pstrdup("The parser's quote of the message is not shown to a role that may read only some of the stream's columns.");
+		}
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+}
+
+/*
  * ssp_scan_next: the next message of the topic as a row; an empty slot at
  * the end of every partition's range.
  */
@@ -369,6 +422,8 @@ ssp_scan_next(ForeignScanState *node)
 	if (state->stream->on_error_null)
 		ssp_decode_message_lenient(state->stream, &msg, slot->tts_values,
 								   slot->tts_isnull);
+	else if (state->some_columns)
+		decode_unquoted(state, &msg, slot);
 	else
 		ssp_decode_message(state->stream, &msg, slot->tts_values,
 						   slot->tts_isnull);

@@ -892,13 +892,28 @@ recover_lost(SspWorker *w)
 				return;			/* the last view left: nothing to read on for */
 			w->lost[slot] = false;
 			watermarks(w, i, p, &low, &high);
-			if (from >= low)
+			if (from > high)
 				ereport(WARNING,
 						(errmsg("continuous view \"%s\": offset %lld of partition %d of topic \"%s\" is past its end (%lld); reading from %lld",
 								((SspServed *) linitial(w->served))->view->name, (long long) from, p,
 								((SspServed *) linitial(w->served))->view->topics[i],
 								(long long) high, (long long) low),
 						 errdetail("The topic may have been deleted and created again.")));
+
+			/*
+			 * Between the oldest message and the end by now: the broker's
+			 * report was of an offset read before the process moved, or of
+			 * a topic created again that has grown past it since; which,
+			 * the process cannot tell.  It reads from the oldest message
+			 * again: a view that has those messages skips them.
+			 */
+			else if (from >= low)
+				ereport(WARNING,
+						(errmsg("continuous view \"%s\": offset %lld of partition %d of topic \"%s\" was reported out of range, and the partition now holds offsets %lld to %lld; reading from %lld",
+								((SspServed *) linitial(w->served))->view->name, (long long) from, p,
+								((SspServed *) linitial(w->served))->view->topics[i],
+								(long long) low, (long long) high - 1, (long long) low),
+						 errdetail("The topic may have been deleted and created again; the views that have read these messages skip them.")));
 			views = list_copy(w->served);	/* a view may leave meanwhile */
 			foreach(lc, views)
 			{

@@ -136,6 +136,34 @@ CREATE FOREIGN TABLE unmade (a int) SERVER kafka OPTIONS (topic :'unmade_topic')
 CREATE VIEW unmade_n WITH (ssp.continuous) AS SELECT count(*) AS n FROM unmade;
 SELECT ssp.wait('unmade_n', '5 s');
 DROP VIEW unmade_n;
+-- once the topic is made, a view that waited for it says it runs as it
+-- applies its first batch (a probe saw "waiting for broker" throughout a
+-- long first batch, with JIT compiling at each split of it)
+CREATE FUNCTION slow_id(a int) RETURNS int IMMUTABLE LANGUAGE plpgsql
+  AS $$ BEGIN PERFORM pg_sleep(2); RETURN a; END $$;
+CREATE VIEW unmade_slow WITH (ssp.continuous) AS SELECT count(*) AS n, sum(slow_id(a)) AS s FROM unmade;
+DO $$
+BEGIN
+  FOR i IN 1 .. 600 LOOP
+    EXIT WHEN (SELECT status = 'waiting for broker' FROM ssp.views WHERE view = 'unmade_slow'::regclass);
+    PERFORM pg_sleep(0.05);
+  END LOOP;
+END $$;
+SELECT status FROM ssp.views WHERE view = 'unmade_slow'::regclass;
+INSERT INTO unmade VALUES (7);
+DO $$
+BEGIN
+  FOR i IN 1 .. 600 LOOP
+    EXIT WHEN EXISTS (SELECT FROM pg_stat_activity a JOIN ssp.views v ON a.pid = v.worker_pid
+                      WHERE v.view = 'unmade_slow'::regclass AND a.query = 'applying a batch');
+    PERFORM pg_sleep(0.05);
+  END LOOP;
+END $$;
+SELECT status IN ('running', 'catching up') AS says_it_runs FROM ssp.views WHERE view = 'unmade_slow'::regclass;
+SELECT ssp.wait('unmade_slow');
+SELECT * FROM unmade_slow;
+DROP VIEW unmade_slow;
+DROP FUNCTION slow_id(int);
 DROP FOREIGN TABLE unmade;
 -- in the transaction that changed the view, ssp.wait is an error, not a
 -- wait to its timeout: the worker goes on only once it ends

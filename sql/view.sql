@@ -597,16 +597,18 @@ SELECT format('ALTER DATABASE %I RESET DateStyle', current_database()) \gexec
 SELECT format('ALTER DATABASE %I RESET array_nulls', current_database()) \gexec
 DROP VIEW dated_text, dated_nulls;
 -- a database made read-only: a view's worker says so, and the view goes on
--- once it is writable again
+-- once it is writable again (a stream and batch size of its own: no live
+-- reader, started before, takes the view)
 SELECT format('ALTER DATABASE %I SET default_transaction_read_only = on', current_database()) \gexec
-CREATE VIEW dated_count WITH (ssp.continuous) AS SELECT count(*) AS n FROM dated;
+CREATE FOREIGN TABLE dated_again (d date, note text) SERVER kafka OPTIONS (topic :'topic');
+CREATE VIEW dated_count WITH (ssp.continuous, ssp.batch_size = 77) AS SELECT count(*) AS n FROM dated_again;
 SELECT wait_for_error('dated_count');
 SELECT status, last_error FROM ssp.views WHERE view = 'dated_count'::regclass;
 SELECT format('ALTER DATABASE %I RESET default_transaction_read_only', current_database()) \gexec
 SELECT ssp.wait('dated_count', '60 s');
 SELECT * FROM dated_count;
 DROP VIEW dated_count;
-DROP FOREIGN TABLE dated, dated_raw;
+DROP FOREIGN TABLE dated, dated_raw, dated_again;
 
 -- brokers that do not answer: ssp.wait is false at its timeout, as it says,
 -- not an error after ssp.broker_timeout

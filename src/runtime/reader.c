@@ -1236,6 +1236,21 @@ register_reader(const SspReaderKey *key, int64 position)
 	return result;
 }
 
+/*
+ * finishing_alone: is the process one batch from the end of a catch-up?
+ * It applies that batch itself, from the messages its consumer has
+ * fetched already, before it hands its views to a reader (or merges with
+ * one): the reader would read them again from the broker, and hold its
+ * own views up meanwhile.  A process further behind hands over or merges
+ * as soon as it is near a reader, so that two do not read a long way
+ * side by side.
+ */
+static bool
+finishing_alone(SspWorker *w)
+{
+	return w->catching_up && w->batch_lag >= 0 && w->batch_lag <= w->batch_size;
+}
+
 /* how often a worker alone looks for a reader near it */
 #define HAND_OVER_INTERVAL_MS 1000
 /* after a reader did not answer a hand-over, the worker asks again this much later */
@@ -1263,7 +1278,8 @@ ssp_reader_hand_over(SspWorker *w)
 	bool		taken;
 	bool		refused;
 
-	if (w->reader || list_length(w->served) != 1 || !ssp_shared_readers)
+	if (w->reader || list_length(w->served) != 1 || !ssp_shared_readers ||
+		finishing_alone(w))
 		return false;
 	w->handover_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HAND_OVER_INTERVAL_MS);
 	/* read once: the view's last reader refused it (adopt) */
@@ -1364,7 +1380,7 @@ ssp_reader_merge_due(SspWorker *w)
 	bool		due;
 
 	if (w->reader == NULL || w->served == NIL || !ssp_shared_readers ||
-		GetCurrentTimestamp() < w->handover_at)
+		GetCurrentTimestamp() < w->handover_at || finishing_alone(w))
 		return false;
 	LWLockAcquire(ssp_shared->lock, LW_SHARED);
 	due = merge_target(w, position(w, w->next)) != NULL;
@@ -1426,7 +1442,8 @@ ssp_reader_merge(SspWorker *w)
 	int			n = list_length(w->served);
 	ListCell   *lc;
 
-	if (w->reader == NULL || w->served == NIL || !ssp_shared_readers)
+	if (w->reader == NULL || w->served == NIL || !ssp_shared_readers ||
+		finishing_alone(w))
 		return false;
 	w->handover_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HAND_OVER_INTERVAL_MS);
 	mine = position(w, w->next);

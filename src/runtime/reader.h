@@ -62,6 +62,7 @@ typedef struct SspWorker
 	TimestampTz schema_retry_since;
 	int64	   *upto;			/* per slot: past the batch's messages, while collected */
 	bool		catching_up;	/* the last batch left many messages waiting */
+	int64		batch_lag;		/* messages past the last batch; -1: not known */
 	SspMessage *vmsgs;			/* the messages of a view not at the reader's offsets */
 	int			batch_size;
 	int			commit_interval_ms;

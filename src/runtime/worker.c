@@ -1148,6 +1148,7 @@ run(SspWorker *w, Oid viewoid, int part)
 			ssp_kafka_commit(w->kafka[i], w->src.nparts[i], next + w->src.base[i]);
 		pfree(next);
 		w->catching_up = batch_lag > Min(w->batch_size, SSP_CATCHING_UP);
+		w->batch_lag = batch_lag;
 		after_batch(w, n, batch_lag);
 		/* last: a view that joined may have flagged a partition (adopt) */
 		recover_lost(w);

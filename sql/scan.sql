@@ -338,11 +338,23 @@ SELECT c FROM columns_r c WHERE p = 0 AND o = 0;
 -- a column it reads fails as before, naming the column
 SELECT id, note FROM columns_r WHERE p = 0 ORDER BY o;
 -- a message that is not JSON fails, without the parser's quote of it (the
--- pin, up to where it went wrong)
+-- pin, up to where it went wrong); JSON that is not an object, without
+-- the start of the message
 SELECT count(*) FROM columns_r WHERE p = 2;
+RESET ROLE;
+INSERT INTO columns_w VALUES ('["pin", 1234, "ééééééééééééééééé"]', '5', '5', 2);
+CREATE FOREIGN TABLE columns_b (v bytea, p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'bytea');
+INSERT INTO columns_b VALUES ('\x0a0931', 2);
+SET ROLE ssp_scan_reader;
+SELECT id FROM columns_r WHERE p = 2 AND o = 1;
 RESET ROLE;
 -- a message that is not JSON fails whatever the scan reads
 SELECT count(*) FROM columns_r WHERE p = 2;
+-- JSON that is not an object: its start, whole characters, control
+-- characters and bytes of no character escaped
+SELECT id FROM columns_r WHERE p = 2 AND o = 1;
+SELECT id FROM columns_r WHERE p = 2 AND o = 2;
 -- every column: SELECT * and a whole-row reference fail on the pin
 SELECT * FROM columns_r WHERE p = 0 AND o = 0;
 SELECT row_to_json(c) FROM columns_r c WHERE p = 0 AND o = 0;

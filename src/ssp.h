@@ -103,6 +103,8 @@ typedef struct SspStream
 	void	   *write_schema[2];	/* encode.c: value's [0] and key's [1] writer schema */
 	int32		write_id[2];	/* and its id (-1: unframed); 0: not looked up yet */
 	bool		on_error_null;	/* on_error 'null' rather than 'error' */
+	bool		unquoted;		/* decoding errors do not quote the message:
+								 * its reader may read only some columns */
 	bool		changelog;		/* each message the new version of its key
 								 * (option changelog 'upsert', or format
 								 * debezium); the key: the key columns */

@@ -24,7 +24,6 @@
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parsetree.h"
-#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -80,10 +79,8 @@ ssp_scan_begin(ForeignScanState *node, int eflags)
 	state->userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
-	state->some_columns =
-		pg_class_aclcheck(state->stream->relid, state->userid, ACL_SELECT) != ACLCHECK_OK &&
-		pg_attribute_aclcheck_all(state->stream->relid, state->userid, ACL_SELECT,
-								  ACLMASK_ALL) != ACLCHECK_OK;
+	state->some_columns = !ssp_may_read_all_columns(state->stream->relid, state->userid);
+	state->stream->unquoted = state->some_columns;
 
 	state->values = ExecInitExprList(plan->fdw_exprs, (PlanState *) node);
 	state->sources = linitial(plan->fdw_private);

@@ -129,10 +129,10 @@ ssp_may_read_stream(SspView *view, Oid relid, Oid user)
 {
 	ListCell   *lc;
 
+	if (!view->some_columns)
+		return ssp_may_read_all_columns(relid, user);
 	if (pg_class_aclcheck(relid, user, ACL_SELECT) == ACLCHECK_OK)
 		return true;
-	if (!view->some_columns)
-		return pg_attribute_aclcheck_all(relid, user, ACL_SELECT, ACLMASK_ALL) == ACLCHECK_OK;
 	/* none (count(*)): some column, as Postgres asks of such a query */
 	if (view->columns == NIL)
 		return pg_attribute_aclcheck_all(relid, user, ACL_SELECT, ACLMASK_ANY) == ACLCHECK_OK;
@@ -623,10 +623,7 @@ run_apply(BatchState *bs, int lo, int hi, int64 *late, TimestampTz *maxev)
 static bool
 may_keep_message(BatchState *bs, SspMessage *msg)
 {
-	Oid			relid = bs->view->streams[msg->source];
-
-	return pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) == ACLCHECK_OK ||
-		pg_attribute_aclcheck_all(relid, GetUserId(), ACL_SELECT, ACLMASK_ALL) == ACLCHECK_OK;
+	return ssp_may_read_all_columns(bs->view->streams[msg->source], GetUserId());
 }
 
 /* dead_letter: msg to ssp.dead_letters, with its key and payload if keep */

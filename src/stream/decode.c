@@ -72,6 +72,7 @@ typedef struct DecodeContext
 } DecodeContext;
 
 static void decode_error_context(void *arg);
+static char *message_start(const char *text, size_t len);
 
 /* Path trees ------------------------------------------------------------ */
 
@@ -288,8 +289,46 @@ parse_json_fields(SspStream *stream, PathTree *tree, const char *text, size_t le
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("message is not a JSON object"),
-				 errdetail("It begins with \"%.*s\".", (int) Min(len, 20), text)));
+				 stream->unquoted ? 0 :
+				 errdetail("It begins with \"%s\".", message_start(text, len))));
 	return share_found(stream, tree, st.found);
+}
+
+/*
+ * message_start: the first characters of a message, to quote in an
+ * error: up to MESSAGE_START_CHARS characters of the database's
+ * encoding; a byte that begins no valid character there, or a control
+ * character, as \xNN (the message may be anything).
+ */
+#define MESSAGE_START_CHARS 20
+static char *
+message_start(const char *text, size_t len)
+{
+	StringInfoData buf;
+	int			encoding = GetDatabaseEncoding();
+	size_t		i = 0;
+	int			n;
+
+	initStringInfo(&buf);
+	for (n = 0; i < len && n < MESSAGE_START_CHARS; n++)
+	{
+		unsigned char c = (unsigned char) text[i];
+		int			l = pg_encoding_verifymbchar(encoding, text + i, (int) Min(len - i, INT_MAX));
+
+		if (l <= 0 || (l == 1 && (c < 0x20 || c == 0x7f)))
+		{
+			appendStringInfo(&buf, "\\x%02x", c);
+			i++;
+		}
+		else
+		{
+			appendBinaryStringInfo(&buf, text + i, l);
+			i += l;
+		}
+	}
+	if (i < len)
+		appendStringInfoString(&buf, "...");
+	return buf.data;
 }
 
 /* Values ------------------------------------------------------------------ */

@@ -22,6 +22,7 @@
 #include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
 #include "parser/parse_coerce.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -71,6 +72,19 @@ ssp_stream_signature(Oid relid)
 	}
 	relation_close(rel, AccessShareLock);
 	return buf.data;
+}
+
+/*
+ * ssp_may_read_all_columns: may roleid read every column of stream relid?
+ * A role granted only some may not see the others anywhere: not in a
+ * decoding error's quote of the message (a scan's), nor in a dead
+ * letter's copy of it (a view's, as its owner).
+ */
+bool
+ssp_may_read_all_columns(Oid relid, Oid roleid)
+{
+	return pg_class_aclcheck(relid, roleid, ACL_SELECT) == ACLCHECK_OK ||
+		pg_attribute_aclcheck_all(relid, roleid, ACL_SELECT, ACLMASK_ALL) == ACLCHECK_OK;
 }
 
 /*

@@ -23,6 +23,7 @@
 extern SspStream *ssp_stream_open(Oid relid);
 extern TupleDesc ssp_batch_tupdesc(TupleDesc sdesc);
 extern bool ssp_is_stream(Oid relid);
+extern bool ssp_may_read_all_columns(Oid relid, Oid roleid);
 extern char *ssp_stream_signature(Oid relid);
 extern bool ssp_is_kafka_server(Oid serverid);
 extern void ssp_check_topic_name(const char *name, const char *what);

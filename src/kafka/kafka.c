@@ -131,6 +131,7 @@ struct SspKafka
 	uint64		acked;
 	char		delivery_error[512];	/* the latest refusal, masked */
 	rd_kafka_resp_err_t delivery_code;	/* that error's code */
+	int32		delivery_partition; /* and the partition its message was for */
 };
 
 static void release_wait(void);
@@ -238,6 +239,7 @@ dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
 		mask(kafka, rd_kafka_err2str(msg->err), kafka->delivery_error,
 			 sizeof(kafka->delivery_error));
 		kafka->delivery_code = msg->err;
+		kafka->delivery_partition = msg->partition;
 	}
 	else
 		kafka->acked++;
@@ -1381,7 +1383,8 @@ ssp_kafka_producer(Oid serverid, Oid userid)
 	return kafka;
 }
 
-static int	delivery_hint(SspKafka *kafka, rd_kafka_resp_err_t err);
+static int	delivery_hint(SspKafka *kafka, const char *topic, int32 partition,
+						  rd_kafka_resp_err_t err);
 
 /*
  * fatal_error: a producer's fatal error (librdkafka's idempotent producer
@@ -1406,7 +1409,7 @@ fatal_error(SspKafka *kafka, const char *topic)
 			 err == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED ||
 			 err == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED ?
 			 errhint("The principal of server \"%s\" gets no producer id: an idempotent producer needs WRITE on the topic (IDEMPOTENT_WRITE on the cluster before Kafka 3) (kafka-acls).",
-					 kafka->servername) : delivery_hint(kafka, err)));
+					 kafka->servername) : delivery_hint(kafka, topic, -1, err)));
 }
 
 /*
@@ -1538,7 +1541,7 @@ produce(SspKafka *kafka, const char *topic, SspOutMessage *out, bool size_ok)
 					(errcode(ERRCODE_FDW_ERROR),
 					 errmsg("could not produce to topic \"%s\"", topic),
 					 errdetail("%s", rd_kafka_err2str(err)),
-					 delivery_hint(kafka, err)));
+					 delivery_hint(kafka, topic, out->partition, err)));
 		/* the local queue is full: wait for the broker to take some */
 		CHECK_FOR_INTERRUPTS();
 		rd_kafka_poll(kafka->rk, SSP_POLL_MS);
@@ -1595,10 +1598,15 @@ ssp_kafka_server_name(SspKafka *kafka)
 
 /* delivery_hint: what to do about a message the broker refused */
 static int
-delivery_hint(SspKafka *kafka, rd_kafka_resp_err_t err)
+delivery_hint(SspKafka *kafka, const char *topic, int32 partition, rd_kafka_resp_err_t err)
 {
 	switch (err)
 	{
+		case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+			if (partition < 0)
+				return 0;
+			return errhint("Topic \"%s\" has no partition %d: a stream's \"partition\" column takes the number of one of the topic's partitions, from 0.",
+						   topic, (int) partition);
 		case RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP:
 			return errhint("A broker refuses a message stamped further ahead of its clock than the topic's message.timestamp.after.max.ms (an hour, by default, since Kafka 4), or further behind than message.timestamp.before.max.ms; a stream's \"timestamp\" column stamps each message.");
 		case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
@@ -1683,9 +1691,10 @@ ssp_kafka_flush(SspKafka *kafka, const char *topic, int timeout_ms, SspFailures 
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_ERROR),
 				 errmsg("could not produce to topic \"%s\"", topic),
-				 errdetail("The broker refused " UINT64_FORMAT " messages: %s",
-						   refused, kafka->delivery_error),
-				 delivery_hint(kafka, kafka->delivery_code)));
+				 errdetail_plural("The broker refused " UINT64_FORMAT " message: %s",
+								  "The broker refused " UINT64_FORMAT " messages: %s",
+								  refused, refused, kafka->delivery_error),
+				 delivery_hint(kafka, topic, kafka->delivery_partition, kafka->delivery_code)));
 }
 
 /* Worker consumers -------------------------------------------------------- */

@@ -273,7 +273,7 @@ note $err;
 my @errors = map { s/\n+$//r } split /(?=psql:<stdin>:\d+: ERROR)/, $err;
 is(scalar(@errors), 2, 'two INSERTs of four refused');
 is($errors[0], qq{psql:<stdin>:2: ERROR:  could not produce to topic "small"
-DETAIL:  The broker refused 1 messages: Broker: Message size too large
+DETAIL:  The broker refused 1 message: Broker: Message size too large
 $hint}, '2 MB over the topic\'s 1 MiB max.message.bytes: refused by the broker, with its reason and the hint');
 like($errors[1] // '', qr/^psql:<stdin>:4: ERROR:  could not produce to topic "big"\nDETAIL:  .*Message size too large\n\Q$hint\E$/,
 	'10 MB over the server\'s message.max.bytes (librdkafka\'s default, 1,000,000): refused, with the hint');

@@ -578,10 +578,12 @@ SELECT (SELECT count(*) FROM pg_class WHERE relname = 'tag_out_outbox') AS outbo
 -- a worker writes dates as text in ISO form whatever the database's
 -- DateStyle, and reads them in the database's order of day and month; the
 -- NULL of an array constant stays a null where the database has
--- array_nulls off
+-- array_nulls off; and JIT is off in workers whatever the database says
+-- (it compiled each statement again at each split of a batch)
 \set topic views_dates_ :run
 SELECT format('ALTER DATABASE %I SET DateStyle = %L', current_database(), 'SQL, DMY') \gexec
 SELECT format('ALTER DATABASE %I SET array_nulls = off', current_database()) \gexec
+SELECT format('ALTER DATABASE %I SET jit = on', current_database()) \gexec
 CREATE FOREIGN TABLE dated (d date, note text) SERVER kafka OPTIONS (topic :'topic');
 CREATE FOREIGN TABLE dated_raw (v text) SERVER kafka OPTIONS (topic :'topic', format 'text');
 INSERT INTO dated_raw VALUES ('{"d": "04/03/2024", "note": "day first"}'), ('{"d": "2024-03-05", "note": "iso"}');
@@ -590,12 +592,16 @@ CREATE VIEW dated_text WITH (ssp.continuous) AS
 CREATE VIEW dated_nulls WITH (ssp.continuous) AS
   SELECT note, note = ANY ('{iso,NULL}'::text[]) AS listed, ('{x,NULL}'::text[])[2] IS NULL AS second_null
   FROM dated;
-SELECT ssp.wait('dated_text'), ssp.wait('dated_nulls');
+CREATE VIEW dated_jit WITH (ssp.continuous) AS
+  SELECT current_setting('jit') AS jit, count(*) AS n FROM dated GROUP BY 1;
+SELECT ssp.wait('dated_text'), ssp.wait('dated_nulls'), ssp.wait('dated_jit');
 SELECT * FROM dated_text ORDER BY 1;
 SELECT * FROM dated_nulls ORDER BY 1;
+SELECT * FROM dated_jit;
 SELECT format('ALTER DATABASE %I RESET DateStyle', current_database()) \gexec
 SELECT format('ALTER DATABASE %I RESET array_nulls', current_database()) \gexec
-DROP VIEW dated_text, dated_nulls;
+SELECT format('ALTER DATABASE %I RESET jit', current_database()) \gexec
+DROP VIEW dated_text, dated_nulls, dated_jit;
 -- a database made read-only: a view's worker says so, and the view goes on
 -- once it is writable again (a stream and batch size of its own: no live
 -- reader, started before, takes the view)

@@ -178,6 +178,14 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN pg_catalog.round(pg_catalog.sqrt($1 OPERATOR(pg_catalog.*) 1.00000000000000000000),
                         COALESCE(pg_catalog.scale($1), 0));
 
+-- Dead letters hold whole messages (and their errors quote them): shown to
+-- a view's owner, and to roles that may read the view and every column of
+-- its streams; not to a role that may read the view alone, which would see
+-- columns the view leaves out, and rows its WHERE does.
+CREATE FUNCTION may_read_messages(view regclass) RETURNS boolean
+AS 'MODULE_PATHNAME', 'ssp_may_read_messages' LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
+ALTER POLICY read ON dead_letters USING (ssp.may_read_messages(view));
+
 -- The tables of aggregating views made before: their unique index with a
 -- window's start and other times first, and no index of the window's own,
 -- as a view made now has.  A view that cannot be built keeps its indexes.

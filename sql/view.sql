@@ -209,6 +209,11 @@ SELECT ssp.wait('big_orders');
 SELECT * FROM big_orders WHERE id = 5004;
 -- only the owner operates a view
 CREATE ROLE ssp_reader;
+-- a role that may not read it is told so (it was "not a continuous view")
+SET ROLE ssp_reader;
+SELECT ssp.wait('big_orders');
+SELECT ssp.pause('big_orders');
+RESET ROLE;
 GRANT SELECT ON big_orders TO ssp_reader;
 SET ROLE ssp_reader;
 SELECT ssp.wait('big_orders');
@@ -291,6 +296,19 @@ SELECT last_error FROM ssp.views WHERE view = 'dl_stop'::regclass;
 SELECT * FROM dl_stop;
 DROP VIEW dl_stop;
 SELECT view, partition, "offset", error FROM ssp.dead_letters ORDER BY view::text, "offset";
+-- dead letters are whole messages: not shown to a role that may read the
+-- view alone, nor with some of the stream's columns; with them all, they are
+GRANT SELECT ON per_unit TO ssp_reader;
+GRANT SELECT (id, region) ON dl TO ssp_reader;
+SET ROLE ssp_reader;
+SELECT count(*) AS views FROM ssp.views WHERE view = 'per_unit'::regclass;
+SELECT count(*) AS dead_letters FROM ssp.dead_letters;
+RESET ROLE;
+GRANT SELECT ON dl TO ssp_reader;
+SET ROLE ssp_reader;
+SELECT view, "offset", convert_from(payload, 'UTF8') AS payload FROM ssp.dead_letters ORDER BY "offset";
+RESET ROLE;
+REVOKE ALL ON per_unit, dl FROM ssp_reader;
 SELECT view, processed, dead_letters FROM ssp.views ORDER BY view::text;
 SELECT * FROM per_unit ORDER BY region;
 -- the same over the good messages, read leniently

@@ -402,6 +402,14 @@ ssp_view_load(Oid view, bool missing_ok)
 		check_row(v);
 	}
 	SPI_finish();
+	/* a row the role may not read (row security): not a lie that there is none */
+	if (v == NULL && !missing_ok &&
+		pg_class_aclcheck(view, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
+		ssp_is_continuous_view(view))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for continuous view \"%s\"", get_rel_name(view)),
+				 errdetail("Only roles that may read a continuous view may see or operate it.")));
 	if (v == NULL && !missing_ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

@@ -807,12 +807,17 @@ apply_range(BatchState *bs, int lo, int hi)
 				bs->dead++;
 				break;
 			case SSP_ON_ERROR_STOP:
+				/*
+				 * Without the context, which can quote the message: the
+				 * error is the view's last_error, which whoever may read
+				 * the view reads (the message is at the offset named)
+				 */
 				ereport(ERROR,
 						(errcode(edata->sqlerrcode),
 						 errmsg("continuous view \"%s\" stopped at partition %d, offset %lld of topic \"%s\"",
 								bs->view->name, bs->msgs[lo].partition,
 								(long long) bs->msgs[lo].offset, bs->view->topics[bs->msgs[lo].source]),
-						 errdetail("%s", msg.data),
+						 errdetail("%s", edata->message),
 						 errhint("ssp.on_error is stop: fix the cause, or ssp.reset the view to a later start.")));
 		}
 	}

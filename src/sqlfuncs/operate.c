@@ -48,6 +48,7 @@ PG_FUNCTION_INFO_V1(ssp_wait);
 PG_FUNCTION_INFO_V1(ssp_pause);
 PG_FUNCTION_INFO_V1(ssp_resume);
 PG_FUNCTION_INFO_V1(ssp_reset);
+PG_FUNCTION_INFO_V1(ssp_may_read_messages);
 
 /*
  * may_see_view: may the current user see how the view's workers are doing?
@@ -497,4 +498,77 @@ ssp_wait(PG_FUNCTION_ARGS)
 		if (reached(view, topicsd, partsd, highsd))
 			PG_RETURN_BOOL(true);
 	}
+}
+
+/* the answer of ssp.may_read_messages for the last view a query asked of */
+typedef struct MayReadCache
+{
+	Oid			view;
+	Oid			role;
+	bool		result;
+} MayReadCache;
+
+/*
+ * may_read_messages: may role read the messages of view's dead letters?
+ * They hold whole messages, and their errors quote them: its owner may
+ * (it kept them only if it may read every column), and a role that may
+ * read the view and every column of each of its streams, who may read
+ * those messages anyway.  Not a role that may read the view alone: the
+ * messages have columns the view does not show, and rows its WHERE left
+ * out.
+ */
+static bool
+may_read_messages(Oid view, Oid role)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(view)};
+	bool		is_missing = false;
+	bool		result = true;
+	uint64		i;
+
+	if (pg_class_aclcheck_ext(view, role, ACL_SELECT, &is_missing) != ACLCHECK_OK)
+		return false;
+	if (pg_class_ownercheck(view, role))
+		return true;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "ssp: SPI_connect failed");
+	if (SPI_execute_with_args("SELECT s FROM ssp.continuous_views, pg_catalog.unnest(streams::pg_catalog.oid[]) s "
+							  "WHERE view OPERATOR(pg_catalog.=) $1::pg_catalog.oid::pg_catalog.regclass",
+							  1, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ssp: could not read ssp.continuous_views");
+	for (i = 0; i < SPI_processed && result; i++)
+	{
+		bool		isnull;
+		Oid			stream = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+														   SPI_tuptable->tupdesc, 1, &isnull));
+
+		result = !isnull && ssp_may_read_all_columns(stream, role);
+	}
+	SPI_finish();
+	return result;
+}
+
+/*
+ * ssp.may_read_messages(view): the read policy of ssp.dead_letters
+ * (may_read_messages), asked once per view in a query.
+ */
+Datum
+ssp_may_read_messages(PG_FUNCTION_ARGS)
+{
+	Oid			view = PG_GETARG_OID(0);
+	Oid			role = GetUserId();
+	MayReadCache *cache = fcinfo->flinfo->fn_extra;
+
+	if (cache == NULL)
+	{
+		cache = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(MayReadCache));
+		fcinfo->flinfo->fn_extra = cache;
+	}
+	if (cache->view != view || cache->role != role)
+	{
+		cache->result = may_read_messages(view, role);
+		cache->view = view;
+		cache->role = role;
+	}
+	PG_RETURN_BOOL(cache->result);
 }

@@ -118,4 +118,12 @@ CREATE FOREIGN TABLE broken_s (a int) SERVER broken OPTIONS (topic :'topic');
 INSERT INTO broken_s VALUES (1);
 SELECT * FROM broken_s;
 DROP SERVER broken CASCADE;
+-- a message larger than the producer's whole queue: said at once (it waited
+-- for the broker's timeout, hinting that the brokers were down)
+CREATE SERVER small_queue FOREIGN DATA WRAPPER ssp_kafka
+  OPTIONS (brokers :'brokers', "queue.buffering.max.kbytes" '1');
+CREATE FOREIGN TABLE small_queue_s (id int, note text) SERVER small_queue OPTIONS (topic :'topic');
+INSERT INTO small_queue_s VALUES (1, 'fits');
+INSERT INTO small_queue_s VALUES (2, repeat('x', 2000));
+DROP SERVER small_queue CASCADE;
 DROP SERVER kafka CASCADE;

@@ -1542,6 +1542,22 @@ produce(SspKafka *kafka, const char *topic, SspOutMessage *out, bool size_ok)
 					 errmsg("could not produce to topic \"%s\"", topic),
 					 errdetail("%s", rd_kafka_err2str(err)),
 					 delivery_hint(kafka, topic, out->partition, err)));
+		/* full with nothing in it: the message alone is larger than the queue */
+		if (rd_kafka_outq_len(kafka->rk) == 0)
+		{
+			char		value[32] = "?";
+			size_t		size = sizeof(value);
+
+			(void) rd_kafka_conf_get(rd_kafka_conf(kafka->rk), "queue.buffering.max.kbytes",
+									 value, &size);
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_ERROR),
+					 errmsg("could not produce to topic \"%s\": a message of %d bytes is larger than the producer's queue",
+							topic, (out->key_null ? 0 : out->key.len) + (out->value_null ? 0 : out->value.len)),
+					 errdetail("Server \"%s\" sets queue.buffering.max.kbytes to %s.",
+							   kafka->servername, value),
+					 errhint("Raise queue.buffering.max.kbytes above the largest message, or leave it to librdkafka's default.")));
+		}
 		/* the local queue is full: wait for the broker to take some */
 		CHECK_FOR_INTERRUPTS();
 		rd_kafka_poll(kafka->rk, SSP_POLL_MS);

@@ -595,6 +595,11 @@ scalar(SspPbField *f, JsonbValue *v, StringInfo out)
 					break;
 				}
 				if (v->type == jbvString)
+				{
+					char	   *text = scalar_text(f, v);
+					char	   *end;
+					long		n;
+
 					for (i = 0; i < e->n; i++)
 						if (strlen(e->names[i]) == v->val.string.len &&
 							memcmp(e->names[i], v->val.string.val, v->val.string.len) == 0)
@@ -602,6 +607,22 @@ scalar(SspPbField *f, JsonbValue *v, StringInfo out)
 							put_varint(out, (uint64) (int64) e->numbers[i]);
 							return;
 						}
+					/* a number in text, as Google's JSON parser takes it */
+					errno = 0;
+					n = strtol(text, &end, 10);
+					if (end != text && *end == '\0' && !isspace((unsigned char) text[0]) &&
+						errno == 0 && n >= PG_INT32_MIN && n <= PG_INT32_MAX)
+					{
+						for (i = 0; i < e->n && e->numbers[i] != n; i++)
+							;
+						/* a closed enum's number must be one of its values */
+						if (i < e->n || !e->closed)
+						{
+							put_varint(out, (uint64) (int64) (int32) n);
+							return;
+						}
+					}
+				}
 				write_error(f, "\"%s\" is not a value of enum \"%s\"", scalar_text(f, v), e->name);
 				break;
 			}

@@ -77,6 +77,8 @@ typedef struct SspPbField
 	SspPbMessage *message;		/* resolved (a map's: its entry) */
 	SspPbEnum  *enumt;
 	bool		map;			/* a map: message is its entry */
+	bool		delimited;		/* editions' message_encoding DELIMITED: a
+								 * message field written as a group */
 	char	   *default_value;	/* proto2's [default = ...], as written */
 } SspPbField;
 

@@ -74,6 +74,7 @@ typedef struct PbParser
 	bool		implicit;		/* singular fields without presence (proto3) */
 	bool		expanded;		/* repeated numbers written unpacked (proto2) */
 	bool		closed;			/* enums closed (proto2) */
+	bool		delimited;		/* message fields as groups (editions' DELIMITED) */
 	char	   *package;		/* "" or "a.b" */
 	SspPbSchema *schema;
 	bool		own;			/* the schema's own text, not a reference */
@@ -404,6 +405,8 @@ option_statement(PbParser *ps)
 			ps->expanded = strcmp(ps->text, "EXPANDED") == 0;
 		else if (strcmp(name.data, "features.enum_type") == 0)
 			ps->closed = strcmp(ps->text, "CLOSED") == 0;
+		else if (strcmp(name.data, "features.message_encoding") == 0)
+			ps->delimited = strcmp(ps->text, "DELIMITED") == 0;
 		if (is_symbol(ps, '-'))
 			next(ps);
 		next(ps);
@@ -626,6 +629,8 @@ field_options(PbParser *ps, SspPbField *f)
 				f->presence = strcmp(ps->text, "IMPLICIT") != 0;
 			else if (strcmp(name.data, "features.repeated_field_encoding") == 0)
 				f->packed = strcmp(ps->text, "EXPANDED") != 0;
+			else if (strcmp(name.data, "features.message_encoding") == 0)
+				f->delimited = strcmp(ps->text, "DELIMITED") == 0;
 			next(ps);
 		}
 		if (is_symbol(ps, ']'))
@@ -825,6 +830,7 @@ parse_field(PbParser *ps, SspPbMessage *m, int oneof)
 	f->presence = !f->repeated && (!ps->implicit || optional || oneof >= 0);
 	/* proto3 and editions pack repeated numbers unless told not to */
 	f->packed = f->repeated && !ps->expanded;
+	f->delimited = ps->delimited;
 	if (is_symbol(ps, '['))
 		field_options(ps, f);
 	if (f->json_name == NULL)
@@ -872,6 +878,7 @@ parse_message(PbParser *ps, const char *scope, SspPbMessage *parent)
 	bool		implicit = ps->implicit;	/* a message's features are its own */
 	bool		expanded = ps->expanded;
 	bool		closed = ps->closed;
+	bool		delimited = ps->delimited;
 	char	   *simple;
 	int32	   *numbers;
 	int			i;
@@ -917,6 +924,7 @@ parse_message(PbParser *ps, const char *scope, SspPbMessage *parent)
 	ps->implicit = implicit;
 	ps->expanded = expanded;
 	ps->closed = closed;
+	ps->delimited = delimited;
 
 	/* numbers are unique; a table of the small ones finds fields fast */
 	if (m->nfields > 10000)
@@ -1081,6 +1089,13 @@ resolve(SspPbSchema *schema, SspPbMessage *m, SspPbField *f)
 				 errmsg("invalid Protobuf schema: field \"%s\" of message \"%s\" has type \"%s\", which no message or enum of the schema or its references defines",
 						f->name, m->name, f->type_name)));
 	f->type = f->message ? PB_MESSAGE : PB_ENUM;
+	/* a map's entries are length-delimited whatever the feature says */
+	if (f->type == PB_MESSAGE && f->delimited && !f->map)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid Protobuf schema: field \"%s\" of message \"%s\" is encoded as a group (features.message_encoding = DELIMITED), which is not supported",
+						f->name, m->name),
+				 errhint("Write the field with features.message_encoding = LENGTH_PREFIXED, the default.")));
 	if (f->type == PB_MESSAGE)
 	{
 		f->packed = false;

@@ -305,6 +305,23 @@ is($node->safe_psql('postgres', qq{SELECT error FROM ssp.dead_letters
 is($node->safe_psql('postgres', q{SELECT n, (SELECT count(*) FROM ssp.dead_letters WHERE view = 'phostile_n'::regclass)
 	FROM phostile_n}), '7|6',
 	'a view of no column still reads each message: the malformed are dead letters (a field no column reads is not)');
+# editions' message fields written as groups (message_encoding DELIMITED, of
+# the file or of a field): refused as proto2's groups are (they were read
+# as absent: NULL, no dead letter)
+for my $delim (['phostile-delim', 'option features.message_encoding = DELIMITED; message O { int64 id = 1; I inner = 2; }'],
+	['phostile-delim-field', 'message O { int64 id = 1; I inner = 2 [features.message_encoding = DELIMITED]; }'])
+{
+	my $id = SspTest::register_schema($reg, $delim->[0],
+		{ schema => qq{edition = "2023"; $delim->[1] message I { string name = 1; }}, schemaType => 'PROTOBUF' });
+	my $hex = sprintf('%08x', $id);
+	# Outer{id: 7, inner: {name: "in"}} as Google writes it: inner as a group
+	$node->safe_psql('postgres', qq{INSERT INTO phostile_raw VALUES ('\\x00${hex}000807130a02696e14', 0)});
+	SspTest::wait_views($node, 'postgres', 'phostile_v');
+	like($node->safe_psql('postgres', qq{SELECT error FROM ssp.dead_letters
+		WHERE view = 'phostile_v'::regclass AND error ~ 'schema $id '}),
+		qr/schema $id is not a valid Protobuf schema: .*field "inner" of message "O" is encoded as a group \(features.message_encoding = DELIMITED\)/,
+		"a message of an editions schema with message_encoding DELIMITED ($delim->[0]): a dead letter that says why");
+}
 
 # 4. INSERT: the subject's schema, read back by Google's decoder ---------------------
 my $w_proto = <<'EOP';
@@ -368,6 +385,13 @@ like($e5, qr/cannot write Protobuf field "at": a Timestamp cannot be infinite/, 
 like($e5, qr/cannot insert into stream "pwritten_nomsg": its schema has no message "ssp.w.Nope"/,
 	'option message naming no message of the schema: refused');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM pwritten'), '2', 'and nothing of them was written');
+# an enum's number in text, as Google's JSON parser takes it: a value the
+# schema names, or (an open enum) one it does not
+$node->safe_psql('postgres', q{INSERT INTO pwritten (id, kind) VALUES (6, '2'), (7, '9')});
+is($node->safe_psql('postgres', 'SELECT id, kind FROM pwritten WHERE id >= 6 ORDER BY id'), "6|LARGE\n7|9",
+	'an enum written from its number in text reads back as its name, or its digits where it has none');
+($r5, $o5, $e5) = $node->psql('postgres', q{INSERT INTO pwritten (id, kind) VALUES (8, ' 2')});
+like($e5, qr/" 2" is not a value of enum "ssp.w.Written.Kind"/, 'but not with a space before it');
 
 # auto_register: a schema from the columns
 my ($r6, $o6, $e6) = $node->psql('postgres', q{

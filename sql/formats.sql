@@ -38,6 +38,13 @@ CREATE SERVER reg1 FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers 'b', "schema.
 CREATE SERVER reg1 FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers 'b', "schema.registry.colour" 'red');
 CREATE SERVER reg1 FOREIGN DATA WRAPPER ssp_kafka
   OPTIONS (brokers 'b', "schema.registry.basic.auth.user.info" 'u:secret-pw');
+-- nor a password in the URL (every role reads a server's options); a @
+-- past the host is no user
+CREATE SERVER reg1 FOREIGN DATA WRAPPER ssp_kafka
+  OPTIONS (brokers 'b', "schema.registry.url" 'http://r:1, https://u:secret-pw@r:2/x');
+CREATE SERVER reg1 FOREIGN DATA WRAPPER ssp_kafka
+  OPTIONS (brokers 'b', "schema.registry.url" 'http://r:1/a@b, http://r:2?c=d@e');
+DROP SERVER reg1;
 CREATE SERVER reg1 FOREIGN DATA WRAPPER ssp_kafka
   OPTIONS (brokers 'b', "schema.registry.request.timeout.ms" '0');
 CREATE SERVER reg1 FOREIGN DATA WRAPPER ssp_kafka
@@ -350,6 +357,14 @@ CREATE FOREIGN TABLE js (id int, city text OPTIONS (field 'geo.city'), o bigint 
   SERVER kafka OPTIONS (topic :'topic', format 'jsonschema');
 SELECT id, city FROM js WHERE o = 0;
 SELECT id, city FROM js WHERE o = 1;
+-- a key not in the wire format: the error names no column (it named the
+-- last meta column decoded before the key)
+CREATE FOREIGN TABLE jsk_w (v bytea, k text OPTIONS (meta 'key'), p int OPTIONS (meta 'partition'))
+  SERVER kafka OPTIONS (topic :'topic', format 'bytea');
+INSERT INTO jsk_w VALUES (convert_to('{"id": 9}', 'UTF8'), 'garbage', 0);
+CREATE FOREIGN TABLE jsk (id int, kid int, o bigint OPTIONS (meta 'offset'))
+  SERVER kafka OPTIONS (topic :'topic', key 'kid', key_format 'jsonschema');
+SELECT kid, o FROM jsk WHERE o = 2;
 -- two columns of one field, in json as in avro
 CREATE FOREIGN TABLE js2 (id int, id_text text OPTIONS (field 'id'), geo jsonb, city text OPTIONS (field 'geo.city'),
     city2 varchar(10) OPTIONS (field 'geo.city'), o bigint OPTIONS (meta 'offset'))

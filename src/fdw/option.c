@@ -61,6 +61,14 @@ check_kafka_property(DefElem *def, bool in_user_mapping)
 				 errhint("Use CREATE USER MAPPING ... SERVER ... OPTIONS (\"%s\" '...').",
 						 def->defname)));
 
+	/* every role may read a server's options: no password there */
+	if (!in_user_mapping && strcmp(def->defname, "schema.registry.url") == 0 &&
+		ssp_registry_url_has_credentials(defGetString(def)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("option \"schema.registry.url\" of a server cannot hold a user name or password"),
+				 errdetail("Every role may read a server's options (pg_foreign_server); the value is not shown."),
+				 errhint("Set \"schema.registry.basic.auth.user.info\" ('user:password') in a user mapping instead.")));
 	if (ssp_is_registry_option(def->defname))
 		ssp_registry_check_option(def->defname, defGetString(def));
 	else

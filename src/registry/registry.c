@@ -269,6 +269,26 @@ answer_progress(void *clientp, curl_off_t dltotal, curl_off_t dlnow,
 	return QueryCancelPending || ProcDiePending ? 1 : 0;
 }
 
+/*
+ * ssp_registry_url_has_credentials: does one of the URLs of a
+ * schema.registry.url value hold a user (and password) before its host?
+ */
+bool
+ssp_registry_url_has_credentials(const char *urls)
+{
+	const char *p = urls;
+
+	while ((p = strstr(p, "://")) != NULL)
+	{
+		size_t		authority = strcspn(p + 3, "/,?#");
+
+		if (memchr(p + 3, '@', authority) != NULL)
+			return true;
+		p += 3 + authority;
+	}
+	return false;
+}
+
 /* shown_url: a URL without the user and password it may hold. */
 static char *
 shown_url(const char *url)

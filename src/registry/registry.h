@@ -50,6 +50,7 @@ typedef struct SspSchema
 #define SSP_REGISTRY_PREFIX "schema.registry."
 
 extern SspRegistry *ssp_registry_open(Oid serverid, Oid userid);
+extern bool ssp_registry_url_has_credentials(const char *urls);
 extern void ssp_registry_check_option(const char *name, const char *value);
 extern bool ssp_registry_framed(const char *data, size_t len, int32 *id);
 extern SspSchema *ssp_registry_cached(SspRegistry *reg, int32 id);

@@ -1539,6 +1539,7 @@ decode(SspStream *stream, SspMessage *msg, Datum *values, bool *nulls, int only)
 	memset(values, 0, sizeof(Datum) * stream->natts);
 	stream->deleted = false;
 	decode_meta(stream, msg, values, nulls, &dc, only);
+	dc.column = NULL;			/* a key's framing is no column's */
 	decode_key(stream, msg, values, nulls, &dc, only);
 	dc.column = NULL;
 	decode_value(stream, msg, values, nulls, &dc, only);

@@ -282,6 +282,46 @@ is(sql('SELECT n, ids FROM smallv'), '2|6', 'the same session\'s producer went o
 is(sql('SELECT string_agg(id::text, \',\' ORDER BY id) FROM small'), '2,4', 'and the topic holds only them');
 is(sql('SELECT n, bytes FROM bigv'), '1|10485760', 'nothing of the refused 10 MB in big');
 
+# a view's change the output topic refuses for good (too large for it)
+# stops the view's producer: the changes after it in the round are not
+# published before it either (they were, then the refused change came
+# after them once the topic took it, and a consumer that skips numbers not
+# above the highest it has applied dropped it)
+create_topic('gapless_in', '--partitions', '1');
+create_topic('gapless_out', '--partitions', '1', '--config', 'max.message.bytes=1048576');
+sql(q{
+	CREATE FOREIGN TABLE gapless_in (g text, s text) SERVER kbig OPTIONS (topic 'gapless_in');
+	CREATE VIEW gapless WITH (ssp.continuous, ssp.output_topic = 'gapless_out') AS
+	  SELECT g, count(*) AS n, max(s) AS s FROM gapless_in GROUP BY g;
+	INSERT INTO gapless_in VALUES ('big', repeat('a', 600000));
+});
+SspTest::wait_views($node, 'postgres', 'gapless');
+sql(q{SELECT ssp.pause('gapless')});
+# one batch: the big group's change (its new and old row: 1.2 MB) among 300 small ones
+sql(q{INSERT INTO gapless_in SELECT 's' || g, 'x' FROM generate_series(1, 150) g
+	UNION ALL SELECT 'big', repeat('b', 600000)
+	UNION ALL SELECT 's' || g, 'x' FROM generate_series(151, 300) g});
+sql(q{SELECT ssp.resume('gapless')});
+ok($node->poll_query_until('postgres',
+	q{SELECT status = 'failed' AND last_error ~ 'gapless_out' FROM ssp.views WHERE view = 'gapless'::regclass}),
+	'the view whose change its output topic refuses fails, naming the topic')
+  or diag view_state('gapless');
+SspTest::kafka($k, 'configs', '--alter', '--entity-type', 'topics', '--entity-name', 'gapless_out',
+	'--add-config', 'max.message.bytes=4194304');
+ok($node->poll_query_until('postgres',
+	q{SELECT count(*) = 0 FROM gapless_outbox}, 't'),
+	'once the topic takes it, every change is published')
+  or diag view_state('gapless');
+sql(q{CREATE FOREIGN TABLE gapless_topic (g text, n bigint, _seq bigint, _op text, o bigint OPTIONS (meta 'offset'))
+	SERVER kbig OPTIONS (topic 'gapless_out')});
+is(sql(q{WITH t AS (SELECT *, max(_seq) OVER (ORDER BY o ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS seen
+		FROM gapless_topic),
+	  kept AS (SELECT * FROM t WHERE seen IS NULL OR _seq > seen),
+	  last AS (SELECT DISTINCT ON (g) g, n, _op FROM kept ORDER BY g, _seq DESC)
+	SELECT count(*) FROM last l FULL JOIN gapless v USING (g)
+	WHERE l.n IS DISTINCT FROM v.n OR l._op = 'delete'}), '0',
+	'a consumer that skips the numbers it has passed ends with the view\'s rows (the big group\'s update included)');
+
 # a scan's lower bound on the message timestamp, through the broker's time
 # index: later than every message, it reads nothing (it read the whole
 # topic, the broker's "none that late" taken for "does not say"); between
@@ -304,8 +344,9 @@ is(sql("SELECT count(*) FROM timed WHERE kts >= '2024-01-01 05:00+00'"), '101', 
 my ($lost, $twice) = SspTest::lost_and_twice($node, 'postgres', 'SELECT part, n, s FROM gr', $gr_truth);
 my ($lost2, $twice2) = SspTest::lost_and_twice($node, 'postgres', 'SELECT part, n, s FROM ev',
 	'SELECT part, count(*), sum(id) FROM produced WHERE gen IN (5, 6) GROUP BY part');
-# at the end: the re-created events (600), grow (2,400), big (1), small (2)
-SspTest::report(faults => 3, produced => 600 + 2400 + 1 + 2,
+# at the end: the re-created events (600), grow (2,400), big (1), small (2),
+# gapless_in (302)
+SspTest::report(faults => 4, produced => 600 + 2400 + 1 + 2 + 302,
 	applied => sql('SELECT sum(processed) FROM ssp.views'), lost => $lost + $lost2, twice => $twice + $twice2,
 	broker => 'apache');
 

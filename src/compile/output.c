@@ -54,6 +54,8 @@
 #include "compile/view.h"
 
 /* the last messages of each partition read for the numbers there */
+/* the numbers a view's output needs left above the topic's tail */
+#define SSP_OUTPUT_NUMBERS_LEFT ((int64) 1 << 40)
 #define SSP_OUTPUT_TAIL 64
 
 /* the triggers that fill a view's outbox (viewsql.c), and their events */
@@ -285,11 +287,17 @@ ssp_output_start(Oid outbox, Oid serverid, const char *topic)
 				 errdetail("The brokers of server \"%s\" do not let role \"%s\" read it.",
 						   GetForeignServer(serverid)->servername, GetUserNameFromId(GetUserId(), false)),
 				 errhint("The view's changes are numbered from the server's clock alone.  Grant the role's principal DESCRIBE and READ on the topic to have them numbered above those at its end too.")));
-	if (tail == PG_INT64_MAX)
+	/*
+	 * Each change takes a number: a view numbered above a tail near the
+	 * highest number would run out of them (its changes then failed as
+	 * dead letters, every one)
+	 */
+	if (tail > PG_INT64_MAX - SSP_OUTPUT_NUMBERS_LEFT)
 		ereport(ERROR,
 				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-				 errmsg("topic \"%s\" holds a change numbered %lld or above, the highest a number may be",
-						topic, (long long) tail),
+				 errmsg("topic \"%s\" holds a change numbered %lld, too near the highest a number may be (%lld)",
+						topic, (long long) tail, (long long) PG_INT64_MAX),
+				 errdetail("A view numbers its changes above the header ssp-seq of the topic's last messages, and needs room for 2^40 of them."),
 				 errhint("Give the view another output topic.")));
 	start = Max(start, tail + 1);
 	seq = getIdentitySequence(outbox, get_attnum(outbox, "seq"), false);

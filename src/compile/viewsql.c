@@ -1582,6 +1582,18 @@ ssp_build_aggregating(Build *b, List *names, const char *mrel, const char *view,
 		b->group_exprs = lappend(b->group_exprs, tle->expr);
 		if (!tle->resjunk && tle->resname)
 			name = tle->resname;
+		else
+		{
+			int			m = 0;
+
+			/*
+			 * a key the view does not show: named apart from the view's
+			 * columns, as the JSON of its changes holds both (the key of a
+			 * change, and of a delete its value, are the keys')
+			 */
+			while (name_taken(names, name))
+				name = psprintf("_g%d_%d", i, ++m);
+		}
 		b->group_cols = lappend(b->group_cols, name);
 	}
 	if (b->stream->changelog)

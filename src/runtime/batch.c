@@ -163,6 +163,9 @@ is_data_error(int sqlerrcode)
 {
 	int			class = ERRCODE_TO_CATEGORY(sqlerrcode);
 
+	/* a sequence used up (the outbox's numbers) is no message's fault */
+	if (sqlerrcode == ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED)
+		return false;
 	return class == ERRCODE_TO_CATEGORY(ERRCODE_DATA_EXCEPTION) ||
 		class == ERRCODE_TO_CATEGORY(ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION) ||
 		sqlerrcode == ERRCODE_PROGRAM_LIMIT_EXCEEDED ||

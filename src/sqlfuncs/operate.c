@@ -500,12 +500,15 @@ ssp_wait(PG_FUNCTION_ARGS)
 	}
 }
 
-/* the answer of ssp.may_read_messages for the last view a query asked of */
+/* the answers of ssp.may_read_messages in a query, for the last views asked of */
+#define MAY_READ_CACHED 16
 typedef struct MayReadCache
 {
-	Oid			view;
 	Oid			role;
-	bool		result;
+	int			filled;			/* entries filled */
+	int			next;			/* the entry the next answer takes */
+	Oid			view[MAY_READ_CACHED];
+	bool		result[MAY_READ_CACHED];
 } MayReadCache;
 
 /*
@@ -550,7 +553,8 @@ may_read_messages(Oid view, Oid role)
 
 /*
  * ssp.may_read_messages(view): the read policy of ssp.dead_letters
- * (may_read_messages), asked once per view in a query.
+ * (may_read_messages), asked once per view in a query (of the last
+ * MAY_READ_CACHED views: rows of several views come mixed).
  */
 Datum
 ssp_may_read_messages(PG_FUNCTION_ARGS)
@@ -558,17 +562,25 @@ ssp_may_read_messages(PG_FUNCTION_ARGS)
 	Oid			view = PG_GETARG_OID(0);
 	Oid			role = GetUserId();
 	MayReadCache *cache = fcinfo->flinfo->fn_extra;
+	int			i;
+	bool		result;
 
-	if (cache == NULL)
+	if (cache == NULL || cache->role != role)
 	{
-		cache = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(MayReadCache));
+		if (cache == NULL)
+			cache = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(MayReadCache));
+		cache->role = role;
+		cache->filled = 0;
+		cache->next = 0;
 		fcinfo->flinfo->fn_extra = cache;
 	}
-	if (cache->view != view || cache->role != role)
-	{
-		cache->result = may_read_messages(view, role);
-		cache->view = view;
-		cache->role = role;
-	}
-	PG_RETURN_BOOL(cache->result);
+	for (i = 0; i < cache->filled; i++)
+		if (cache->view[i] == view)
+			PG_RETURN_BOOL(cache->result[i]);
+	result = may_read_messages(view, role);
+	cache->view[cache->next] = view;
+	cache->result[cache->next] = result;
+	cache->next = (cache->next + 1) % MAY_READ_CACHED;
+	cache->filled = Min(cache->filled + 1, MAY_READ_CACHED);
+	PG_RETURN_BOOL(result);
 }

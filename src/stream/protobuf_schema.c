@@ -1093,9 +1093,8 @@ resolve(SspPbSchema *schema, SspPbMessage *m, SspPbField *f)
 	if (f->type == PB_MESSAGE && f->delimited && !f->map)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-				 errmsg("invalid Protobuf schema: field \"%s\" of message \"%s\" is encoded as a group (features.message_encoding = DELIMITED), which is not supported",
-						f->name, m->name),
-				 errhint("Write the field with features.message_encoding = LENGTH_PREFIXED, the default.")));
+				 errmsg("invalid Protobuf schema: field \"%s\" of message \"%s\" is encoded as a group (features.message_encoding = DELIMITED), which is not supported: use LENGTH_PREFIXED, the default",
+						f->name, m->name)));
 	if (f->type == PB_MESSAGE)
 	{
 		f->packed = false;

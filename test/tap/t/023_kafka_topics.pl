@@ -283,10 +283,9 @@ is(sql('SELECT string_agg(id::text, \',\' ORDER BY id) FROM small'), '2,4', 'and
 is(sql('SELECT n, bytes FROM bigv'), '1|10485760', 'nothing of the refused 10 MB in big');
 
 # a view's change the output topic refuses for good (too large for it)
-# stops the view's producer: the changes after it in the round are not
-# published before it either (they were, then the refused change came
-# after them once the topic took it, and a consumer that skips numbers not
-# above the highest it has applied dropped it)
+# fails the view, naming the topic, and is published once the topic takes
+# it (whether the changes after it in the round reached the topic first is
+# not asserted here: see doc/outputs.md and the closing note of stop 65)
 create_topic('gapless_in', '--partitions', '1');
 create_topic('gapless_out', '--partitions', '1', '--config', 'max.message.bytes=1048576');
 sql(q{
@@ -312,15 +311,6 @@ ok($node->poll_query_until('postgres',
 	q{SELECT count(*) = 0 FROM gapless_outbox}, 't'),
 	'once the topic takes it, every change is published')
   or diag view_state('gapless');
-sql(q{CREATE FOREIGN TABLE gapless_topic (g text, n bigint, _seq bigint, _op text, o bigint OPTIONS (meta 'offset'))
-	SERVER kbig OPTIONS (topic 'gapless_out')});
-is(sql(q{WITH t AS (SELECT *, max(_seq) OVER (ORDER BY o ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS seen
-		FROM gapless_topic),
-	  kept AS (SELECT * FROM t WHERE seen IS NULL OR _seq > seen),
-	  last AS (SELECT DISTINCT ON (g) g, n, _op FROM kept ORDER BY g, _seq DESC)
-	SELECT count(*) FROM last l FULL JOIN gapless v USING (g)
-	WHERE l.n IS DISTINCT FROM v.n OR l._op = 'delete'}), '0',
-	'a consumer that skips the numbers it has passed ends with the view\'s rows (the big group\'s update included)');
 
 # a scan's lower bound on the message timestamp, through the broker's time
 # index: later than every message, it reads nothing (it read the whole

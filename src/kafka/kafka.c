@@ -329,11 +329,10 @@ set_properties(SspKafka *kafka, rd_kafka_conf_t *conf, rd_kafka_type_t type)
 
 	/*
 	 * A view's changes to its output topic (a worker's only producer): a
-	 * batch the broker refuses for good (too large for the topic, say) is
-	 * a fatal error of the producer, whatever the server says.  It does
-	 * not keep the changes queued after the refused one from reaching the
-	 * topic before it (a run of TAP 023 on Apache Kafka had them there):
-	 * that is a known defect (doc/outputs.md).
+	 * batch the broker refuses for good is a fatal error of the producer,
+	 * whatever the server says, which then sends no batch it has not built
+	 * yet.  That alone does not keep the changes after the refused one out
+	 * of the topic (outbox.c, produce_changes).
 	 */
 	if (type == RD_KAFKA_PRODUCER && IsBackgroundWorker)
 		conf_set(kafka, conf, "enable.gapless.guarantee", "true");
@@ -1616,6 +1615,119 @@ ssp_kafka_message_max_bytes(SspKafka *kafka)
 	return pg_strtoint32(value);
 }
 
+/*
+ * ssp_kafka_batch_max_bytes: the largest batch of messages the producer
+ * builds (the lower of its batch.size and message.max.bytes); -1 if
+ * librdkafka does not say.
+ */
+int
+ssp_kafka_batch_max_bytes(SspKafka *kafka)
+{
+	char		value[32];
+	size_t		size = sizeof(value);
+	int			max = ssp_kafka_message_max_bytes(kafka);
+
+	if (max < 0 ||
+		rd_kafka_conf_get(rd_kafka_conf(kafka->rk), "batch.size", value, &size) != RD_KAFKA_CONF_OK)
+		return -1;
+	return Min(max, pg_strtoint32(value));
+}
+
+/*
+ * ssp_kafka_topic_max_bytes: the topic's max.message.bytes, the largest
+ * batch of records its brokers append, from DescribeConfigs through the
+ * client; -1 if the brokers do not say within timeout_ms (no
+ * DESCRIBE_CONFIGS on the topic, a broker without the request), which the
+ * caller takes as no limit known.  librdkafka sends the request to the
+ * controller the brokers name in their metadata: where that is none of
+ * them (librdkafka's mock cluster), it would wait in vain.
+ */
+int
+ssp_kafka_topic_max_bytes(SspKafka *kafka, const char *topic, int timeout_ms)
+{
+	rd_kafka_ConfigResource_t *resource;
+	rd_kafka_AdminOptions_t *options;
+	rd_kafka_queue_t *queue;
+	rd_kafka_event_t *volatile event = NULL;
+	volatile int limit = -1;
+	char		errstr[256];
+	instr_time	start;
+	const struct rd_kafka_metadata *md;
+	int32_t		controller;
+	bool		known = false;
+	int			i;
+
+	if (rd_kafka_metadata(kafka->rk, 0, NULL, &md, timeout_ms) != RD_KAFKA_RESP_ERR_NO_ERROR)
+		return -1;
+	controller = rd_kafka_controllerid(kafka->rk, 0);
+	for (i = 0; i < md->broker_cnt; i++)
+		known |= md->brokers[i].id == controller;
+	rd_kafka_metadata_destroy(md);
+	if (!known)
+		return -1;
+
+	resource = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+	options = rd_kafka_AdminOptions_new(kafka->rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+	rd_kafka_AdminOptions_set_request_timeout(options, timeout_ms, errstr, sizeof(errstr));
+	queue = rd_kafka_queue_new(kafka->rk);
+	rd_kafka_DescribeConfigs(kafka->rk, &resource, 1, options, queue);
+	INSTR_TIME_SET_CURRENT(start);
+	PG_TRY();
+	{
+		const rd_kafka_DescribeConfigs_result_t *result;
+		const rd_kafka_ConfigResource_t **resources = NULL;
+		size_t		nresources = 0;
+
+		while (event == NULL)
+		{
+			instr_time	now;
+
+			CHECK_FOR_INTERRUPTS();
+			event = rd_kafka_queue_poll(queue, SSP_POLL_MS);
+			INSTR_TIME_SET_CURRENT(now);
+			INSTR_TIME_SUBTRACT(now, start);
+			if (event == NULL && INSTR_TIME_GET_MILLISEC(now) > timeout_ms + SSP_POLL_MS)
+				break;
+		}
+		result = event ? rd_kafka_event_DescribeConfigs_result(event) : NULL;
+		if (result && rd_kafka_event_error(event) == RD_KAFKA_RESP_ERR_NO_ERROR)
+			resources = rd_kafka_DescribeConfigs_result_resources(result, &nresources);
+		if (nresources == 1 &&
+			rd_kafka_ConfigResource_error(resources[0]) == RD_KAFKA_RESP_ERR_NO_ERROR)
+		{
+			const rd_kafka_ConfigEntry_t **entries;
+			size_t		nentries;
+			size_t		i;
+
+			entries = rd_kafka_ConfigResource_configs(resources[0], &nentries);
+			for (i = 0; i < nentries; i++)
+			{
+				const char *value = rd_kafka_ConfigEntry_value(entries[i]);
+				char	   *end;
+				long		n;
+
+				if (strcmp(rd_kafka_ConfigEntry_name(entries[i]), "max.message.bytes") != 0 ||
+					value == NULL)
+					continue;
+				errno = 0;
+				n = strtol(value, &end, 10);
+				if (errno == 0 && *end == '\0' && n > 0 && n <= PG_INT32_MAX)
+					limit = (int) n;
+			}
+		}
+	}
+	PG_FINALLY();
+	{
+		if (event)
+			rd_kafka_event_destroy(event);
+		rd_kafka_queue_destroy(queue);
+		rd_kafka_AdminOptions_destroy(options);
+		rd_kafka_ConfigResource_destroy(resource);
+	}
+	PG_END_TRY();
+	return limit;
+}
+
 /* ssp_kafka_server_name: the name of the client's server */
 const char *
 ssp_kafka_server_name(SspKafka *kafka)
@@ -1706,6 +1818,8 @@ ssp_kafka_flush(SspKafka *kafka, const char *topic, int timeout_ms, SspFailures 
 			answered = answers(kafka);
 			INSTR_TIME_SET_CURRENT(start);
 		}
+		/* a stopped producer sends nothing more: no use waiting */
+		fatal_error(kafka, topic);
 		check_elapsed(kafka, start, topic, timeout_ms);
 		check_moved(kafka, topic);
 	}

@@ -79,6 +79,9 @@ extern void ssp_kafka_produce(SspKafka *kafka, const char *topic,
 extern bool ssp_kafka_produce_if_fits(SspKafka *kafka, const char *topic,
 									  SspOutMessage *out);
 extern int	ssp_kafka_message_max_bytes(SspKafka *kafka);
+extern int	ssp_kafka_batch_max_bytes(SspKafka *kafka);
+extern int	ssp_kafka_topic_max_bytes(SspKafka *kafka, const char *topic,
+									  int timeout_ms);
 extern const char *ssp_kafka_server_name(SspKafka *kafka);
 extern SspFailures ssp_kafka_failures(SspKafka *kafka);
 extern void ssp_kafka_flush(SspKafka *kafka, const char *topic, int timeout_ms,

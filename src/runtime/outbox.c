@@ -30,8 +30,10 @@
 #include "executor/spi.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
+#include "portability/instr_time.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/ruleutils.h"
 #include "storage/lmgr.h"
 #include "utils/snapmgr.h"
@@ -58,23 +60,111 @@ typedef struct Oversized
 {
 	bool		found;
 	size_t		bytes;			/* its key, value and header */
-	int			limit;			/* message.max.bytes */
+	int			limit;			/* message.max.bytes, or the topic's */
+	bool		topic;			/* the topic's max.message.bytes */
 	char		server[NAMEDATALEN];
 } Oversized;
+
+/*
+ * What a Kafka record batch (message format 2) adds to its records: its
+ * header; and to each record at most: its varints (length, attributes,
+ * timestamp and offset deltas, key and value lengths, header count), and
+ * those of each header.  A broker takes a batch up to the topic's
+ * max.message.bytes, header included.
+ */
+#define BATCH_OVERHEAD 61
+#define RECORD_OVERHEAD 36
+#define HEADER_OVERHEAD 10
+
+/*
+ * The output topic's max.message.bytes, asked of the brokers once in
+ * TOPIC_LIMIT_MS for each view the process publishes (and again after a
+ * round that failed), waiting at most TOPIC_LIMIT_ASK_MS or the round's
+ * timeout: a change or a batch the topic refuses is never sent
+ * (produce_changes).
+ */
+#define TOPIC_LIMIT_MS 10000
+#define TOPIC_LIMIT_ASK_MS 5000
+
+typedef struct TopicLimit
+{
+	Oid			view;
+	char		topic[NAMEDATALEN * 2];
+	int			limit;			/* -1: the brokers did not say */
+	bool		valid;			/* false after a failed round */
+	instr_time	asked;
+} TopicLimit;
+
+static List *topic_limits = NIL;
+
+/* topic_limit: the view's output topic's max.message.bytes (-1: unknown) */
+static TopicLimit *
+topic_limit(SspKafka *producer, SspView *v, int timeout_ms)
+{
+	ListCell   *lc;
+	TopicLimit *t = NULL;
+	instr_time	now;
+
+	foreach(lc, topic_limits)
+	{
+		TopicLimit *each = lfirst(lc);
+
+		if (each->view == v->view)
+			t = each;
+	}
+	if (t == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		t = palloc0(sizeof(TopicLimit));
+		t->view = v->view;
+		topic_limits = lappend(topic_limits, t);
+		MemoryContextSwitchTo(old);
+	}
+	INSTR_TIME_SET_CURRENT(now);
+	if (t->valid && strcmp(t->topic, v->output_topic) == 0)
+	{
+		instr_time	age = now;
+
+		INSTR_TIME_SUBTRACT(age, t->asked);
+		if (INSTR_TIME_GET_MILLISEC(age) < TOPIC_LIMIT_MS)
+			return t;
+	}
+	t->limit = ssp_kafka_topic_max_bytes(producer, v->output_topic,
+										 Min(timeout_ms, TOPIC_LIMIT_ASK_MS));
+	strlcpy(t->topic, v->output_topic, sizeof(t->topic));
+	t->asked = now;
+	t->valid = true;
+	return t;
+}
 
 /*
  * produce_changes: the changes read (SPI_tuptable: seq, key, value) to the
  * view's output topic, each with its number in the header ssp-seq, all
  * acknowledged within timeout_ms; returns the last one's number (0: none).
- * A change larger than the producer's message.max.bytes stops it there,
- * said in *big: those before it are published.
+ * A change larger than the producer's message.max.bytes, or than the
+ * topic's max.message.bytes (limit, -1 if unknown), stops it there, said
+ * in *big: those before it are published.
+ *
+ * Nothing after a change the topic refuses may reach it: a consumer that
+ * skips the numbers it has passed would drop the change once the topic
+ * took it.  librdkafka's idempotent producer does not ensure that: a batch
+ * built before the refusal's answer is sent after it, and a broker that
+ * holds no state yet for the producer id (a new producer, one reset by an
+ * error, one idle past producer.id.expiration.ms) appends a batch of any
+ * sequence number.  So a change the topic refuses is never sent, and
+ * where the producer's batches may be larger than the topic takes, the
+ * changes are acknowledged in groups that fit in one batch.
  */
 static int64
-produce_changes(SspKafka *producer, SspView *v, int timeout_ms, Oversized *big)
+produce_changes(SspKafka *producer, SspView *v, int timeout_ms, int limit,
+				Oversized *big)
 {
 	int64		last = 0;
 	SspFailures failed_before = ssp_kafka_failures(producer);
 	uint64		i;
+	bool		in_groups = limit > 0 && ssp_kafka_batch_max_bytes(producer) > limit - BATCH_OVERHEAD;
+	size_t		group = 0;		/* bytes queued since the last flush */
 
 	for (i = 0; i < SPI_processed; i++)
 	{
@@ -86,6 +176,8 @@ produce_changes(SspKafka *producer, SspView *v, int timeout_ms, Oversized *big)
 		char	   *key = SPI_getvalue(tup, desc, 2);
 		char	   *value = SPI_getvalue(tup, desc, 3);
 		int64		seq = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		size_t		bytes;
+		size_t		record;
 
 		memset(&out, 0, sizeof(out));
 		initStringInfo(&out.key);
@@ -97,15 +189,33 @@ produce_changes(SspKafka *producer, SspView *v, int timeout_ms, Oversized *big)
 		h->value = psprintf(INT64_FORMAT, seq);
 		h->len = strlen(h->value);
 		out.headers = list_make1(h);
-		if (!ssp_kafka_produce_if_fits(producer, v->output_topic, &out))
+		bytes = out.key.len + out.value.len + strlen(h->name) + h->len;
+		record = bytes + RECORD_OVERHEAD + HEADER_OVERHEAD;
+
+		if (limit > 0 && BATCH_OVERHEAD + record > (size_t) limit)
 		{
-			big->found = true;
-			big->bytes = out.key.len + out.value.len + strlen(h->name) + h->len;
-			big->limit = ssp_kafka_message_max_bytes(producer);
-			strlcpy(big->server, ssp_kafka_server_name(producer), sizeof(big->server));
-			break;
+			big->topic = true;
+			big->limit = limit;
 		}
-		last = seq;
+		else
+		{
+			if (in_groups && group > 0 && BATCH_OVERHEAD + group + record > (size_t) limit)
+			{
+				ssp_kafka_flush(producer, v->output_topic, timeout_ms, failed_before);
+				group = 0;
+			}
+			if (ssp_kafka_produce_if_fits(producer, v->output_topic, &out))
+			{
+				group += record;
+				last = seq;
+				continue;
+			}
+			big->limit = ssp_kafka_message_max_bytes(producer);
+		}
+		big->found = true;
+		big->bytes = bytes;
+		strlcpy(big->server, ssp_kafka_server_name(producer), sizeof(big->server));
+		break;
 	}
 	if (last > 0)
 		ssp_kafka_flush(producer, v->output_topic, timeout_ms, failed_before);
@@ -148,6 +258,7 @@ publish_some(SspView *v, int timeout_ms)
 	int64		last;
 	int			n;
 	Oversized	big;
+	TopicLimit *volatile limits;
 
 	memset(&big, 0, sizeof(big));
 	SetCurrentStatementStartTimestamp();
@@ -181,13 +292,17 @@ publish_some(SspView *v, int timeout_ms)
 	 * producer, which its other views publish with: its messages would be
 	 * waited for, or their failure counted, in another view's flush.
 	 */
+	limits = n > 0 ? topic_limit(producer, v, timeout_ms) : NULL;
 	PG_TRY();
 	{
-		last = produce_changes(producer, v, timeout_ms, &big);
+		last = produce_changes(producer, v, timeout_ms, limits ? limits->limit : -1, &big);
 	}
 	PG_CATCH();
 	{
 		ssp_kafka_purge(producer);
+		/* the topic's limit may be what changed */
+		if (limits)
+			limits->valid = false;
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -207,6 +322,18 @@ publish_some(SspView *v, int timeout_ms)
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	if (big.found && big.topic)
+	{
+		if (limits)
+			limits->valid = false;
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("could not publish a change of continuous view \"%s\" to topic \"%s\"",
+						v->name, v->output_topic),
+				 errdetail("The change is %zu bytes (its key, value and header), more than the topic's max.message.bytes allows: %d bytes, with the overhead of a batch.",
+						   big.bytes, big.limit),
+				 errhint("Raise the topic's max.message.bytes on the brokers (kafka-configs --alter --add-config): the view then publishes the change and goes on.  Until then it applies nothing more, and its outbox keeps this change and those after it.")));
+	}
 	if (big.found)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),

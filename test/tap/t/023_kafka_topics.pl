@@ -282,10 +282,13 @@ is(sql('SELECT n, ids FROM smallv'), '2|6', 'the same session\'s producer went o
 is(sql('SELECT string_agg(id::text, \',\' ORDER BY id) FROM small'), '2,4', 'and the topic holds only them');
 is(sql('SELECT n, bytes FROM bigv'), '1|10485760', 'nothing of the refused 10 MB in big');
 
-# a view's change the output topic refuses for good (too large for it)
-# fails the view, naming the topic, and is published once the topic takes
-# it (whether the changes after it in the round reached the topic first is
-# not asserted here: see doc/outputs.md and the closing note of stop 65)
+# a view's change too large for its output topic (max.message.bytes) is
+# never sent: the view fails, naming the topic's limit, and publishes it
+# once the topic takes it; no change after it reaches the topic first (a
+# new producer's first batch refused, the broker appended the next, and a
+# consumer that skips the numbers it has passed then dropped the refused
+# change; the view retries twice before the limit is raised, each time
+# with a new producer, as that took)
 create_topic('gapless_in', '--partitions', '1');
 create_topic('gapless_out', '--partitions', '1', '--config', 'max.message.bytes=1048576');
 sql(q{
@@ -300,17 +303,52 @@ sql(q{SELECT ssp.pause('gapless')});
 sql(q{INSERT INTO gapless_in SELECT 's' || g, 'x' FROM generate_series(1, 150) g
 	UNION ALL SELECT 'big', repeat('b', 600000)
 	UNION ALL SELECT 's' || g, 'x' FROM generate_series(151, 300) g});
+$log_from = -s $node->logfile;
 sql(q{SELECT ssp.resume('gapless')});
 ok($node->poll_query_until('postgres',
 	q{SELECT status = 'failed' AND last_error ~ 'gapless_out' FROM ssp.views WHERE view = 'gapless'::regclass}),
 	'the view whose change its output topic refuses fails, naming the topic')
   or diag view_state('gapless');
+like(sql(q{SELECT last_error FROM ssp.views WHERE view = 'gapless'::regclass}),
+	qr/The change is 1200\d+ bytes .* more than the topic's max\.message\.bytes allows: 1048576 bytes/,
+	'and saying the change\'s size and the topic\'s limit');
+ok(wait_log(qr/(continuous view "gapless" failed.*){3}/s, $log_from),
+	'the view tried again, in workers of its own');
 SspTest::kafka($k, 'configs', '--alter', '--entity-type', 'topics', '--entity-name', 'gapless_out',
 	'--add-config', 'max.message.bytes=4194304');
 ok($node->poll_query_until('postgres',
 	q{SELECT count(*) = 0 FROM gapless_outbox}, 't'),
 	'once the topic takes it, every change is published')
   or diag view_state('gapless');
+sql(q{CREATE FOREIGN TABLE gapless_topic (g text, n bigint, _seq bigint, _op text, o bigint OPTIONS (meta 'offset'))
+	SERVER kbig OPTIONS (topic 'gapless_out')});
+is(sql(q{WITH t AS (SELECT *, max(_seq) OVER (ORDER BY o ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS seen
+		FROM gapless_topic),
+	  kept AS (SELECT * FROM t WHERE seen IS NULL OR _seq > seen),
+	  last AS (SELECT DISTINCT ON (g) g, n, _op FROM kept ORDER BY g, _seq DESC)
+	SELECT count(*) FROM last l FULL JOIN gapless v USING (g)
+	WHERE l.n IS DISTINCT FROM v.n OR l._op = 'delete'}), '0',
+	'a consumer that skips the numbers it has passed ends with the view\'s rows (the big group\'s update included)');
+
+# a topic whose max.message.bytes is below the producer's batches (2,000
+# bytes: librdkafka's batch.size is 1,000,000): the changes, each of which
+# fits, are published in groups that fit in one batch (every batch was
+# refused, and the view stopped for good)
+create_topic('narrow_in', '--partitions', '1');
+create_topic('narrow_out', '--partitions', '2', '--config', 'max.message.bytes=2000');
+sql(q{
+	CREATE FOREIGN TABLE narrow_in (g text, s text) SERVER kbig OPTIONS (topic 'narrow_in');
+	CREATE VIEW narrow WITH (ssp.continuous, ssp.output_topic = 'narrow_out') AS
+	  SELECT g, count(*) AS n, max(s) AS s FROM narrow_in GROUP BY g;
+	INSERT INTO narrow_in SELECT 's' || g, repeat('x', 100) FROM generate_series(1, 3000) g;
+});
+SspTest::wait_views($node, 'postgres', 'narrow');
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 0 FROM narrow_outbox}, 't'),
+	'a topic that takes 2,000 bytes a batch gets every change of the view')
+  or diag view_state('narrow');
+sql(q{CREATE FOREIGN TABLE narrow_topic (g text, n bigint) SERVER kbig OPTIONS (topic 'narrow_out')});
+is(sql(q{SELECT count(*) || ' ' || count(DISTINCT g) FROM narrow_topic}), '3000 3000',
+	'each change once');
 
 # a scan's lower bound on the message timestamp, through the broker's time
 # index: later than every message, it reads nothing (it read the whole

@@ -1419,7 +1419,10 @@ fatal_error(SspKafka *kafka, const char *topic)
 			 err == RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED ||
 			 err == RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED ?
 			 errhint("The principal of server \"%s\" gets no producer id: an idempotent producer needs WRITE on the topic (IDEMPOTENT_WRITE on the cluster before Kafka 3) (kafka-acls).",
-					 kafka->servername) : delivery_hint(kafka, topic, -1, err)));
+					 kafka->servername) :
+			 /* a refused batch stopped it: what refused it says what to do */
+			 delivery_hint(kafka, topic, -1,
+						   err == RD_KAFKA_RESP_ERR__GAPLESS_GUARANTEE ? kafka->delivery_code : err)));
 }
 
 /*

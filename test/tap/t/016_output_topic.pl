@@ -125,6 +125,11 @@ ok($node->poll_query_until('postgres', q{
 		SELECT last_error LIKE '%could not produce to topic "revenue_changes"%'
 		FROM ssp.views WHERE view = 'revenue'::regclass}),
 	'a topic that refuses the changes: ssp.views says so');
+# the refusal stops the view's producer (gapless): the error says so, and
+# what the broker said
+like($node->safe_psql('postgres', q{SELECT last_error FROM ssp.views WHERE view = 'revenue'::regclass}),
+	qr/The producer of server "kafka" failed: .*Topic authorization failed/,
+	'the stopped producer is the error, with the broker\'s reason');
 $node->safe_psql('postgres', "SELECT ssp.resume('per_minute')");
 SspTest::wait_views($node, 'postgres', 'revenue', 'per_minute');
 ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM revenue_outbox'),

@@ -683,7 +683,10 @@ slice_again(Slices *sl, rd_kafka_resp_err_t err)
 
 /*
  * topic_partitions: ask the broker how many partitions the topic has, into
- * *count; the error of the request or of the topic, if any.
+ * *count; the error of the request or of the topic, if any.  An answer that
+ * names a leader for every partition ends the client's trouble (an idle
+ * worker's views said "waiting for broker" after the brokers were back,
+ * until a message came).
  */
 static rd_kafka_resp_err_t
 topic_partitions(SspKafka *kafka, int timeout_ms, int *count)
@@ -700,7 +703,16 @@ topic_partitions(SspKafka *kafka, int timeout_ms, int *count)
 		return err;
 	err = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART;
 	if (!err)
+	{
+		bool		led = true;
+		int			p;
+
 		*count = md->topics[0].partition_cnt;
+		for (p = 0; p < *count; p++)
+			led &= md->topics[0].partitions[p].leader >= 0;
+		if (led)
+			kafka->trouble = false;
+	}
 	rd_kafka_metadata_destroy(md);
 	return err;
 }

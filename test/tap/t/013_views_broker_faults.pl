@@ -67,6 +67,10 @@ my ($rc) = $node->psql('postgres', "INSERT INTO orders VALUES (0, 'down', 0, 0)"
 isnt($rc, 0, 'an INSERT with the brokers down fails');
 sleep(30 - (time - $t0)) if time - $t0 < 30;
 SspTest::ctl($broker, 'up all');
+# idle views, no message since: the brokers' answers say they are back
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 2 FROM ssp.views WHERE status = 'running'"),
+	'once the brokers are back, the idle views say "running" before a message comes');
 produce(5001, 10000);
 SspTest::wait_views($node, 'postgres', 'copy', 'by_region');
 is(status('copy'), 'running', 'once the brokers are back, the view runs again');

@@ -15,6 +15,10 @@ CREATE SERVER k2 FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers 'h:9092', broke
 CREATE SERVER k2 FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers 'h:9092', "socket.timeout.ms" '5000');
 ALTER SERVER k2 OPTIONS (ADD "socket.timeout.msx" '1');
 ALTER SERVER k2 OPTIONS (SET "socket.timeout.ms" 'never');
+-- ssp's producers are idempotent: librdkafka would refuse more in flight only when one starts
+ALTER SERVER k2 OPTIONS (ADD "max.in.flight" '10');
+ALTER SERVER k2 OPTIONS (ADD "max.in.flight.requests.per.connection" '5');
+ALTER SERVER k2 OPTIONS (DROP "max.in.flight.requests.per.connection");
 ALTER SERVER k2 OPTIONS (DROP brokers);
 ALTER SERVER k2 OPTIONS (SET brokers 'h:9093', DROP "socket.timeout.ms");
 SELECT srvname, srvoptions FROM pg_foreign_server WHERE srvname = 'k2';

@@ -887,6 +887,14 @@ ssp_kafka_validate_property(const char *name, const char *value, bool secret)
 				 errmsg("invalid value for Kafka property \"%s\"", name),
 				 secret ? errdetail("The value is secret and not shown.") :
 				 errdetail("%s", errstr)));
+	/* ssp's producers are idempotent, which librdkafka checks only then */
+	if ((strcmp(name, "max.in.flight") == 0 ||
+		 strcmp(name, "max.in.flight.requests.per.connection") == 0) &&
+		atoi(value) > 5)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for Kafka property \"%s\"", name),
+				 errdetail("ssp's producers are idempotent (enable.idempotence), which allows at most 5 requests in flight.")));
 }
 
 /*

@@ -78,8 +78,8 @@ typedef struct Oversized
 
 /*
  * The output topic's max.message.bytes, asked of the brokers once in
- * TOPIC_LIMIT_MS for each view the process publishes (and again after a
- * round that failed), waiting at most TOPIC_LIMIT_ASK_MS or the round's
+ * TOPIC_LIMIT_MS for each view the process publishes (and at each round
+ * while they do not say, and again after a round that failed), waiting at most TOPIC_LIMIT_ASK_MS or the round's
  * timeout: a change or a batch the topic refuses is never sent
  * (produce_changes).
  */
@@ -134,7 +134,8 @@ topic_limit(SspKafka *producer, SspView *v, int timeout_ms)
 										 Min(timeout_ms, TOPIC_LIMIT_ASK_MS));
 	strlcpy(t->topic, v->output_topic, sizeof(t->topic));
 	t->asked = now;
-	t->valid = true;
+	/* no answer (the brokers down, say) is asked again at the next round */
+	t->valid = t->limit > 0;
 	return t;
 }
 

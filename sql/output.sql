@@ -119,6 +119,13 @@ FROM revenue r JOIN (SELECT DISTINCT ON (region) * FROM changes ORDER BY region,
 -- one view publishes to a topic
 CREATE VIEW revenue2 WITH (ssp.continuous, ssp.output_topic = :'out') AS
   SELECT region, count(*) AS n FROM orders GROUP BY region;
+-- even through another server: two servers may reach the same brokers
+CREATE SERVER kafka_again FOREIGN DATA WRAPPER ssp_kafka OPTIONS (brokers :'brokers');
+CREATE FOREIGN TABLE orders_again (id bigint, region text, amount numeric)
+  SERVER kafka_again OPTIONS (topic :'topic');
+CREATE VIEW revenue2 WITH (ssp.continuous, ssp.output_topic = :'out') AS
+  SELECT region, count(*) AS n FROM orders_again GROUP BY region;
+DROP SERVER kafka_again CASCADE;
 -- dropped and created again (to change its query), a view numbers its
 -- changes above those of the view before: a consumer that skips a record
 -- numbered no higher than the last one seen in its partition keeps them
@@ -241,6 +248,19 @@ SELECT seg, n, _op, _before FROM moves_changes ORDER BY _seq;
 SELECT * FROM moves_by_seg;
 DROP VIEW moves_by_seg;
 DROP FOREIGN TABLE moves, moves_changes;
+
+-- a server's partitioner "random" would scatter a key's changes over the
+-- topic's partitions: views' changes go by their key whatever it says
+ALTER SERVER kafka OPTIONS (ADD partitioner 'random');
+INSERT INTO orders SELECT g, 'r' || g % 5, 1 FROM generate_series(1, 10) g;
+SELECT ssp.wait('revenue'), published('revenue');
+INSERT INTO orders SELECT g, 'r' || g % 5, 1 FROM generate_series(1, 10) g;
+SELECT ssp.wait('revenue'), published('revenue');
+INSERT INTO orders SELECT g, 'r' || g % 5, 1 FROM generate_series(1, 10) g;
+SELECT ssp.wait('revenue'), published('revenue');
+SELECT count(*) AS regions, count(*) FILTER (WHERE parts > 1) AS scattered
+FROM (SELECT region, count(DISTINCT p) AS parts FROM changes GROUP BY region) x;
+ALTER SERVER kafka OPTIONS (DROP partitioner);
 
 -- dropping the view, or its schema, drops its triggers and function
 CREATE SCHEMA output_s;

@@ -210,46 +210,59 @@ ssp_view_check_changes(SspView *v)
 
 /*
  * ssp_output_check_topic: refuse a new continuous view with output topic
- * topic on server serverid if another view of the database publishes to
- * it: their changes would be numbered apart, in one partition, and a
- * consumer would drop those of one of them as repeats.  Serialized per
- * server by an advisory lock held to the end of the transaction, and read
- * with the latest snapshot, so that two such views created at once, or
- * in a transaction that began before the other committed, cannot both
- * pass.  A view that is being dropped in a transaction not yet committed
- * still counts.
+ * topic on server serverid if another view of the database publishes to a
+ * topic of that name, on any server: their changes would be numbered
+ * apart, in one partition, and a consumer would drop those of one of them
+ * as repeats.  Two servers may reach one cluster (the same brokers, or
+ * other names of them), which nothing here can tell for sure.  Serialized
+ * by an advisory lock held to the end of the transaction, and read with
+ * the latest snapshot, so that two such views created at once, or in a
+ * transaction that began before the other committed, cannot both pass.  A
+ * view that is being dropped in a transaction not yet committed still
+ * counts.
  */
 void
 ssp_output_check_topic(Oid serverid, const char *topic)
 {
-	Oid			argtypes[2] = {TEXTOID, OIDOID};
-	Datum		args[2] = {CStringGetTextDatum(topic), ObjectIdGetDatum(serverid)};
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(topic)};
 	Oid			locktype = INT8OID;
-	Datum		lockkey = Int64GetDatum((SSP_OUTPUT_LOCK_CLASS << 32) | (int64) serverid);
+	Datum		lockkey = Int64GetDatum(SSP_OUTPUT_LOCK_CLASS << 32);
 	int			rc;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "ssp: SPI_connect failed");
 	if (ssp_spi_catalog("SELECT pg_catalog.pg_advisory_xact_lock($1)", 1, &locktype, &lockkey,
 						NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "ssp: could not lock the output topics of the server");
+		elog(ERROR, "ssp: could not lock the output topics");
 	PushActiveSnapshot(GetLatestSnapshot());
-	rc = ssp_spi_catalog("SELECT c.view FROM ssp.continuous_views c "
+	rc = ssp_spi_catalog("SELECT c.view, s.srvname, f.ftserver FROM ssp.continuous_views c "
 						 "JOIN pg_catalog.pg_foreign_table f ON f.ftrelid = c.streams[1] "
-						 "WHERE c.output_topic = $1 AND f.ftserver = $2 "
+						 "JOIN pg_catalog.pg_foreign_server s ON s.oid = f.ftserver "
+						 "WHERE c.output_topic = $1 "
 						 "ORDER BY c.view::pg_catalog.text LIMIT 1",
-						 2, argtypes, args, NULL, true, 1);
+						 1, argtypes, args, NULL, true, 1);
 	PopActiveSnapshot();
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read ssp.continuous_views");
 	/* the view, a regclass: SPI_getvalue names it as the user's path shows it */
 	if (SPI_processed > 0)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Oid			other = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("continuous view %s publishes to topic \"%s\" already",
-						SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), topic),
-				 errdetail("The changes of two views in one topic would be numbered apart, and a consumer that drops the records whose _seq is not above the highest it has seen would drop some of them."),
+						SPI_getvalue(tup, desc, 1), topic),
+				 other == serverid ?
+				 errdetail("The changes of two views in one topic would be numbered apart, and a consumer that drops the records whose _seq is not above the highest it has seen would drop some of them.") :
+				 errdetail("It publishes through server \"%s\", which may reach the same brokers.  The changes of two views in one topic would be numbered apart, and a consumer that drops the records whose _seq is not above the highest it has seen would drop some of them.",
+						   SPI_getvalue(tup, desc, 2)),
 				 errhint("Give the view an output topic of its own, or drop the other view first.")));
+	}
 	SPI_finish();
 }
 

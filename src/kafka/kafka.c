@@ -161,8 +161,17 @@ log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
 	char		line[4096];
 
-	/* a view's offsets copied to its group for lag tools may fail: no matter */
-	int			elevel = level <= 4 && strcmp(fac, "COMMITFAIL") != 0 ? LOG : DEBUG2;
+	/*
+	 * A view's offsets copied to its group for lag tools may fail: no
+	 * matter.  A server's options serve its consumers and its producers
+	 * alike: that each ignores the other's is no news, nor that the
+	 * gapless guarantee ssp sets is experimental.
+	 */
+	int			elevel = level <= 4 && strcmp(fac, "COMMITFAIL") != 0 &&
+		!(strcmp(fac, "CONFWARN") == 0 &&
+		  (strstr(buf, "will be ignored by this consumer") != NULL ||
+		   strstr(buf, "will be ignored by this producer") != NULL ||
+		   strstr(buf, "enable.gapless.guarantee is experimental") != NULL)) ? LOG : DEBUG2;
 
 	/* debug's lines are many: mask only those the server keeps */
 	if (!message_level_is_interesting(elevel))
@@ -230,7 +239,7 @@ dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
 		(msg->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
 		 msg->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT))
 	{
-		if ((intptr_t) msg->_private < kafka->purge_level)
+		if (((intptr_t) msg->_private >> 1) < kafka->purge_level)
 			kafka->failures.purged++;
 	}
 	else if (msg->err)
@@ -239,7 +248,8 @@ dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
 		mask(kafka, rd_kafka_err2str(msg->err), kafka->delivery_error,
 			 sizeof(kafka->delivery_error));
 		kafka->delivery_code = msg->err;
-		kafka->delivery_partition = msg->partition;
+		/* the partition the message asked for, not one the partitioner chose */
+		kafka->delivery_partition = ((intptr_t) msg->_private & 1) ? msg->partition : -1;
 	}
 	else
 		kafka->acked++;
@@ -335,7 +345,23 @@ set_properties(SspKafka *kafka, rd_kafka_conf_t *conf, rd_kafka_type_t type)
 	 * of the topic (outbox.c, produce_changes).
 	 */
 	if (type == RD_KAFKA_PRODUCER && IsBackgroundWorker)
+	{
 		conf_set(kafka, conf, "enable.gapless.guarantee", "true");
+
+		/*
+		 * Each key's changes go to one partition, where their numbers say
+		 * their order: "random" (the only partitioner that ignores the key)
+		 * would scatter them.
+		 */
+		foreach(lc, options)
+		{
+			DefElem    *def = lfirst(lc);
+
+			if (strcmp(def->defname, "partitioner") == 0 &&
+				strcmp(defGetString(def), "random") == 0)
+				conf_set(kafka, conf, "partitioner", "consistent_random");
+		}
+	}
 }
 
 /*
@@ -1549,8 +1575,9 @@ produce(SspKafka *kafka, const char *topic, SspOutMessage *out, bool size_ok)
 											   out->key_null ? 0 : out->key.len),
 								RD_KAFKA_V_TIMESTAMP(out->timestamp_ms),
 								RD_KAFKA_V_HEADERS(hdrs),
-								/* the nest level that queued it, for dr_msg_cb */
-								RD_KAFKA_V_OPAQUE((void *) (intptr_t) GetCurrentTransactionNestLevel()),
+								/* for dr_msg_cb: the nest level that queued it, and whether it named its partition */
+								RD_KAFKA_V_OPAQUE((void *) (((intptr_t) GetCurrentTransactionNestLevel() << 1) |
+															(out->partition >= 0))),
 								RD_KAFKA_V_END);
 		if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
 			break;
@@ -1758,7 +1785,8 @@ delivery_hint(SspKafka *kafka, const char *topic, int32 partition, rd_kafka_resp
 	{
 		case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
 			if (partition < 0)
-				return 0;
+				return errhint("Topic \"%s\" was deleted, or has fewer partitions than it had.",
+							   topic);
 			return errhint("Topic \"%s\" has no partition %d: a stream's \"partition\" column takes the number of one of the topic's partitions, from 0.",
 						   topic, (int) partition);
 		case RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP:

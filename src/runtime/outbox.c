@@ -52,8 +52,13 @@ outbox_name(SspView *v)
 									  get_rel_name(v->outbox));
 }
 
-/* changes published per transaction */
+/*
+ * Changes published per transaction: at most PUBLISH_BATCH, and those that
+ * begin within PUBLISH_BYTES of the first (as stored: a round of large rows
+ * would hold them all in the worker's memory, twice).
+ */
 #define PUBLISH_BATCH 10000
+#define PUBLISH_BYTES (32 * 1024 * 1024)
 
 /* a change larger than the producer sends, and what it is refused by */
 typedef struct Oversized
@@ -246,18 +251,20 @@ flush_wal(void)
 
 /*
  * publish_some: publish up to PUBLISH_BATCH changes past the last one
- * published; returns how many.  In a transaction of its own.  A change too
- * large to send is an error, raised once those before it are published and
- * recorded, so that the view's next try begins with it.
+ * published, PUBLISH_BYTES or so; returns whether more may wait.  In a
+ * transaction of its own.  A change too large to send is an error, raised
+ * once those before it are published and recorded, so that the view's
+ * next try begins with it.
  */
-static int
+static bool
 publish_some(SspView *v, int timeout_ms)
 {
 	SspKafka   *producer;
-	Oid			argtypes[2] = {OIDOID, INT4OID};
-	Datum		args[2];
+	Oid			argtypes[3] = {OIDOID, INT4OID, INT8OID};
+	Datum		args[3];
 	int64		last;
 	int			n;
+	volatile bool more = false;
 	Oversized	big;
 	TopicLimit *volatile limits;
 
@@ -269,7 +276,7 @@ publish_some(SspView *v, int timeout_ms)
 	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(v->outbox)))
 	{
 		CommitTransactionCommand();
-		return 0;
+		return false;
 	}
 	producer = ssp_kafka_producer(GetForeignTable(v->streams[0])->serverid, GetUserId());
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -277,15 +284,30 @@ publish_some(SspView *v, int timeout_ms)
 		elog(ERROR, "ssp: SPI_connect failed");
 	args[0] = ObjectIdGetDatum(v->view);
 	args[1] = Int32GetDatum(PUBLISH_BATCH);
-	if (SPI_execute_with_args(psprintf("SELECT o.seq, o.key::text, "
-									   "(o.value || pg_catalog.jsonb_build_object('_seq', o.seq))::text "
+	args[2] = Int64GetDatum(PUBLISH_BYTES);
+	if (SPI_execute_with_args(psprintf("SELECT seq, key::text, "
+									   "(value || pg_catalog.jsonb_build_object('_seq', seq))::text, n "
+									   "FROM (SELECT *, pg_catalog.sum(bytes) OVER (ORDER BY seq) - bytes AS before, "
+									   "pg_catalog.count(*) OVER () AS n "
+									   "FROM (SELECT o.seq, o.key, o.value, "
+									   "pg_catalog.pg_column_size(o.key) + pg_catalog.pg_column_size(o.value) AS bytes "
 									   "FROM %s o, ssp.continuous_views c "
 									   "WHERE c.view = $1::regclass AND o.seq > c.published_seq "
-									   "ORDER BY o.seq LIMIT $2",
+									   "ORDER BY o.seq LIMIT $2) l) w "
+									   "WHERE before < $3 ORDER BY seq",
 									   outbox_name(v)),
-							  2, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
+							  3, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "ssp: could not read the outbox of continuous view \"%s\"", v->name);
 	n = SPI_processed;
+	if (n > 0)
+	{
+		bool		isnull;
+		int64		read = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+													   SPI_tuptable->tupdesc, 4, &isnull));
+
+		/* a full round, or one cut short by its bytes */
+		more = read == PUBLISH_BATCH || n < read;
+	}
 	if (n > 0)
 		flush_wal();
 	/*
@@ -344,7 +366,7 @@ publish_some(SspView *v, int timeout_ms)
 						   big.bytes, big.server, big.limit),
 				 errhint("Raise \"message.max.bytes\" of server \"%s\" with ALTER SERVER, and the topic's max.message.bytes on the brokers if it is lower: the view then publishes the change and goes on.  Until then it applies nothing more, and its outbox keeps this change and those after it.",
 						 big.server)));
-	return n;
+	return more;
 }
 
 /*
@@ -359,6 +381,6 @@ ssp_outbox_publish(SspView *v, int timeout_ms)
 {
 	if (v->output_topic == NULL)
 		return;
-	while (publish_some(v, timeout_ms) == PUBLISH_BATCH)
+	while (publish_some(v, timeout_ms))
 		;
 }

@@ -350,6 +350,28 @@ sql(q{CREATE FOREIGN TABLE narrow_topic (g text, n bigint) SERVER kbig OPTIONS (
 is(sql(q{SELECT count(*) || ' ' || count(DISTINCT g) FROM narrow_topic}), '3000 3000',
 	'each change once');
 
+# changes of some 640 kB each, 100 of them (64 MB, little of it
+# compressible): published in rounds of about 32 MB, each round taking
+# the next without a batch in between (a round held all 10,000 changes it
+# may take in the worker's memory, twice)
+create_topic('wide_in', '--partitions', '1');
+create_topic('wide_out', '--partitions', '1', '--config', 'max.message.bytes=4194304');
+sql(q{
+	CREATE FOREIGN TABLE wide_in (g text, s text) SERVER kbig OPTIONS (topic 'wide_in');
+	CREATE VIEW wide WITH (ssp.continuous, ssp.output_topic = 'wide_out') AS
+	  SELECT g, count(*) AS n, max(s) AS s FROM wide_in GROUP BY g;
+	INSERT INTO wide_in SELECT 'w' || g,
+	  (SELECT string_agg(md5(g::text || '.' || i::text), '') FROM generate_series(1, 20000) i)
+	  FROM generate_series(1, 100) g;
+});
+SspTest::wait_views($node, 'postgres', 'wide');
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 0 FROM wide_outbox}, 't'),
+	'64 MB of changes are published in rounds, without a batch between them')
+  or diag view_state('wide');
+sql(q{CREATE FOREIGN TABLE wide_topic (g text, n bigint, s text) SERVER kbig OPTIONS (topic 'wide_out')});
+is(sql(q{SELECT count(*) || ' ' || count(DISTINCT g) || ' ' || min(length(s)) FROM wide_topic}), '100 100 640000',
+	'each change once, whole');
+
 # a scan's lower bound on the message timestamp, through the broker's time
 # index: later than every message, it reads nothing (it read the whole
 # topic, the broker's "none that late" taken for "does not say"); between

@@ -84,9 +84,9 @@ typedef struct Oversized
 /*
  * The output topic's max.message.bytes, asked of the brokers once in
  * TOPIC_LIMIT_MS for each view the process publishes (and at each round
- * while they do not say, and again after a round that failed), waiting at most TOPIC_LIMIT_ASK_MS or the round's
- * timeout: a change or a batch the topic refuses is never sent
- * (produce_changes).
+ * while they do not say, and again after a round that failed), waiting at
+ * most TOPIC_LIMIT_ASK_MS or the round's timeout: a change or a batch the
+ * topic refuses is never sent (produce_changes).
  */
 #define TOPIC_LIMIT_MS 10000
 #define TOPIC_LIMIT_ASK_MS 5000
@@ -96,7 +96,7 @@ typedef struct TopicLimit
 	Oid			view;
 	char		topic[NAMEDATALEN * 2];
 	int			limit;			/* -1: the brokers did not say */
-	bool		valid;			/* false after a failed round */
+	bool		valid;			/* false: ask again (unknown, or a round failed) */
 	instr_time	asked;
 } TopicLimit;
 
